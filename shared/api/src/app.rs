@@ -1,0 +1,33 @@
+//! Everything a handler needs, built once per process and shared by every
+//! invocation (clients are never built per request).
+
+use crate::error::InitError;
+use store::deployment::{FunctionId, TableId};
+use store::{ApiKeys, AwsClients, Config};
+
+#[derive(Clone, Debug)]
+pub struct App {
+    pub config: Config,
+    pub clients: AwsClients,
+    /// `None` in a function that has no API keys table (SQS consumers).
+    pub api_keys: Option<ApiKeys>,
+}
+
+impl App {
+    /// Lambda init: logging, configuration (failing with the name of any
+    /// missing or malformed variable this function needs), AWS clients.
+    pub async fn init(function: FunctionId) -> Result<App, InitError> {
+        let config = Config::from_env()?;
+        crate::logging::init(config.log_json);
+        config.require(function.def())?;
+        let clients = AwsClients::new(&config).await;
+        tracing::info!(function = ?function, "initialised");
+        Ok(App::new(config, clients))
+    }
+
+    /// An app over an existing configuration (the local cloud, tests).
+    pub fn new(config: Config, clients: AwsClients) -> App {
+        let api_keys = config.table(TableId::ApiKeys).ok().map(|t| ApiKeys::new(clients.dynamo.clone(), t));
+        App { config, clients, api_keys }
+    }
+}

@@ -1,0 +1,102 @@
+//! The one place errors become HTTP answers: `{"error":{"code","message"}}`
+//! with the status the code implies.
+
+use lambda_http::{Body, Response};
+use protocol::{ErrorBody, ErrorCode};
+use store::StoreError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    #[error("{0}")]
+    BadRequest(String),
+    #[error("{0}")]
+    Unauthorized(String),
+    #[error("{0}")]
+    Forbidden(String),
+    #[error("{0}")]
+    NotFound(String),
+    #[error("{0}")]
+    MethodNotAllowed(String),
+    #[error("{0}")]
+    Conflict(String),
+    #[error("{0}")]
+    PayloadTooLarge(String),
+    #[error("{0}")]
+    NotSupported(String),
+    #[error("{0}")]
+    Unavailable(String),
+    #[error("internal error")]
+    Internal(String),
+}
+
+impl ApiError {
+    pub fn code(&self) -> ErrorCode {
+        match self {
+            ApiError::BadRequest(_) => ErrorCode::BadRequest,
+            ApiError::Unauthorized(_) => ErrorCode::Unauthorized,
+            ApiError::Forbidden(_) => ErrorCode::Forbidden,
+            ApiError::NotFound(_) => ErrorCode::NotFound,
+            ApiError::MethodNotAllowed(_) => ErrorCode::MethodNotAllowed,
+            ApiError::Conflict(_) => ErrorCode::Conflict,
+            ApiError::PayloadTooLarge(_) => ErrorCode::PayloadTooLarge,
+            ApiError::NotSupported(_) => ErrorCode::NotSupported,
+            ApiError::Unavailable(_) => ErrorCode::Unavailable,
+            ApiError::Internal(_) => ErrorCode::Internal,
+        }
+    }
+
+    pub fn body(&self) -> ErrorBody {
+        ErrorBody::new(self.code(), self.to_string())
+    }
+
+    pub fn into_response(self) -> Response<Body> {
+        if let ApiError::Internal(detail) = &self {
+            // The detail is for the log only; the client gets a generic message.
+            tracing::error!(error = %detail, "internal error");
+        }
+        let status = self.code().status();
+        let mut resp = crate::http_util::json(status, &self.body());
+        if status == 401 {
+            resp.headers_mut().insert(http::header::WWW_AUTHENTICATE, http::HeaderValue::from_static("Bearer"));
+        }
+        resp
+    }
+}
+
+impl From<StoreError> for ApiError {
+    fn from(e: StoreError) -> Self {
+        match e {
+            StoreError::NotFound(m) => ApiError::NotFound(m),
+            StoreError::Conflict(m) => ApiError::Conflict(m),
+            StoreError::Invalid(m) => ApiError::BadRequest(m),
+            other => ApiError::Internal(other.to_string()),
+        }
+    }
+}
+
+/// A function failed to start.
+#[derive(Debug, thiserror::Error)]
+pub enum InitError {
+    #[error(transparent)]
+    Config(#[from] store::config::ConfigError),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn internal_details_stay_in_the_log() {
+        let resp = ApiError::Internal("dynamodb: secret table name".into()).into_response();
+        assert_eq!(resp.status(), 500);
+        let body = std::str::from_utf8(resp.body().as_ref()).unwrap().to_owned();
+        assert_eq!(body, r#"{"error":{"code":"internal","message":"internal error"}}"#);
+    }
+
+    #[test]
+    fn unauthorized_carries_the_bearer_challenge() {
+        let resp = ApiError::Unauthorized("missing".into()).into_response();
+        assert_eq!(resp.status(), 401);
+        assert_eq!(resp.headers()["www-authenticate"], "Bearer");
+    }
+}

@@ -1,0 +1,205 @@
+//! Items, run data and execution state in n8n's serialized shape.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Map, Value};
+
+pub use expression::Item;
+
+/// Items shared between run data and the nodes that read them: a node that
+/// passes items through reuses the vector instead of copying it.
+pub type Items = Arc<Vec<Item>>;
+
+/// Builds an item from JSON with a `pairedItem` to input item `i`.
+pub fn item_from(json: Value, paired: usize) -> Item {
+    Item { json, binary: None, paired_item: Some(paired_ref(paired, 0)) }
+}
+
+pub fn paired_ref(item: usize, input: usize) -> Value {
+    if input == 0 {
+        json!({ "item": item })
+    } else {
+        json!({ "item": item, "input": input })
+    }
+}
+
+/// Copy of `item` whose `pairedItem` points at input item `i`.
+pub fn with_pair(item: &Item, i: usize) -> Item {
+    Item { json: item.json.clone(), binary: item.binary.clone(), paired_item: Some(paired_ref(i, 0)) }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ExecutionStatus {
+    New,
+    Running,
+    Success,
+    Error,
+    Waiting,
+    Canceled,
+    Crashed,
+}
+
+/// Where a node run's input came from (`taskData.source[input]`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskSource {
+    pub previous_node: String,
+    #[serde(default)]
+    pub previous_node_output: usize,
+    #[serde(default)]
+    pub previous_node_run: usize,
+}
+
+/// A node error as n8n serializes it in run data.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeError {
+    pub message: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    #[serde(default = "node_operation_error")]
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http_code: Option<String>,
+    #[serde(default)]
+    pub timestamp: i64,
+}
+
+fn node_operation_error() -> String {
+    "NodeOperationError".into()
+}
+
+/// `taskData.data`: connection type → output index → items.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TaskOutputs {
+    #[serde(default)]
+    pub main: Vec<Option<Items>>,
+}
+
+/// One run of one node (`runData[node][runIndex]`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskData {
+    pub start_time: i64,
+    pub execution_time: u64,
+    pub execution_status: ExecutionStatus,
+    #[serde(default)]
+    pub source: Vec<Option<TaskSource>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<TaskOutputs>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<NodeError>,
+    /// Console lines a Code node wrote (n8n sends them to the browser console).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub console: Vec<String>,
+    /// Set when this run came from pin data or a replayed execution, not from executing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub origin: Option<RunOrigin>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum RunOrigin {
+    Pinned,
+    Replayed,
+    Mocked,
+}
+
+impl TaskData {
+    pub fn output(&self, output: usize) -> Option<&Items> {
+        self.data.as_ref().and_then(|d| d.main.get(output)).and_then(|o| o.as_ref())
+    }
+}
+
+pub type RunData = BTreeMap<String, Vec<TaskData>>;
+
+/// A node waiting to execute: its inputs and where they came from.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StackEntry {
+    pub node: String,
+    pub inputs: Vec<Option<Items>>,
+    pub source: Vec<Option<TaskSource>>,
+    /// Set on the entry of a Wait node that already ran and is parked: on
+    /// resume it outputs its input instead of waiting again.
+    #[serde(default)]
+    pub resume: bool,
+}
+
+/// Everything needed to continue an execution in another process.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ExecutionState {
+    pub status: ExecutionStatus,
+    pub run_data: RunData,
+    #[serde(default)]
+    pub pin_data: BTreeMap<String, Vec<Item>>,
+    #[serde(default)]
+    pub stack: VecDeque<StackEntry>,
+    /// Multi-input nodes that have part of their inputs.
+    #[serde(default)]
+    pub waiting: Vec<StackEntry>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_node_executed: Option<String>,
+    /// ISO timestamp until which a `waiting` execution sleeps.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wait_till: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<NodeError>,
+    pub started_at: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finished_at: Option<String>,
+    #[serde(default)]
+    pub execution_id: String,
+    #[serde(default = "empty_object")]
+    pub static_data: Value,
+    /// Per-node persistent context (Split In Batches' remaining items, ...).
+    #[serde(default)]
+    pub node_context: BTreeMap<String, Value>,
+    /// Response a Respond to Webhook node produced, for the host to send.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub webhook_response: Option<Value>,
+}
+
+fn empty_object() -> Value {
+    Value::Object(Map::new())
+}
+
+impl ExecutionState {
+    pub fn new(execution_id: String) -> Self {
+        ExecutionState {
+            status: ExecutionStatus::New,
+            run_data: RunData::new(),
+            pin_data: BTreeMap::new(),
+            stack: VecDeque::new(),
+            waiting: vec![],
+            last_node_executed: None,
+            wait_till: None,
+            error: None,
+            started_at: now_iso(),
+            finished_at: None,
+            execution_id,
+            static_data: empty_object(),
+            node_context: BTreeMap::new(),
+            webhook_response: None,
+        }
+    }
+
+    /// Items of a node's last run on `output` (what `get-node-output` reads).
+    pub fn node_output(&self, node: &str, output: usize) -> Option<&Items> {
+        self.run_data.get(node).and_then(|r| r.last()).and_then(|t| t.output(output))
+    }
+}
+
+pub fn now_ms() -> i64 {
+    chrono::Utc::now().timestamp_millis()
+}
+
+pub fn now_iso() -> String {
+    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}

@@ -1,0 +1,265 @@
+//! Expressions: the engine's `DataProxy` (what an expression sees of the
+//! execution, incl. paired-item resolution through run data) and a thin
+//! wrapper over the expression crate's `Evaluator`.
+
+use serde_json::{json, Value};
+
+use expression::{CodeMode, CodeOutput, DataProxy, ExpressionError, Item, Limits};
+
+use crate::data::{RunData, TaskSource};
+use crate::error::Result;
+use crate::workflow::{Graph, Node};
+
+/// The data one expression evaluation sees: one node, one item, one run.
+pub struct NodeProxy<'a> {
+    pub graph: &'a Graph,
+    pub run_data: &'a RunData,
+    pub node: &'a Node,
+    pub input: &'a [Item],
+    pub source: &'a [Option<TaskSource>],
+    pub item_index: i64,
+    pub run_index: usize,
+    pub execution_id: &'a str,
+    pub mode: &'a str,
+}
+
+fn paired_target(p: &Value) -> (usize, usize) {
+    // pairedItem may be a number, an object, or an array of those (first wins).
+    let p = match p {
+        Value::Array(a) => a.first().unwrap_or(&Value::Null),
+        other => other,
+    };
+    match p {
+        Value::Number(n) => (n.as_u64().unwrap_or(0) as usize, 0),
+        Value::Object(o) => (
+            o.get("item").and_then(|v| v.as_u64()).unwrap_or(0) as usize,
+            o.get("input").and_then(|v| v.as_u64()).unwrap_or(0) as usize,
+        ),
+        _ => (0, 0),
+    }
+}
+
+impl<'a> DataProxy for NodeProxy<'a> {
+    fn input_items(&self) -> &[Item] {
+        self.input
+    }
+    fn item_index(&self) -> i64 {
+        self.item_index
+    }
+    fn run_index(&self) -> usize {
+        self.run_index
+    }
+    fn node_output(&self, node: &str, output: usize, run: Option<usize>) -> Option<Vec<Item>> {
+        let runs = self.run_data.get(node)?;
+        let task = match run {
+            Some(r) => runs.get(r)?,
+            None => runs.last()?,
+        };
+        Some(task.output(output).map(|i| i.as_ref().clone()).unwrap_or_default())
+    }
+    fn paired_item(&self, target: &str, item_index: usize) -> Result<Item, String> {
+        let unavailable = || format!("Paired item data for item from node '{target}' is unavailable");
+        let mut item: &Item = self.input.get(item_index).ok_or_else(unavailable)?;
+        let mut src: &TaskSource = self.source.first().and_then(|s| s.as_ref()).ok_or_else(unavailable)?;
+        // Walk pairedItem links up the run data until the target node is reached.
+        for _ in 0..10_000 {
+            if src.previous_node == target {
+                return Ok(item.clone());
+            }
+            let (i, k) = item.paired_item.as_ref().map(paired_target).unwrap_or((0, 0));
+            let task = self
+                .run_data
+                .get(&src.previous_node)
+                .and_then(|r| r.get(src.previous_node_run))
+                .ok_or_else(unavailable)?;
+            let psrc = task.source.get(k).and_then(|s| s.as_ref()).ok_or_else(unavailable)?;
+            let ptask = self
+                .run_data
+                .get(&psrc.previous_node)
+                .and_then(|r| r.get(psrc.previous_node_run))
+                .ok_or_else(unavailable)?;
+            item = ptask.output(psrc.previous_node_output).and_then(|o| o.get(i)).ok_or_else(unavailable)?;
+            src = psrc;
+        }
+        Err(unavailable())
+    }
+    fn parameters(&self) -> Value {
+        self.node.parameters.clone()
+    }
+    fn workflow(&self) -> Value {
+        let wf = &self.graph.workflow;
+        json!({ "id": wf.id, "name": wf.name, "active": false })
+    }
+    fn execution(&self) -> Value {
+        json!({ "id": self.execution_id, "mode": self.mode, "resumeUrl": "", "customData": {} })
+    }
+    fn vars(&self) -> Value {
+        json!({})
+    }
+}
+
+/// True when a parameter value contains an expression anywhere.
+pub fn has_expression(v: &Value) -> bool {
+    match v {
+        Value::String(s) => s.starts_with('='),
+        Value::Array(a) => a.iter().any(has_expression),
+        Value::Object(o) => o.values().any(has_expression),
+        _ => false,
+    }
+}
+
+/// The evaluator, created on first use (most runs of most nodes need none).
+pub struct Expr {
+    limits: Limits,
+    inner: Option<imp::Inner>,
+    /// Evaluations performed, for the benchmark.
+    pub evaluations: u64,
+}
+
+impl Expr {
+    pub fn new(limits: Limits) -> Self {
+        Expr { limits, inner: None, evaluations: 0 }
+    }
+
+    fn inner(&mut self) -> Result<&mut imp::Inner> {
+        if self.inner.is_none() {
+            self.inner = Some(imp::Inner::new(self.limits)?);
+        }
+        // just set above
+        Ok(self.inner.as_mut().expect("evaluator initialised"))
+    }
+
+    /// Resolves a parameter value; values without expressions are cloned as is.
+    pub fn resolve(&mut self, v: &Value, data: &dyn DataProxy) -> Result<Value> {
+        if !has_expression(v) {
+            return Ok(v.clone());
+        }
+        self.evaluations += 1;
+        Ok(self.inner()?.resolve(v, data)?)
+    }
+
+    pub fn run_code(&mut self, code: &str, mode: CodeMode, data: &dyn DataProxy) -> Result<CodeOutput> {
+        self.evaluations += 1;
+        Ok(self.inner()?.run_code(code, mode, data)?)
+    }
+}
+
+#[cfg(feature = "js")]
+mod imp {
+    use super::*;
+    pub struct Inner(expression::Evaluator);
+    impl Inner {
+        pub fn new(limits: Limits) -> Result<Self, ExpressionError> {
+            Ok(Inner(expression::Evaluator::new(limits)?))
+        }
+        pub fn resolve(&mut self, v: &Value, d: &dyn DataProxy) -> Result<Value, ExpressionError> {
+            self.0.resolve(v, d)
+        }
+        pub fn run_code(&mut self, c: &str, m: CodeMode, d: &dyn DataProxy) -> Result<CodeOutput, ExpressionError> {
+            self.0.run_code(c, m, d)
+        }
+    }
+}
+
+/// Stand-in used only while the expression crate's Evaluator is not built:
+/// understands `{{ $json.a.b }}`, `$node["X"].json.a`, `$runIndex`,
+/// `$itemIndex` and literals, so the non-JavaScript parts can be tested.
+#[cfg(not(feature = "js"))]
+mod imp {
+    use super::*;
+    pub struct Inner;
+    impl Inner {
+        pub fn new(_: Limits) -> Result<Self, ExpressionError> {
+            Ok(Inner)
+        }
+        pub fn resolve(&mut self, v: &Value, d: &dyn DataProxy) -> Result<Value, ExpressionError> {
+            match v {
+                Value::String(s) if s.starts_with('=') => template(&s[1..], d),
+                Value::Array(a) => a.iter().map(|x| self.resolve(x, d)).collect::<Result<Vec<_>, _>>().map(Value::Array),
+                Value::Object(o) => {
+                    let mut m = serde_json::Map::new();
+                    for (k, x) in o {
+                        m.insert(k.clone(), self.resolve(x, d)?);
+                    }
+                    Ok(Value::Object(m))
+                }
+                other => Ok(other.clone()),
+            }
+        }
+        pub fn run_code(&mut self, c: &str, _: CodeMode, _: &dyn DataProxy) -> Result<CodeOutput, ExpressionError> {
+            Err(ExpressionError::Sandbox(format!("JavaScript is not available in this build: {}", c.len())))
+        }
+    }
+
+    fn template(t: &str, d: &dyn DataProxy) -> Result<Value, ExpressionError> {
+        let trimmed = t.trim();
+        if trimmed.starts_with("{{") && trimmed.ends_with("}}") && trimmed.matches("{{").count() == 1 {
+            return eval(trimmed[2..trimmed.len() - 2].trim(), d);
+        }
+        let mut out = String::new();
+        let mut rest = t;
+        while let Some(s) = rest.find("{{") {
+            out.push_str(&rest[..s]);
+            let e = rest[s..].find("}}").ok_or_else(|| err(t, "unclosed"))? + s;
+            let v = eval(rest[s + 2..e].trim(), d)?;
+            match v {
+                Value::String(s) => out.push_str(&s),
+                Value::Null => {}
+                other => out.push_str(&other.to_string()),
+            }
+            rest = &rest[e + 2..];
+        }
+        out.push_str(rest);
+        Ok(Value::String(out))
+    }
+
+    fn err(e: &str, m: &str) -> ExpressionError {
+        ExpressionError::Runtime { expression: e.into(), message: m.into() }
+    }
+
+    fn path(mut v: Value, p: &str) -> Value {
+        for seg in p.split(['.', '[', ']']).filter(|s| !s.is_empty()) {
+            let seg = seg.trim_matches(|c| c == '"' || c == '\'');
+            v = match v {
+                Value::Object(mut o) => o.remove(seg).unwrap_or(Value::Null),
+                Value::Array(mut a) => seg.parse::<usize>().ok().filter(|i| *i < a.len()).map(|i| a.swap_remove(i)).unwrap_or(Value::Null),
+                _ => Value::Null,
+            };
+        }
+        v
+    }
+
+    fn eval(e: &str, d: &dyn DataProxy) -> Result<Value, ExpressionError> {
+        if let Ok(v) = serde_json::from_str::<Value>(e) {
+            return Ok(v);
+        }
+        if e == "$runIndex" {
+            return Ok(json!(d.run_index()));
+        }
+        if e == "$itemIndex" {
+            return Ok(json!(d.item_index()));
+        }
+        let idx = d.item_index().max(0) as usize;
+        if let Some(p) = e.strip_prefix("$json") {
+            let j = d.input_items().get(idx).map(|i| i.json.clone()).unwrap_or(Value::Null);
+            return Ok(path(j, p));
+        }
+        for pre in ["$node[\"", "$node['", "$('", "$(\""] {
+            if let Some(r) = e.strip_prefix(pre) {
+                let end = r.find(['"', '\'']).ok_or_else(|| err(e, "bad node ref"))?;
+                let name = &r[..end];
+                let after = r[end + 1..].trim_start_matches([']', ')']);
+                let after = after.strip_prefix(".item").unwrap_or(after);
+                let p = after.strip_prefix(".json").ok_or_else(|| err(e, "unsupported"))?;
+                let it = d.paired_item(name, idx).map_err(|m| err(e, &m))?;
+                return Ok(path(it.json, p));
+            }
+        }
+        if let Some(r) = e.strip_prefix("$node.") {
+            let (name, p) = r.split_once(".json").ok_or_else(|| err(e, "unsupported"))?;
+            let it = d.paired_item(name, idx).map_err(|m| err(e, &m))?;
+            return Ok(path(it.json, p));
+        }
+        Err(err(e, "unsupported in fallback evaluator"))
+    }
+}

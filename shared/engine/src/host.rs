@@ -1,0 +1,91 @@
+//! Services the host (the AWS side, or a test) provides to the engine. The
+//! engine never reaches a store, a file system or DNS except through these.
+
+use std::net::IpAddr;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Decrypted credential data for a node's credential reference.
+pub trait CredentialsProvider: Send + Sync {
+    /// `cred_type` is e.g. `httpHeaderAuth`; `reference` is the node's `{id, name}`.
+    fn get(&self, cred_type: &str, reference: &Value) -> Result<Value, String>;
+}
+
+/// Workflows that Execute Workflow can call by id.
+pub trait WorkflowProvider: Send + Sync {
+    fn get_workflow(&self, id: &str) -> Result<Value, String>;
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct RowCondition {
+    pub column: String,
+    /// `eq`, `neq`, `gt`, `gte`, `lt`, `lte`, `like`, `ilike`, `isEmpty`, `isNotEmpty`.
+    pub condition: String,
+    #[serde(default)]
+    pub value: Value,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct RowFilter {
+    /// true = all conditions must hold, false = any.
+    pub match_all: bool,
+    pub conditions: Vec<RowCondition>,
+}
+
+/// n8n data tables (rows of JSON objects).
+pub trait DataTableProvider: Send + Sync {
+    fn insert(&self, table: &str, rows: Vec<Value>) -> Result<Vec<Value>, String>;
+    fn get(&self, table: &str, filter: &RowFilter, limit: Option<usize>) -> Result<Vec<Value>, String>;
+    fn update(&self, table: &str, filter: &RowFilter, set: &Value) -> Result<Vec<Value>, String>;
+    fn delete(&self, table: &str, filter: &RowFilter) -> Result<Vec<Value>, String>;
+    fn upsert(&self, table: &str, filter: &RowFilter, row: &Value) -> Result<Vec<Value>, String>;
+}
+
+/// Files for Read Binary Files (path or glob → path and bytes).
+pub trait FileProvider: Send + Sync {
+    fn read(&self, selector: &str) -> Result<Vec<(String, Vec<u8>)>, String>;
+}
+
+/// Name resolution for HTTP requests, injectable so tests never use real DNS.
+pub trait Resolver: Send + Sync {
+    fn resolve(&self, host: &str, port: u16) -> std::io::Result<Vec<IpAddr>>;
+}
+
+/// The system resolver.
+pub struct SystemResolver;
+
+impl Resolver for SystemResolver {
+    fn resolve(&self, host: &str, port: u16) -> std::io::Result<Vec<IpAddr>> {
+        use std::net::ToSocketAddrs;
+        Ok((host, port).to_socket_addrs()?.map(|a| a.ip()).collect())
+    }
+}
+
+/// All host services; any left `None` makes the nodes that need it fail clearly.
+#[derive(Clone)]
+pub struct Host {
+    pub credentials: Option<Arc<dyn CredentialsProvider>>,
+    pub workflows: Option<Arc<dyn WorkflowProvider>>,
+    pub data_tables: Option<Arc<dyn DataTableProvider>>,
+    pub files: Option<Arc<dyn FileProvider>>,
+    pub resolver: Arc<dyn Resolver>,
+}
+
+impl Default for Host {
+    fn default() -> Self {
+        Host { credentials: None, workflows: None, data_tables: None, files: None, resolver: Arc::new(SystemResolver) }
+    }
+}
+
+impl std::fmt::Debug for Host {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Host")
+            .field("credentials", &self.credentials.is_some())
+            .field("workflows", &self.workflows.is_some())
+            .field("data_tables", &self.data_tables.is_some())
+            .field("files", &self.files.is_some())
+            .finish()
+    }
+}

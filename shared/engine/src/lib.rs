@@ -1,0 +1,25 @@
+//! The workflow engine: runs n8n workflow JSON (nodes, connections, items,
+//! run data) with n8n's semantics and the core nodes. No AWS inside: the
+//! executor function persists what it produces through the store.
+//!
+//! Codemap: `workflow` (model + graph), `data` (items, run data, execution
+//! state), `run` (executor loop), `partial` (pin data, run-step, resolved
+//! parameters), `expr` (DataProxy over run data), `nodes/*` (one node each),
+//! `catalog` (node descriptions, search, TypeScript types), `host` (traits
+//! the host implements: credentials, sub-workflows, data tables, files, DNS).
+
+pub mod catalog;
+pub mod data;
+pub mod error;
+pub mod expr;
+pub mod host;
+pub mod nodes;
+pub mod partial;
+pub mod run;
+pub mod workflow;
+
+pub use data::{ExecutionState, ExecutionStatus, Item, Items, NodeError, RunData, TaskData};
+pub use error::{EngineError, Result};
+pub use host::Host;
+pub use run::{CancelToken, Engine, EngineSettings, RunOptions, RunStats};
+pub use workflow::{Graph, Node, Workflow};

@@ -1,0 +1,135 @@
+//! Small nodes: triggers, test data, No Op, Stop and Error, Respond to
+//! Webhook, Read Binary Files.
+
+use base64::Engine as _;
+use serde_json::{json, Value};
+
+use super::{NodeContext, NodeOutput};
+use crate::data::{item_from, Item};
+use crate::error::{EngineError, Result};
+
+/// Triggers emit what the host handed to the execution (default `[{json:{}}]`).
+pub fn trigger(ctx: &mut NodeContext<'_>) -> Result<NodeOutput> {
+    match ctx.input_arc(0) {
+        Some(items) if !items.is_empty() => Ok(NodeOutput::Data(vec![items.clone()])),
+        _ => Ok(NodeOutput::one(vec![Item { json: json!({}), ..Default::default() }])),
+    }
+}
+
+/// Test-only node: its `data` parameter as items.
+pub fn test_data(ctx: &mut NodeContext<'_>) -> Result<NodeOutput> {
+    let data = ctx.param("data", 0, Value::Array(vec![]))?;
+    let data = match data {
+        Value::String(s) => serde_json::from_str(&s).map_err(|e| EngineError::node(format!("invalid test data: {e}")))?,
+        other => other,
+    };
+    let items = match data {
+        Value::Array(a) => a.into_iter().map(|j| Item { json: j, ..Default::default() }).collect(),
+        other => vec![Item { json: other, ..Default::default() }],
+    };
+    Ok(NodeOutput::one(items))
+}
+
+/// Passes its input through without copying it.
+pub fn no_op(ctx: &mut NodeContext<'_>) -> Result<NodeOutput> {
+    Ok(NodeOutput::Data(vec![ctx.input_arc(0).cloned().unwrap_or_default()]))
+}
+
+pub fn stop_and_error(ctx: &mut NodeContext<'_>) -> Result<NodeOutput> {
+    if ctx.param_str("errorType", 0, "errorMessage")? == "errorObject" {
+        let obj = ctx.param("errorObject", 0, json!({}))?;
+        let obj = match obj {
+            Value::String(s) => serde_json::from_str(&s).unwrap_or(Value::String(s)),
+            o => o,
+        };
+        let msg = obj
+            .get("message")
+            .or_else(|| obj.get("description"))
+            .and_then(|m| m.as_str())
+            .map(str::to_string)
+            .unwrap_or_else(|| obj.to_string());
+        return Err(EngineError::Node { message: msg, description: obj.get("description").and_then(|d| d.as_str()).map(str::to_string), http_code: None });
+    }
+    Err(EngineError::node(ctx.param_str("errorMessage", 0, "")?))
+}
+
+/// Records the webhook response for the host and passes items on.
+pub fn respond_to_webhook(ctx: &mut NodeContext<'_>) -> Result<NodeOutput> {
+    let input = ctx.input(0);
+    let with = ctx.param_str("respondWith", 0, "firstIncomingJson")?;
+    let code = ctx.param_f64("options.responseCode", 0, if with == "redirect" { 307.0 } else { 200.0 })? as u16;
+    let mut headers = serde_json::Map::new();
+    for h in ctx.param("options.responseHeaders.entries", 0, json!([]))?.as_array().into_iter().flatten() {
+        if let (Some(n), Some(v)) = (h.get("name").and_then(|n| n.as_str()), h.get("value")) {
+            headers.insert(n.to_string(), Value::String(super::js_string(v)));
+        }
+    }
+    let body = match with.as_str() {
+        "allIncomingItems" => Value::Array(input.iter().map(|i| i.json.clone()).collect()),
+        "firstIncomingJson" => input.first().map(|i| i.json.clone()).unwrap_or(json!({})),
+        "json" => {
+            let b = ctx.param("responseBody", 0, json!({}))?;
+            match b {
+                Value::String(s) => serde_json::from_str(&s).map_err(|_| EngineError::node("Invalid JSON in 'Response Body' field"))?,
+                o => o,
+            }
+        }
+        "text" => Value::String(ctx.param_str("responseBody", 0, "")?),
+        "redirect" => {
+            headers.insert("location".into(), Value::String(ctx.param_str("redirectURL", 0, "")?));
+            Value::Null
+        }
+        _ => Value::Null,
+    };
+    ctx.webhook_response = Some(json!({ "statusCode": code, "headers": headers, "body": body }));
+    Ok(NodeOutput::Data(vec![ctx.input_arc(0).cloned().unwrap_or_default()]))
+}
+
+fn mime_for(path: &str) -> &'static str {
+    match path.rsplit('.').next().unwrap_or("") {
+        "json" => "application/json",
+        "txt" => "text/plain",
+        "html" | "htm" => "text/html",
+        "png" => "image/png",
+        "jpg" | "jpeg" => "image/jpeg",
+        "pdf" => "application/pdf",
+        "csv" => "text/csv",
+        _ => "application/octet-stream",
+    }
+}
+
+/// n8n binary data entry for raw bytes.
+pub fn binary_entry(path: &str, bytes: &[u8]) -> Value {
+    let file_name = path.rsplit('/').next().unwrap_or(path);
+    let ext = file_name.rsplit_once('.').map(|(_, e)| e).unwrap_or("");
+    json!({
+        "data": base64::engine::general_purpose::STANDARD.encode(bytes),
+        "mimeType": mime_for(path),
+        "fileName": file_name,
+        "fileExtension": ext,
+        "directory": path.rsplit_once('/').map(|(d, _)| d).unwrap_or(""),
+        "fileSize": format!("{} B", bytes.len()),
+    })
+}
+
+/// Read Binary Files / Read/Write Files from Disk (read): through the host's file provider.
+pub fn read_binary_files(ctx: &mut NodeContext<'_>) -> Result<NodeOutput> {
+    let files = ctx.env.host.files.clone().ok_or_else(|| EngineError::Host("no file provider configured".into()))?;
+    let n = ctx.input(0).len().max(1);
+    let mut out = vec![];
+    for i in 0..n {
+        let selector = ctx.param_str("fileSelector", i, "")?;
+        let prop = ctx
+            .param_opt("dataPropertyName", i)?
+            .or(ctx.param_opt("options.dataPropertyName", i)?)
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_else(|| "data".into());
+        let found = files.read(&selector).map_err(EngineError::Host)?;
+        for (path, bytes) in found {
+            let mut it = item_from(json!({}), i);
+            it.binary = Some(json!({ prop.clone(): binary_entry(&path, &bytes) }));
+            out.push(it);
+        }
+    }
+    Ok(NodeOutput::one(out))
+}

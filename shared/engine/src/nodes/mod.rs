@@ -1,0 +1,362 @@
+//! Node implementations and the context they run in. Each node is a plain
+//! function from its context to its outputs; `get` maps n8n type names to them.
+
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
+
+use crate::data::{Item, Items, RunData, TaskSource};
+use crate::error::{EngineError, Result};
+use crate::expr::{Expr, NodeProxy};
+use crate::run::Env;
+use crate::workflow::{Graph, Node, OnError};
+
+pub mod aggregate;
+pub mod code;
+pub mod conditions;
+pub mod crypto;
+pub mod datatable;
+pub mod datetime;
+pub mod execute_workflow;
+pub mod html;
+pub mod http;
+pub mod if_node;
+pub mod limit;
+pub mod merge;
+pub mod misc;
+pub mod remove_duplicates;
+pub mod set;
+pub mod sort;
+pub mod split_in_batches;
+pub mod split_out;
+pub mod summarize;
+pub mod switch;
+pub mod wait;
+
+/// What a node run produced.
+pub enum NodeOutput {
+    /// One item list per output.
+    Data(Vec<Items>),
+    /// Park the execution until the given time (Wait node).
+    Wait(chrono::DateTime<chrono::Utc>),
+}
+
+impl NodeOutput {
+    pub fn one(items: Vec<Item>) -> Self {
+        NodeOutput::Data(vec![Arc::new(items)])
+    }
+    pub fn many(outs: Vec<Vec<Item>>) -> Self {
+        NodeOutput::Data(outs.into_iter().map(Arc::new).collect())
+    }
+}
+
+pub type NodeFn = fn(&mut NodeContext<'_>) -> Result<NodeOutput>;
+
+/// The implementation of an n8n node type, `None` if the engine has none.
+pub fn get(node_type: &str) -> Option<NodeFn> {
+    let f: NodeFn = match node_type {
+        "n8n-nodes-base.manualTrigger"
+        | "n8n-nodes-base.webhook"
+        | "n8n-nodes-base.scheduleTrigger"
+        | "n8n-nodes-base.formTrigger"
+        | "@n8n/n8n-nodes-langchain.chatTrigger"
+        | "n8n-nodes-base.executeWorkflowTrigger"
+        | "n8n-nodes-base.start" => misc::trigger,
+        "n8n-nodes-testing.testData" => misc::test_data,
+        "n8n-nodes-base.noOp" => misc::no_op,
+        "n8n-nodes-base.stopAndError" => misc::stop_and_error,
+        "n8n-nodes-base.respondToWebhook" => misc::respond_to_webhook,
+        "n8n-nodes-base.readBinaryFiles" | "n8n-nodes-base.readWriteFile" => misc::read_binary_files,
+        "n8n-nodes-base.set" => set::execute,
+        "n8n-nodes-base.if" => if_node::execute,
+        "n8n-nodes-base.switch" => switch::execute,
+        "n8n-nodes-base.filter" => if_node::filter,
+        "n8n-nodes-base.merge" => merge::execute,
+        "n8n-nodes-base.splitOut" => split_out::execute,
+        "n8n-nodes-base.aggregate" => aggregate::execute,
+        "n8n-nodes-base.summarize" => summarize::execute,
+        "n8n-nodes-base.limit" => limit::execute,
+        "n8n-nodes-base.sort" => sort::execute,
+        "n8n-nodes-base.removeDuplicates" => remove_duplicates::execute,
+        "n8n-nodes-base.splitInBatches" => split_in_batches::execute,
+        "n8n-nodes-base.code" => code::execute,
+        "n8n-nodes-base.httpRequest" => http::execute,
+        "n8n-nodes-base.wait" => wait::execute,
+        "n8n-nodes-base.executeWorkflow" => execute_workflow::execute,
+        "n8n-nodes-base.dataTable" => datatable::execute,
+        "n8n-nodes-base.dateTime" => datetime::execute,
+        "n8n-nodes-base.crypto" => crypto::execute,
+        "n8n-nodes-base.html" => html::execute,
+        _ => return None,
+    };
+    Some(f)
+}
+
+/// Node types that never execute (canvas annotations).
+pub fn is_annotation(node_type: &str) -> bool {
+    node_type == "n8n-nodes-base.stickyNote"
+}
+
+/// Everything a node sees while it runs.
+pub struct NodeContext<'a> {
+    pub graph: &'a Graph,
+    pub node: &'a Node,
+    pub run_data: &'a RunData,
+    pub inputs: &'a [Option<Items>],
+    pub source: &'a [Option<TaskSource>],
+    pub run_index: usize,
+    pub expr: &'a mut Expr,
+    pub env: &'a Env,
+    pub execution_id: &'a str,
+    /// Persistent per-node context (Split In Batches).
+    pub node_state: &'a mut Value,
+    pub static_data: &'a mut Value,
+    /// Set when a parked Wait node resumes.
+    pub resumed: bool,
+    pub console: Vec<String>,
+    /// Positions in output 0 of items that carry a per-item error; the
+    /// executor moves them to the error output under `continueErrorOutput`.
+    pub error_items: Vec<usize>,
+    pub webhook_response: Option<Value>,
+}
+
+static EMPTY: [Item; 0] = [];
+
+impl<'a> NodeContext<'a> {
+    pub fn input(&self, i: usize) -> &'a [Item] {
+        match self.inputs.get(i) {
+            Some(Some(items)) => items.as_slice(),
+            _ => &EMPTY,
+        }
+    }
+
+    pub fn input_arc(&self, i: usize) -> Option<&'a Items> {
+        self.inputs.get(i).and_then(|o| o.as_ref())
+    }
+
+    pub fn version(&self) -> f64 {
+        self.node.type_version
+    }
+
+    pub fn continue_on_fail(&self) -> bool {
+        self.node.on_error() != OnError::StopWorkflow
+    }
+
+    pub fn timezone(&self) -> String {
+        self.graph.workflow.settings.timezone.clone().unwrap_or_else(|| self.env.settings.timezone.clone())
+    }
+
+    /// Raw parameter at a dotted path (`options.ignoreCase`).
+    pub fn raw(&self, path: &str) -> Option<&'a Value> {
+        let mut v = &self.node.parameters;
+        for seg in path.split('.') {
+            v = v.get(seg)?;
+        }
+        Some(v)
+    }
+
+    /// Resolves any value against item `item` of input 0.
+    pub fn resolve(&mut self, v: &Value, item: usize) -> Result<Value> {
+        if !crate::expr::has_expression(v) {
+            return Ok(v.clone());
+        }
+        let (graph, run_data, node, source, env) = (self.graph, self.run_data, self.node, self.source, self.env);
+        let input = match self.inputs.first() {
+            Some(Some(i)) => i.as_slice(),
+            _ => &EMPTY,
+        };
+        let proxy = NodeProxy {
+            graph,
+            run_data,
+            node,
+            input,
+            source,
+            item_index: if input.is_empty() { -1 } else { item as i64 },
+            run_index: self.run_index,
+            execution_id: self.execution_id,
+            mode: &env.settings.mode,
+        };
+        self.expr.resolve(v, &proxy)
+    }
+
+    /// Resolved parameter, `None` when absent.
+    pub fn param_opt(&mut self, path: &str, item: usize) -> Result<Option<Value>> {
+        match self.raw(path) {
+            Some(v) => self.resolve(v, item).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    pub fn param(&mut self, path: &str, item: usize, default: Value) -> Result<Value> {
+        Ok(self.param_opt(path, item)?.unwrap_or(default))
+    }
+
+    pub fn param_str(&mut self, path: &str, item: usize, default: &str) -> Result<String> {
+        Ok(match self.param_opt(path, item)? {
+            None | Some(Value::Null) => default.to_string(),
+            Some(Value::String(s)) => s,
+            Some(v) => v.to_string(),
+        })
+    }
+
+    pub fn param_bool(&mut self, path: &str, item: usize, default: bool) -> Result<bool> {
+        Ok(match self.param_opt(path, item)? {
+            Some(Value::Bool(b)) => b,
+            Some(Value::String(s)) => s == "true",
+            Some(Value::Number(n)) => n.as_f64().unwrap_or(0.0) != 0.0,
+            _ => default,
+        })
+    }
+
+    pub fn param_f64(&mut self, path: &str, item: usize, default: f64) -> Result<f64> {
+        Ok(match self.param_opt(path, item)? {
+            Some(Value::Number(n)) => n.as_f64().unwrap_or(default),
+            Some(Value::String(s)) => s.trim().parse().unwrap_or(default),
+            _ => default,
+        })
+    }
+
+    /// Runs Code node JavaScript against input 0.
+    pub fn run_code(&mut self, code: &str, mode: expression::CodeMode, item: i64) -> Result<expression::CodeOutput> {
+        let (graph, run_data, node, source, env) = (self.graph, self.run_data, self.node, self.source, self.env);
+        let input = match self.inputs.first() {
+            Some(Some(i)) => i.as_slice(),
+            _ => &EMPTY,
+        };
+        let proxy = NodeProxy {
+            graph,
+            run_data,
+            node,
+            input,
+            source,
+            item_index: item,
+            run_index: self.run_index,
+            execution_id: self.execution_id,
+            mode: &env.settings.mode,
+        };
+        self.expr.run_code(code, mode, &proxy)
+    }
+
+    /// Error item for item `i` when the node continues on failure.
+    pub fn error_item(&mut self, out: &mut Vec<Item>, err: &EngineError, i: usize) {
+        self.error_items.push(out.len());
+        let mut m = Map::new();
+        m.insert("error".into(), Value::String(err.to_string()));
+        out.push(crate::data::item_from(Value::Object(m), i));
+    }
+
+    pub fn fail(&self, message: impl Into<String>) -> EngineError {
+        EngineError::node(message)
+    }
+}
+
+/// `a.b.c` lookup in a JSON value (n8n's lodash `get` with dot notation).
+pub fn get_path<'v>(v: &'v Value, path: &str) -> Option<&'v Value> {
+    if let Some(x) = v.get(path) {
+        return Some(x);
+    }
+    let mut cur = v;
+    for seg in split_path(path) {
+        cur = match cur {
+            Value::Object(o) => o.get(seg.as_str())?,
+            Value::Array(a) => a.get(seg.parse::<usize>().ok()?)?,
+            _ => return None,
+        };
+    }
+    Some(cur)
+}
+
+fn split_path(path: &str) -> Vec<String> {
+    // `a.b[0].c` and `a["b"]` → segments
+    let mut out = vec![];
+    let mut cur = String::new();
+    let mut chars = path.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '.' => {
+                if !cur.is_empty() {
+                    out.push(std::mem::take(&mut cur));
+                }
+            }
+            '[' => {
+                if !cur.is_empty() {
+                    out.push(std::mem::take(&mut cur));
+                }
+                let mut inner = String::new();
+                for c in chars.by_ref() {
+                    if c == ']' {
+                        break;
+                    }
+                    inner.push(c);
+                }
+                out.push(inner.trim_matches(|c| c == '"' || c == '\'').to_string());
+            }
+            c => cur.push(c),
+        }
+    }
+    if !cur.is_empty() {
+        out.push(cur);
+    }
+    out
+}
+
+/// Sets `a.b.c` in an object, creating intermediate objects.
+pub fn set_path(v: &mut Value, path: &str, value: Value) {
+    let segs = split_path(path);
+    let mut cur = v;
+    for (i, seg) in segs.iter().enumerate() {
+        if !cur.is_object() {
+            *cur = Value::Object(Map::new());
+        }
+        let Value::Object(o) = cur else { return };
+        if i == segs.len() - 1 {
+            o.insert(seg.clone(), value);
+            return;
+        }
+        cur = o.entry(seg.clone()).or_insert_with(|| Value::Object(Map::new()));
+    }
+}
+
+/// Removes `a.b.c` from an object.
+pub fn remove_path(v: &mut Value, path: &str) {
+    let segs = split_path(path);
+    let mut cur = v;
+    for (i, seg) in segs.iter().enumerate() {
+        let Value::Object(o) = cur else { return };
+        if i == segs.len() - 1 {
+            o.shift_remove(seg.as_str());
+            return;
+        }
+        match o.get_mut(seg.as_str()) {
+            Some(n) => cur = n,
+            None => return,
+        }
+    }
+}
+
+/// A parameter that is a list of strings, given either as an array or as a
+/// comma-separated string (n8n's `fieldsToInclude` etc.).
+pub fn string_list(v: Option<&Value>) -> Vec<String> {
+    match v {
+        Some(Value::Array(a)) => a
+            .iter()
+            .map(|x| match x {
+                Value::String(s) => s.trim().to_string(),
+                other => other.to_string(),
+            })
+            .filter(|s| !s.is_empty())
+            .collect(),
+        Some(Value::String(s)) => s.split(',').map(|x| x.trim().to_string()).filter(|x| !x.is_empty()).collect(),
+        _ => vec![],
+    }
+}
+
+/// JavaScript-style string of a value (`String(v)`).
+pub fn js_string(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Null => "null".into(),
+        Value::Number(n) => crate::nodes::conditions::num_to_string(n.as_f64().unwrap_or(0.0), n),
+        other => other.to_string(),
+    }
+}

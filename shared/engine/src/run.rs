@@ -1,0 +1,536 @@
+//! The executor loop: n8n's node execution stack, multi-input waiting,
+//! error handling, pin data, waiting/resume, cancellation and timeouts.
+
+use std::collections::{BTreeMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use expression::Limits;
+
+use crate::data::*;
+use crate::error::{EngineError, Result};
+use crate::expr::Expr;
+use crate::host::Host;
+use crate::nodes::{self, NodeContext, NodeOutput};
+use crate::workflow::{ExecutionOrder, Graph, Node, OnError};
+
+/// Engine-wide settings the host chooses.
+#[derive(Debug, Clone)]
+pub struct EngineSettings {
+    /// Let HTTP Request reach private, loopback and link-local addresses.
+    /// Off by default (SSRF guard); tests against a local server turn it on.
+    pub allow_private_network: bool,
+    /// If non-empty, HTTP Request may only call these hosts.
+    pub allowed_hosts: Vec<String>,
+    /// Upper bound for one execution's run time.
+    pub execution_timeout: Option<Duration>,
+    /// Sandbox limits for expressions and Code nodes.
+    pub limits: Limits,
+    /// Waits shorter than this sleep in-process; longer ones park the execution.
+    pub max_inline_wait: Duration,
+    /// Execution mode reported to expressions (`manual`, `trigger`, ...).
+    pub mode: String,
+    /// Default timezone when the workflow sets none.
+    pub timezone: String,
+    /// Default HTTP timeout when the node sets none.
+    pub http_timeout: Duration,
+}
+
+impl Default for EngineSettings {
+    fn default() -> Self {
+        EngineSettings {
+            allow_private_network: false,
+            allowed_hosts: vec![],
+            execution_timeout: None,
+            limits: Limits::default(),
+            max_inline_wait: Duration::from_secs(65),
+            mode: "manual".into(),
+            timezone: "UTC".into(),
+            http_timeout: Duration::from_secs(300),
+        }
+    }
+}
+
+/// Cancels an execution; checked between nodes and during waits.
+#[derive(Debug, Clone, Default)]
+pub struct CancelToken(Arc<AtomicBool>);
+
+impl CancelToken {
+    pub fn new() -> Self {
+        Self::default()
+    }
+    pub fn cancel(&self) {
+        self.0.store(true, Ordering::SeqCst)
+    }
+    pub fn is_canceled(&self) -> bool {
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
+/// What nodes can reach of the engine while running.
+pub struct Env {
+    pub settings: EngineSettings,
+    pub host: Host,
+    pub cancel: CancelToken,
+    pub deadline: Option<Instant>,
+    pub(crate) http: OnceLock<crate::nodes::http::HttpClient>,
+}
+
+/// Options of one run.
+#[derive(Debug, Clone, Default)]
+pub struct RunOptions {
+    /// Per-execution pin data: pinned nodes do not execute.
+    pub pin_data: BTreeMap<String, Vec<Item>>,
+    /// Trigger to start from (default: the first trigger).
+    pub trigger: Option<String>,
+    /// Items the trigger receives (default `[{json:{}}]`).
+    pub trigger_items: Option<Vec<Item>>,
+    pub cancel: Option<CancelToken>,
+    pub timeout: Option<Duration>,
+    pub execution_id: Option<String>,
+    /// Stop after this node: only it and its ancestors run (run-step).
+    pub destination: Option<String>,
+}
+
+/// Counters for one run (not persisted).
+#[derive(Debug, Clone, Default)]
+pub struct RunStats {
+    pub expression_evaluations: u64,
+    pub nodes_executed: u64,
+}
+
+/// The workflow engine. Holds host services and settings; each run builds its
+/// own expression sandbox on the calling thread (the JS runtime is not Send).
+pub struct Engine {
+    pub(crate) env_template: (EngineSettings, Host),
+}
+
+impl Engine {
+    pub fn new(settings: EngineSettings, host: Host) -> Self {
+        Engine { env_template: (settings, host) }
+    }
+
+    pub fn settings(&self) -> &EngineSettings {
+        &self.env_template.0
+    }
+
+    fn env(&self, cancel: Option<CancelToken>, timeout: Option<Duration>, graph: &Graph) -> Env {
+        let wf_timeout = graph
+            .workflow
+            .settings
+            .execution_timeout
+            .filter(|s| *s > 0)
+            .map(|s| Duration::from_secs(s as u64));
+        let t = [timeout, self.env_template.0.execution_timeout, wf_timeout].into_iter().flatten().min();
+        Env {
+            settings: self.env_template.0.clone(),
+            host: self.env_template.1.clone(),
+            cancel: cancel.unwrap_or_default(),
+            deadline: t.map(|t| Instant::now() + t),
+            http: OnceLock::new(),
+        }
+    }
+
+    /// Fails on anything that would make a run meaningless: unknown node
+    /// types (named), dangling connections.
+    pub fn validate(&self, graph: &Graph) -> Result<()> {
+        for n in graph.nodes() {
+            if nodes::is_annotation(&n.node_type) {
+                continue;
+            }
+            if nodes::get(&n.node_type).is_none() {
+                return Err(EngineError::UnknownNodeType { node: n.name.clone(), node_type: n.node_type.clone() });
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs a workflow from its trigger. `Err` only for invalid input; node
+    /// failures end the execution with status `error` and are in the state.
+    pub fn run(&self, graph: &Graph, opts: RunOptions) -> Result<(ExecutionState, RunStats)> {
+        self.validate(graph)?;
+        let start = graph.start_node(opts.trigger.as_deref())?;
+        let mut st = ExecutionState::new(opts.execution_id.clone().unwrap_or_else(|| uuid::Uuid::new_v4().to_string()));
+        st.pin_data = opts.pin_data.clone();
+        if let Some(sd) = &graph.workflow.static_data {
+            st.static_data = sd.clone();
+        }
+        let items = opts.trigger_items.clone().unwrap_or_else(|| vec![Item { json: json!({}), ..Default::default() }]);
+        st.stack.push_back(StackEntry { node: start.name.clone(), inputs: vec![Some(Arc::new(items))], source: vec![], resume: false });
+        let env = self.env(opts.cancel.clone(), opts.timeout, graph);
+        let stats = self.drive(graph, &mut st, &env, opts.destination.as_deref());
+        Ok((st, stats))
+    }
+
+    /// Continues a `waiting` execution (e.g. after `wait_till`), possibly in
+    /// another process from a deserialized state.
+    pub fn resume(&self, graph: &Graph, mut st: ExecutionState, cancel: Option<CancelToken>) -> Result<(ExecutionState, RunStats)> {
+        self.validate(graph)?;
+        if st.status != ExecutionStatus::Waiting {
+            return Err(EngineError::InvalidWorkflow(format!("execution is {:?}, not waiting", st.status)));
+        }
+        st.wait_till = None;
+        let env = self.env(cancel, None, graph);
+        let stats = self.drive(graph, &mut st, &env, None);
+        Ok((st, stats))
+    }
+
+    /// Runs prepared state (used by partial runs).
+    pub(crate) fn drive_state(&self, graph: &Graph, st: &mut ExecutionState, opts: &RunOptions) -> RunStats {
+        let env = self.env(opts.cancel.clone(), opts.timeout, graph);
+        self.drive(graph, st, &env, opts.destination.as_deref())
+    }
+
+    fn drive(&self, graph: &Graph, st: &mut ExecutionState, env: &Env, destination: Option<&str>) -> RunStats {
+        let mut expr = Expr::new(env.settings.limits);
+        let mut stats = RunStats::default();
+        let allowed: Option<HashSet<String>> = destination.map(|d| {
+            let mut s: HashSet<String> = graph.ancestors(d).into_iter().collect();
+            s.insert(d.to_string());
+            s
+        });
+        st.status = ExecutionStatus::Running;
+        loop {
+            if env.cancel.is_canceled() {
+                return self.finish(st, ExecutionStatus::Canceled, None, stats, &expr);
+            }
+            if env.deadline.is_some_and(|d| Instant::now() >= d) {
+                let e = error_data(&EngineError::Timeout(0), None);
+                let e = NodeError { message: "Workflow execution timed out".into(), ..e };
+                return self.finish(st, ExecutionStatus::Canceled, Some(e), stats, &expr);
+            }
+            let entry = match st.stack.pop_front() {
+                Some(e) => e,
+                // n8n v1: when nothing else can run, multi-input nodes run with
+                // the inputs they have.
+                None if !st.waiting.is_empty() => st.waiting.remove(0),
+                None => break,
+            };
+            let Some(node) = graph.node(&entry.node) else { continue };
+            stats.nodes_executed += 1;
+            match self.run_entry(graph, st, env, &mut expr, node, entry) {
+                Step::Continue(children) => {
+                    if destination == Some(node.name.as_str()) {
+                        continue;
+                    }
+                    self.enqueue(graph, st, node, children, allowed.as_ref());
+                }
+                Step::Parked => {
+                    st.status = ExecutionStatus::Waiting;
+                    stats.expression_evaluations = expr.evaluations;
+                    return stats;
+                }
+                Step::Failed(err) => return self.finish(st, ExecutionStatus::Error, Some(err), stats, &expr),
+                Step::Canceled => return self.finish(st, ExecutionStatus::Canceled, None, stats, &expr),
+            }
+        }
+        self.finish(st, ExecutionStatus::Success, None, stats, &expr)
+    }
+
+    fn finish(&self, st: &mut ExecutionState, status: ExecutionStatus, err: Option<NodeError>, mut stats: RunStats, expr: &Expr) -> RunStats {
+        st.status = status;
+        if err.is_some() {
+            st.error = err;
+        }
+        st.finished_at = Some(now_iso());
+        stats.expression_evaluations = expr.evaluations;
+        stats
+    }
+
+    /// Runs one stack entry and records its run data.
+    fn run_entry(&self, graph: &Graph, st: &mut ExecutionState, env: &Env, expr: &mut Expr, node: &Node, entry: StackEntry) -> Step {
+        let run_index = st.run_data.get(&node.name).map(|r| r.len()).unwrap_or(0);
+        let start = now_ms();
+        let t0 = Instant::now();
+        let mut console = vec![];
+        let mut error_items = vec![];
+        let mut origin = None;
+        let result: Result<NodeOutput> = if let Some(pin) = st.pin_data.get(&node.name) {
+            origin = Some(RunOrigin::Pinned);
+            Ok(NodeOutput::Data(vec![Arc::new(pin.clone())]))
+        } else if node.disabled {
+            // Disabled nodes pass their first input through.
+            Ok(NodeOutput::Data(vec![entry.inputs.first().cloned().flatten().unwrap_or_default()]))
+        } else {
+            let Some(f) = nodes::get(&node.node_type) else {
+                let e = EngineError::UnknownNodeType { node: node.name.clone(), node_type: node.node_type.clone() };
+                return Step::Failed(error_data(&e, Some(&node.name)));
+            };
+            let inputs: Vec<Option<Items>> = if node.execute_once {
+                entry.inputs.iter().map(|i| i.as_ref().map(|v| Arc::new(v.iter().take(1).cloned().collect()))).collect()
+            } else {
+                entry.inputs.clone()
+            };
+            let tries = if node.retry_on_fail { node.max_tries.unwrap_or(3).clamp(1, 5) } else { 1 };
+            let mut node_state = st.node_context.remove(&node.name).unwrap_or(Value::Null);
+            let mut res = Err(EngineError::Canceled);
+            for attempt in 0..tries {
+                if attempt > 0 {
+                    let wait = Duration::from_millis(node.wait_between_tries.unwrap_or(1000).min(5000));
+                    if sleep_cancellable(wait, env) {
+                        return Step::Canceled;
+                    }
+                }
+                let mut ctx = NodeContext {
+                    graph,
+                    node,
+                    run_data: &st.run_data,
+                    inputs: &inputs,
+                    source: &entry.source,
+                    run_index,
+                    expr: &mut *expr,
+                    env,
+                    execution_id: &st.execution_id,
+                    node_state: &mut node_state,
+                    static_data: &mut st.static_data,
+                    resumed: entry.resume,
+                    console: vec![],
+                    error_items: vec![],
+                    webhook_response: None,
+                };
+                res = f(&mut ctx);
+                console = std::mem::take(&mut ctx.console);
+                error_items = std::mem::take(&mut ctx.error_items);
+                if let Some(r) = ctx.webhook_response.take() {
+                    st.webhook_response = Some(r);
+                }
+                if res.is_ok() || matches!(res, Err(EngineError::Canceled)) {
+                    break;
+                }
+            }
+            if !node_state.is_null() {
+                st.node_context.insert(node.name.clone(), node_state);
+            }
+            res
+        };
+        let mut task = TaskData {
+            start_time: start,
+            execution_time: 0,
+            execution_status: ExecutionStatus::Success,
+            source: entry.source.clone(),
+            data: None,
+            error: None,
+            console,
+            origin,
+        };
+        st.last_node_executed = Some(node.name.clone());
+        let outputs: Vec<Items> = match result {
+            Ok(NodeOutput::Wait(till)) => {
+                let remaining = (till - chrono::Utc::now()).to_std().unwrap_or(Duration::ZERO);
+                if remaining <= env.settings.max_inline_wait {
+                    if sleep_cancellable(remaining, env) {
+                        return Step::Canceled;
+                    }
+                    vec![entry.inputs.first().cloned().flatten().unwrap_or_default()]
+                } else {
+                    // Park: the node re-runs on resume and then passes its input on.
+                    st.wait_till = Some(till.to_rfc3339_opts(chrono::SecondsFormat::Millis, true));
+                    st.stack.push_front(StackEntry { resume: true, ..entry });
+                    return Step::Parked;
+                }
+            }
+            Ok(NodeOutput::Data(outs)) => outs,
+            Err(EngineError::Canceled) => return Step::Canceled,
+            Err(e) => {
+                let err = error_data(&e, Some(&node.name));
+                match node.on_error() {
+                    OnError::StopWorkflow => {
+                        task.execution_status = ExecutionStatus::Error;
+                        task.execution_time = t0.elapsed().as_millis() as u64;
+                        task.error = Some(err.clone());
+                        st.run_data.entry(node.name.clone()).or_default().push(task);
+                        return Step::Failed(err);
+                    }
+                    OnError::ContinueRegularOutput => {
+                        // n8n passes the node's input through when it fails as a whole.
+                        task.error = Some(err);
+                        vec![entry.inputs.first().cloned().flatten().unwrap_or_default()]
+                    }
+                    OnError::ContinueErrorOutput => {
+                        task.error = Some(err.clone());
+                        let input = entry.inputs.first().cloned().flatten().unwrap_or_default();
+                        let errs: Vec<Item> = input
+                            .iter()
+                            .enumerate()
+                            .map(|(i, it)| {
+                                let mut j = it.json.clone();
+                                if let Value::Object(o) = &mut j {
+                                    o.insert("error".into(), Value::String(err.message.clone()));
+                                }
+                                item_from(j, i)
+                            })
+                            .collect();
+                        let n = main_output_count(node);
+                        let mut outs: Vec<Items> = (0..n).map(|_| Items::default()).collect();
+                        outs.push(Arc::new(errs));
+                        outs
+                    }
+                }
+            }
+        };
+        let mut outputs = outputs;
+        if node.on_error() == OnError::ContinueErrorOutput && !error_items.is_empty() && task.error.is_none() {
+            outputs = split_error_output(node, outputs, &error_items);
+        }
+        if node.always_output_data && outputs.iter().all(|o| o.is_empty()) {
+            let item = item_from(json!({}), 0);
+            if outputs.is_empty() {
+                outputs.push(Arc::new(vec![item]));
+            } else {
+                outputs[0] = Arc::new(vec![item]);
+            }
+        }
+        task.execution_time = t0.elapsed().as_millis() as u64;
+        task.data = Some(TaskOutputs { main: outputs.iter().cloned().map(Some).collect() });
+        st.run_data.entry(node.name.clone()).or_default().push(task);
+        Step::Continue(outputs.into_iter().enumerate().map(|(o, items)| (o, items, run_index)).collect())
+    }
+
+    /// Adds the children that got data to the stack (or to `waiting` when
+    /// they have several inputs).
+    fn enqueue(&self, graph: &Graph, st: &mut ExecutionState, node: &Node, outs: Vec<(usize, Items, usize)>, allowed: Option<&HashSet<String>>) {
+        let order = graph.workflow.settings.execution_order;
+        let mut adds = vec![];
+        for (o, items, run) in outs {
+            if items.is_empty() {
+                continue;
+            }
+            for t in graph.children(&node.name, o) {
+                if allowed.is_some_and(|a| !a.contains(&t.node)) {
+                    continue;
+                }
+                adds.push((t.clone(), o, items.clone(), run));
+            }
+        }
+        if order == ExecutionOrder::V1 {
+            // Top-left first (n8n sorts by position before unshifting).
+            adds.sort_by(|a, b| {
+                let pa = graph.node(&a.0.node).map(|n| n.pos()).unwrap_or_default();
+                let pb = graph.node(&b.0.node).map(|n| n.pos()).unwrap_or_default();
+                pa.1.total_cmp(&pb.1).then(pa.0.total_cmp(&pb.0))
+            });
+        }
+        let mut ready: Vec<StackEntry> = vec![];
+        for (t, o, items, run) in adds {
+            let src = TaskSource { previous_node: node.name.clone(), previous_node_output: o, previous_node_run: run };
+            let connected = graph.connected_inputs(&t.node);
+            if connected.len() <= 1 {
+                let mut inputs = vec![None; t.index + 1];
+                let mut source = vec![None; t.index + 1];
+                inputs[t.index] = Some(items);
+                source[t.index] = Some(src);
+                ready.push(StackEntry { node: t.node.clone(), inputs, source, resume: false });
+                continue;
+            }
+            let width = connected.iter().max().copied().unwrap_or(0) + 1;
+            let pos = st.waiting.iter().position(|w| w.node == t.node && w.inputs.get(t.index).is_none_or(|i| i.is_none()));
+            let idx = match pos {
+                Some(p) => p,
+                None => {
+                    st.waiting.push(StackEntry { node: t.node.clone(), inputs: vec![None; width], source: vec![None; width], resume: false });
+                    st.waiting.len() - 1
+                }
+            };
+            let w = &mut st.waiting[idx];
+            w.inputs[t.index] = Some(items);
+            w.source[t.index] = Some(src);
+            if connected.iter().all(|i| w.inputs.get(*i).is_some_and(|x| x.is_some())) {
+                ready.push(st.waiting.remove(idx));
+            }
+        }
+        match order {
+            ExecutionOrder::V1 => {
+                for e in ready.into_iter().rev() {
+                    st.stack.push_front(e);
+                }
+            }
+            ExecutionOrder::V0 => st.stack.extend(ready),
+        }
+    }
+}
+
+enum Step {
+    Continue(Vec<(usize, Items, usize)>),
+    Parked,
+    Failed(NodeError),
+    Canceled,
+}
+
+/// Number of regular main outputs a node has (If/Switch/SplitInBatches have more).
+fn main_output_count(node: &Node) -> usize {
+    let short = node.node_type.rsplit('.').next().unwrap_or("");
+    match short {
+        "if" | "splitInBatches" | "filter" => 2,
+        "switch" => {
+            let rules = node.parameters.pointer("/rules/values").and_then(|v| v.as_array()).map(|a| a.len()).unwrap_or(0);
+            rules.max(1)
+        }
+        _ => 1,
+    }
+}
+
+/// Moves per-item error items out of output 0 into the error output (last).
+fn split_error_output(node: &Node, outputs: Vec<Items>, error_items: &[usize]) -> Vec<Items> {
+    let mut outputs = outputs;
+    let n = main_output_count(node).max(outputs.len());
+    while outputs.len() < n {
+        outputs.push(Items::default());
+    }
+    let first = outputs[0].as_ref();
+    let errset: HashSet<usize> = error_items.iter().copied().collect();
+    let (mut ok, mut bad) = (vec![], vec![]);
+    for (i, it) in first.iter().enumerate() {
+        if errset.contains(&i) {
+            bad.push(it.clone());
+        } else {
+            ok.push(it.clone());
+        }
+    }
+    outputs[0] = Arc::new(ok);
+    outputs.push(Arc::new(bad));
+    outputs
+}
+
+/// Sleeps up to `d`, waking early on cancel/deadline. Returns true if canceled.
+pub(crate) fn sleep_cancellable(d: Duration, env: &Env) -> bool {
+    let end = Instant::now() + d;
+    loop {
+        if env.cancel.is_canceled() || env.deadline.is_some_and(|x| Instant::now() >= x) {
+            return true;
+        }
+        let now = Instant::now();
+        if now >= end {
+            return false;
+        }
+        std::thread::sleep((end - now).min(Duration::from_millis(50)));
+    }
+}
+
+/// Run-data form of an engine error.
+pub fn error_data(e: &EngineError, node: Option<&str>) -> NodeError {
+    let (description, http_code, name) = match e {
+        EngineError::Node { description, http_code, .. } => (
+            description.clone(),
+            http_code.clone(),
+            if http_code.is_some() { "NodeApiError" } else { "NodeOperationError" },
+        ),
+        EngineError::Expression(_) => (None, None, "ExpressionError"),
+        _ => (None, None, "NodeOperationError"),
+    };
+    NodeError {
+        message: e.to_string(),
+        description,
+        name: name.into(),
+        node: node.map(str::to_string),
+        http_code,
+        timestamp: now_ms(),
+    }
+}
+
+/// `{json: {...}}` objects for tests and hosts.
+pub fn items_from_json(v: &[Value]) -> Vec<Item> {
+    v.iter().map(|j| Item { json: j.clone(), ..Default::default() }).collect()
+}

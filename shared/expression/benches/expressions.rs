@@ -1,0 +1,71 @@
+//! Prints evaluations per second for the native fast path and for QuickJS.
+//! Run with `cargo bench -p expression`.
+
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+use expression::{CodeMode, Evaluator, Limits, StaticData};
+use serde_json::json;
+
+fn rate(label: &str, mut f: impl FnMut(usize)) {
+    // warm up caches (parsed templates, compiled functions)
+    for i in 0..100 {
+        f(i);
+    }
+    let mut n = 0usize;
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_millis(700) {
+        for _ in 0..100 {
+            f(n);
+            n += 1;
+        }
+    }
+    let secs = start.elapsed().as_secs_f64();
+    println!("{label:<52} {:>12.0} evals/s  ({:.2} µs each)", n as f64 / secs, secs * 1e6 / n as f64);
+}
+
+fn main() {
+    let t = Instant::now();
+    let mut ev = Evaluator::new(Limits::default()).expect("evaluator");
+    println!("{:<52} {:>12.1} ms", "Evaluator::new (QuickJS + Luxon + prelude)", t.elapsed().as_secs_f64() * 1e3);
+
+    let items: Vec<StaticData> = (0..1000)
+        .map(|i| StaticData::from_json(json!({"id": i, "name": format!("user{i}"), "score": i % 100, "tags": ["a", "b"], "doubled": (i % 100) * 2})))
+        .collect();
+    let d = |i: usize| &items[i % items.len()];
+
+    rate("fast  ={{ $json.score * 2 }}", |i| {
+        black_box(ev.evaluate("={{ $json.score * 2 }}", d(i)).expect("eval"));
+    });
+    rate("fast  ={{ $json.doubled }}", |i| {
+        black_box(ev.evaluate("={{ $json.doubled }}", d(i)).expect("eval"));
+    });
+    rate("fast  =Hi {{ $json.name }} ({{ $json.score > 50 }})", |i| {
+        black_box(ev.evaluate("=Hi {{ $json.name }} ({{ $json.score > 50 }})", d(i)).expect("eval"));
+    });
+    rate("js    ={{ $json.score * 2 }} (fast path off)", |i| {
+        black_box(ev.evaluate_js("={{ $json.score * 2 }}", d(i)).expect("eval"));
+    });
+    rate("js    ={{ $json.name.toUpperCase() }}", |i| {
+        black_box(ev.evaluate("={{ $json.name.toUpperCase() }}", d(i)).expect("eval"));
+    });
+    rate("js    ={{ $json.tags.includes('a') && $json.id > 3 }}", |i| {
+        black_box(ev.evaluate("={{ $json.tags.includes('a') && $json.id > 3 }}", d(i)).expect("eval"));
+    });
+    rate("js    ={{ [1,2,3].sum() + $json.score.round(1) }}", |i| {
+        black_box(ev.evaluate("={{ [1,2,3].sum() + $json.score.round(1) }}", d(i)).expect("eval"));
+    });
+    rate("js    ={{ $now.plus(1, 'day').toISODate() }}", |i| {
+        black_box(ev.evaluate("={{ $now.plus(1, 'day').toISODate() }}", d(i)).expect("eval"));
+    });
+    rate("code  each item: return {json: {x: $json.score + 1}}", |i| {
+        black_box(ev.run_code("return {json: {x: $json.score + 1}}", CodeMode::EachItem, d(i)).expect("code"));
+    });
+    let all = StaticData::new((0..1000).map(|i| json!({"score": i})).collect());
+    let t = Instant::now();
+    let out = ev
+        .run_code("return $input.all().map(i => ({json: {d: i.json.score * 2}}))", CodeMode::AllItems, &all)
+        .expect("code");
+    black_box(out);
+    println!("{:<52} {:>12.2} ms", "code  all items, map over 1000 items", t.elapsed().as_secs_f64() * 1e3);
+}

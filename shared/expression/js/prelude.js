@@ -1,0 +1,795 @@
+// n8n expression environment inside QuickJS: data globals backed by native
+// host callbacks (`H`), the extension methods n8n adds to strings, numbers,
+// arrays, objects, booleans and dates, and the Code node wrappers.
+// Evaluated once per context; returns the handles the Rust side keeps.
+(function (H, luxon) {
+  'use strict';
+  const G = globalThis;
+  const { DateTime, Duration, Interval, Settings } = luxon;
+
+  // ------------------------------------------------------------ data access
+  // Values read during one evaluation are cached so `$json.a + $json.b`
+  // converts the item once; Rust bumps `state.gen` before every evaluation.
+  const state = { gen: 0, seen: -1, cache: new Map() };
+  function cached(key, f) {
+    if (state.seen !== state.gen) {
+      state.cache = new Map();
+      state.seen = state.gen;
+    }
+    if (state.cache.has(key)) return state.cache.get(key);
+    const v = f();
+    state.cache.set(key, v);
+    return v;
+  }
+  const inputAll = () => cached('input', () => H.inputAll());
+  const currentItem = () =>
+    cached('item', () => {
+      const idx = H.itemIndex();
+      if (state.cache.has('input')) return idx < 0 ? undefined : inputAll()[idx];
+      return H.currentItem();
+    });
+  const currentIndex = () => {
+    const i = H.itemIndex();
+    return i < 0 ? 0 : i;
+  };
+
+  function def(name, get) {
+    Object.defineProperty(G, name, { get, configurable: false, enumerable: false });
+  }
+  function defValue(name, value) {
+    Object.defineProperty(G, name, { value, configurable: false, enumerable: false, writable: false });
+  }
+
+  def('$json', () => {
+    const it = currentItem();
+    return it === undefined || it === null ? undefined : it.json;
+  });
+  def('$binary', () => {
+    const it = currentItem();
+    return it && it.binary ? it.binary : {};
+  });
+  def('$itemIndex', () => H.itemIndex());
+  def('$runIndex', () => H.runIndex());
+  def('$parameter', () => cached('parameter', () => H.parameters()));
+  def('$workflow', () => cached('workflow', () => H.workflow()));
+  def('$execution', () => cached('execution', () => H.execution()));
+  def('$vars', () => cached('vars', () => H.vars()));
+  def('$now', () => DateTime.now());
+  def('$today', () => DateTime.now().startOf('day'));
+  def('$env', () => {
+    throw new Error('access to env vars denied');
+  });
+
+  function nodeOutput(name, branch, run) {
+    const out = H.nodeOutput(String(name), branch === undefined ? 0 : Number(branch), run === undefined ? -1 : Number(run));
+    if (out === null) throw new Error(`Node '${name}' hasn't been executed`);
+    return out;
+  }
+  const nodeProxies = new Map();
+  function nodeProxy(name) {
+    const all = (branch, run) => cached('node:' + name + ':' + branch + ':' + run, () => nodeOutput(name, branch, run));
+    const proxy = {
+      all,
+      first: (branch, run) => all(branch, run)[0],
+      last: (branch, run) => {
+        const a = all(branch, run);
+        return a[a.length - 1];
+      },
+      get item() {
+        return cached('paired:' + name + ':' + currentIndex(), () => H.pairedItem(name, currentIndex()));
+      },
+      itemMatching: (i) => cached('paired:' + name + ':' + Number(i), () => H.pairedItem(name, Number(i))),
+      pairedItem: (i) => {
+        const idx = i === undefined ? currentIndex() : Number(i);
+        return cached('paired:' + name + ':' + idx, () => H.pairedItem(name, idx));
+      },
+      get isExecuted() {
+        return H.nodeOutput(name, 0, -1) !== null;
+      },
+      get params() {
+        return {};
+      },
+      get context() {
+        return {};
+      },
+    };
+    return proxy;
+  }
+  defValue('$', function $(name) {
+    if (typeof name !== 'string' || name === '') throw new Error('Node name must be a non-empty string');
+    let p = nodeProxies.get(name);
+    if (!p) {
+      p = nodeProxy(name);
+      nodeProxies.set(name, p);
+    }
+    return p;
+  });
+
+  // `$node["Name"].json`: the legacy accessor, item at the current index
+  function legacyNode(name, index) {
+    const items = () => nodeOutput(name, 0, undefined);
+    return {
+      get json() {
+        const it = items()[index()];
+        return it ? it.json : undefined;
+      },
+      get data() {
+        return this.json;
+      },
+      get binary() {
+        const it = items()[index()];
+        return it && it.binary ? it.binary : {};
+      },
+      get parameter() {
+        return {};
+      },
+      get runIndex() {
+        return 0;
+      },
+      get context() {
+        return {};
+      },
+    };
+  }
+  function nodeMap(index) {
+    return new Proxy(
+      {},
+      {
+        get(_, name) {
+          if (typeof name !== 'string') return undefined;
+          return legacyNode(name, index);
+        },
+        has(_, name) {
+          return typeof name === 'string' && H.nodeOutput(name, 0, -1) !== null;
+        },
+      },
+    );
+  }
+  const $node = nodeMap(currentIndex);
+  defValue('$node', $node);
+
+  const $input = {
+    all: () => inputAll(),
+    first: () => inputAll()[0],
+    last: () => {
+      const a = inputAll();
+      return a[a.length - 1];
+    },
+    get item() {
+      return currentItem();
+    },
+    get params() {
+      return G.$parameter;
+    },
+    get context() {
+      return {};
+    },
+  };
+  defValue('$input', $input);
+
+  defValue('$items', function $items(name, output, run) {
+    if (name === undefined) return inputAll();
+    return nodeOutput(name, output, run);
+  });
+  defValue('$item', function $item(index) {
+    const i = Number(index);
+    return {
+      get $json() {
+        const it = inputAll()[i];
+        return it ? it.json : undefined;
+      },
+      get $binary() {
+        const it = inputAll()[i];
+        return it && it.binary ? it.binary : {};
+      },
+      $node: nodeMap(() => i),
+      $input,
+      get $parameter() {
+        return G.$parameter;
+      },
+    };
+  });
+
+  const isEmptyValue = (v) =>
+    v === undefined || v === null || v === '' ||
+    (Array.isArray(v) && v.length === 0) ||
+    (typeof v === 'object' && !Array.isArray(v) && !DateTime.isDateTime(v) && !(v instanceof Date) && Object.keys(v).length === 0);
+  defValue('$if', function $if(cond, a, b) {
+    if (arguments.length < 2) throw new Error('$if requires at least 2 parameters');
+    return cond ? a : b;
+  });
+  defValue('$ifEmpty', function $ifEmpty(v, d) {
+    if (arguments.length !== 2) throw new Error('expected two arguments (value, defaultValue) for this function');
+    return isEmptyValue(v) ? d : v;
+  });
+
+  // ------------------------------------------------------------ extended functions
+  function numberList(start, end) {
+    const size = Math.abs(start - end) + 1;
+    const arr = new Array(size);
+    let cur = start;
+    for (let i = 0; i < size; i++) arr[i] = start < end ? cur++ : cur--;
+    return arr;
+  }
+  function zip(keys, values) {
+    if (keys.length !== values.length) throw new Error('keys and values not of equal length');
+    const o = {};
+    keys.forEach((k, i) => (o[k] = values[i]));
+    return o;
+  }
+  const average = (...args) => arrAverage(args);
+  const not = (v) => !v;
+  for (const [k, v] of Object.entries({ min: Math.min, max: Math.max, average, not, numberList, zip, $min: Math.min, $max: Math.max, $average: average, $not: not })) {
+    defValue(k, v);
+  }
+  defValue('DateTime', DateTime);
+  defValue('Duration', Duration);
+  defValue('Interval', Interval);
+
+  // ------------------------------------------------------------ helpers
+  class ExtensionError extends Error {
+    constructor(message) {
+      super(message);
+      this.name = 'ExpressionExtensionError';
+    }
+  }
+  function deepEqual(a, b) {
+    if (a === b) return true;
+    if (typeof a !== typeof b || a === null || b === null || typeof a !== 'object') {
+      return typeof a === 'number' && typeof b === 'number' && Number.isNaN(a) && Number.isNaN(b);
+    }
+    if (Array.isArray(a) !== Array.isArray(b)) return false;
+    if (a instanceof Date && b instanceof Date) return +a === +b;
+    const ka = Object.keys(a), kb = Object.keys(b);
+    if (ka.length !== kb.length) return false;
+    return ka.every((k) => Object.prototype.hasOwnProperty.call(b, k) && deepEqual(a[k], b[k]));
+  }
+  function extendProto(proto, methods) {
+    for (const [name, fn] of Object.entries(methods)) {
+      Object.defineProperty(proto, name, { value: fn, writable: true, configurable: true, enumerable: false });
+    }
+  }
+  const isObj = (v) => v !== null && typeof v === 'object';
+
+  // ------------------------------------------------------------ strings
+  const CURRENCY = /(\u004c\u0065\u006b|\u060b|\u0024|\u0192|\u20bc|\u0042\u0072|\u0042\u005a\u0024|\u0024\u0062|\u004b\u004d|\u0050|\u043b\u0432|\u0052\u0024|\u17db|\u00a5|\u20a1|\u006b\u006e|\u20b1|\u004b\u010d|\u006b\u0072|\u0052\u0044\u0024|\u00a3|\u20ac|\u00a2|\u0051|\u004c|\u0046\u0074|\u20b9|\u0052\u0070|\ufdfc|\u20aa|\u004a\u0024|\u20a9|\u20ad|\u0434\u0435\u043d|\u0052\u004d|\u20a8|\u20ae|\u004d\u0054|\u0043\u0024|\u20a6|\u0042\u002f\u002e|\u0047\u0073|\u0053\u002f\u002e|\u007a\u0142|\u006c\u0065\u0069|\u20bd|\u0414\u0438\u043d\u002e|\u0053|\u0052|\u0043\u0048\u0046|\u004e\u0054\u0024|\u0e3f|\u0054\u0054\u0024|\u20ba|\u20b4|\u0024\u0055|\u0042\u0073|\u20ab|\u005a\u0024)/gu;
+  const HOST = '(?:(?:[-\\w]+\\.)+(?:[a-zA-Z]{2,}|xn--[a-zA-Z0-9]+)|localhost|\\d{1,3}\\.\\d{1,3}\\.\\d{1,3}\\.\\d{1,3})';
+  const DOMAIN_EXTRACT = new RegExp('^(?:(?:https?|ftp):\\/\\/)?(?:mailto:)?(?:\\/\\/)?((?:www\\.)?' + HOST + ')(?::\\d+)?(?:\\/[^\\s?]*)?(?:\\?[^\\s#]*)?(?:#[^\\s]*)?$', 'i');
+  const DOMAIN = new RegExp('^(?:www\\.)?(' + HOST + ')(?::\\d+)?(?:\\/[^\\s?]*)?(?:\\?[^\\s#]*)?(?:#[^\\s]*)?$', 'i');
+  const EMAIL = /(([^<>()\[\]\\.,;:\s@"]+(\.[^<>()\[\]\\.,;:\s@"]+)*)|(".+"))@(?<domain>(\[[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}])|(([a-zA-Z\-0-9]+\.)+[a-zA-Z]{2,}))/;
+  const URL_TAIL = '(?::\\d+)?(?:\\/[^\\s?#]*)?(?:\\?[^\\s#]*)?(?=([^\\s]+#.*)?)#?[^\\s]*';
+  const URL_EXACT = new RegExp('^(?:(?:https?|ftp):\\/\\/)(?:www\\.)?(' + HOST + ')' + URL_TAIL + '$', 'i');
+  const URL_ANY = new RegExp('(?:(?:https?|ftp):\\/\\/)(?:www\\.)?(' + HOST + ')' + URL_TAIL, 'i');
+
+  function strToDateTime(value, format) {
+    try {
+      if (format) {
+        if (format === 'ms' || format === 's' || format === 'us' || format === 'excel') return numToDateTime(Number(value), format);
+        const dt = DateTime.fromFormat(value, format);
+        if (!dt.isValid) throw new Error(dt.invalidExplanation || 'invalid');
+        return dt;
+      }
+      return parseDateTime(value);
+    } catch (e) {
+      throw new ExtensionError('cannot convert to Luxon DateTime');
+    }
+  }
+  // n8n's tryToParseDateTime: ISO, HTTP, RFC 2822, SQL, then epoch milliseconds
+  function parseDateTime(value) {
+    if (DateTime.isDateTime(value)) return value;
+    if (value instanceof Date) return DateTime.fromJSDate(value);
+    const s = String(value).trim();
+    const tries = [DateTime.fromISO, DateTime.fromHTTP, DateTime.fromRFC2822, DateTime.fromSQL];
+    for (const f of tries) {
+      const dt = f.call(DateTime, s, { setZone: true });
+      if (dt.isValid) return dt;
+    }
+    if (/^-?\d+(\.\d+)?$/.test(s)) {
+      const dt = DateTime.fromMillis(Number(s));
+      if (dt.isValid) return dt;
+    }
+    const d = new Date(s);
+    if (!Number.isNaN(+d)) return DateTime.fromJSDate(d);
+    throw new Error('invalid date');
+  }
+  function numToDateTime(value, format) {
+    if (format === 'ms') return DateTime.fromMillis(value);
+    if (format === 's') return DateTime.fromSeconds(value);
+    if (format === 'us') return DateTime.fromMillis(value / 1000);
+    if (format === 'excel') return DateTime.fromMillis((value - 25569) * 86400 * 1000, { zone: 'UTC' }).setZone(Settings.defaultZone);
+    // no format: guess seconds vs milliseconds like n8n does
+    return Math.abs(value) < 1e11 ? DateTime.fromSeconds(value) : DateTime.fromMillis(value);
+  }
+
+  const SMALL_WORDS = new Set(['a', 'an', 'and', 'as', 'at', 'but', 'by', 'en', 'for', 'if', 'in', 'nor', 'of', 'on', 'or', 'per', 'the', 'to', 'v', 'vs', 'via']);
+  function titleCase(s) {
+    let first = true;
+    return s.replace(/[^\s:\-–—]+|[:\-–—]/g, (w) => {
+      if (/^[:\-–—]$/.test(w)) {
+        if (w === ':') first = true;
+        return w;
+      }
+      const isFirst = first;
+      first = false;
+      if (!isFirst && SMALL_WORDS.has(w.toLowerCase())) return w;
+      if (/[A-Z]/.test(w.slice(1)) || /\w\.\w/.test(w)) return w;
+      return w.charAt(0).toUpperCase() + w.slice(1);
+    });
+  }
+  function sentenceCase(value) {
+    const CHAR = /\p{L}/u, PUNC = /[!?.]/;
+    let current = value.slice();
+    let buffer = '';
+    while (CHAR.test(current)) {
+      const ci = current.search(CHAR);
+      current = current.slice(0, ci) + current[ci].toLocaleUpperCase() + current.slice(ci + 1).toLocaleLowerCase();
+      const pi = current.search(PUNC);
+      if (pi === -1) {
+        buffer += current;
+        current = '';
+        break;
+      }
+      buffer += current.slice(0, pi + 1);
+      current = current.slice(pi + 1);
+    }
+    return buffer + current;
+  }
+  function removeMarkdown(value) {
+    let out = value;
+    try {
+      out = out.replace(/^([\s\t]*)([*\-+]|\d\.)\s+/gm, '$1');
+      out = out.replace(/\n={2,}/g, '\n').replace(/~~/g, '').replace(/`{3}.*\n/g, '');
+      out = out
+        .replace(/<[\w|\s|=|'|"|:|(|)|,|;|/|0-9|.|-]+[>|\\>]/g, '')
+        .replace(/^[=-]{2,}\s*$/g, '')
+        .replace(/\[\^.+?\](: .*?$)?/g, '')
+        .replace(/\s{0,2}\[.*?\]: .*?$/g, '')
+        .replace(/!\[.*?\][[(].*?[\])]/g, '')
+        .replace(/\[(.*?)\][[(].*?[\])]/g, '$1')
+        .replace(/>/g, '')
+        .replace(/^\s{1,2}\[(.*?)\]: (\S+)( ".*?")?\s*$/g, '')
+        .replace(/^#{1,6}\s*([^#]*)\s*(#{1,6})?/gm, '$1')
+        .replace(/([*_]{1,3})(\S.*?\S)\1/g, '$2')
+        .replace(/(`{3,})(.*?)\1/gm, '$2')
+        .replace(/^-{3,}\s*$/g, '')
+        .replace(/`(.+?)`/g, '$1')
+        .replace(/\n{2,}/g, '\n\n');
+    } catch (e) {
+      return value;
+    }
+    return out;
+  }
+  function strToInt(value, radix) {
+    const n = parseInt(value.replace(CURRENCY, ''), radix);
+    if (Number.isNaN(n)) throw new ExtensionError('cannot convert to integer');
+    return n;
+  }
+  function strToFloat(value) {
+    if (value.includes(',')) throw new ExtensionError('cannot convert to float, expected . as decimal separator');
+    const n = parseFloat(value.replace(CURRENCY, ''));
+    if (Number.isNaN(n)) throw new ExtensionError('cannot convert to float');
+    return n;
+  }
+  function isEmail(v) {
+    return EMAIL.test(v) && !v.includes(' ');
+  }
+  function urlPath(v) {
+    const m = /^[a-zA-Z][a-zA-Z0-9+.-]*:\/\/[^/?#]*([^?#]*)/.exec(v);
+    if (!m) return undefined;
+    return m[1] === '' ? '/' : m[1];
+  }
+  const SPECIAL = { 'ä': 'a', 'ö': 'o', 'ü': 'u', 'Ä': 'A', 'Ö': 'O', 'Ü': 'U', 'ß': 'ss', 'æ': 'ae', 'Æ': 'AE', 'ø': 'o', 'Ø': 'O', 'œ': 'oe', 'Œ': 'OE', 'ł': 'l', 'Ł': 'L', 'đ': 'd', 'Đ': 'D', 'þ': 'th', 'Þ': 'TH' };
+  function replaceSpecialChars(v) {
+    return v
+      .normalize('NFD')
+      .replace(/[\u0300-\u036f]/g, '')
+      .replace(/[^\u0000-\u007f]/g, (c) => (c in SPECIAL ? SPECIAL[c] : '?'));
+  }
+
+  extendProto(String.prototype, {
+    hash(algorithm) {
+      const alg = algorithm === undefined ? 'md5' : String(algorithm).toLowerCase();
+      if (alg === 'base64') return H.base64Encode(String(this));
+      const r = H.hash(alg, String(this));
+      if (r === null) throw new ExtensionError(`Unknown algorithm ${alg}. Available algorithms are: md5,sha1,sha224,sha256,sha384,sha512,sha3, and Base64.`);
+      return r;
+    },
+    isEmpty() { return String(this) === ''; },
+    isNotEmpty() { return String(this) !== ''; },
+    __n8n_length() { return String(this).length; },
+    removeMarkdown() { return removeMarkdown(String(this)); },
+    removeTags() { return String(this).replace(/<[^>]*>?/gm, ''); },
+    toDate() {
+      const s = String(this);
+      const d = new Date(Date.parse(s));
+      if (Number.isNaN(+d)) throw new ExtensionError('cannot convert to date');
+      if (!/:/.test(s)) d.setHours(0, 0, 0);
+      return d;
+    },
+    toDateTime(format) { return strToDateTime(String(this), format); },
+    toBoolean() {
+      const n = String(this).toLowerCase();
+      return n.length > 0 && !['false', 'no', '0'].includes(n);
+    },
+    toNumber() {
+      const n = Number(String(this).replace(CURRENCY, ''));
+      if (Number.isNaN(n)) throw new ExtensionError('cannot convert to number');
+      return n;
+    },
+    toFloat() { return strToFloat(String(this)); },
+    toDecimalNumber() { return strToFloat(String(this)); },
+    toInt(radix) { return strToInt(String(this), radix); },
+    toWholeNumber(radix) { return strToInt(String(this), radix); },
+    toSentenceCase() { return sentenceCase(String(this)); },
+    toSnakeCase() {
+      return String(this).toLocaleLowerCase().replace(/[ \-]/g, '_').replace(/[\u2000-\u206F\u2E00-\u2E7F\\'!"#$%&()*+,.\/:;<=>?@\[\]^`{|}~]/g, '');
+    },
+    toTitleCase() { return titleCase(String(this)); },
+    urlDecode(entire) { return entire ? decodeURI(String(this)) : decodeURIComponent(String(this)); },
+    urlEncode(entire) { return entire ? encodeURI(String(this)) : encodeURIComponent(String(this)); },
+    quote(q = '"') {
+      return q + String(this).replace(/\\/g, '\\\\').replace(new RegExp('\\' + q, 'g'), '\\' + q) + q;
+    },
+    replaceSpecialChars() { return replaceSpecialChars(String(this)); },
+    isDomain() { return DOMAIN.test(String(this)); },
+    isEmail() { return isEmail(String(this)); },
+    isNumeric() {
+      const v = String(this);
+      if (v.includes(' ')) return false;
+      return !Number.isNaN(Number(v)) && !Number.isNaN(parseFloat(v));
+    },
+    isUrl() { return URL_EXACT.test(String(this)); },
+    extractEmail() {
+      const m = EMAIL.exec(String(this));
+      return m ? m[0] : undefined;
+    },
+    extractDomain() {
+      const v = String(this);
+      if (isEmail(v)) {
+        const m = EMAIL.exec(v);
+        return m ? m.groups.domain : undefined;
+      }
+      const m = v.match(DOMAIN_EXTRACT);
+      return m ? m[1] : undefined;
+    },
+    extractUrl() {
+      const m = URL_ANY.exec(String(this));
+      return m ? m[0] : undefined;
+    },
+    extractUrlPath() { return urlPath(String(this)); },
+    parseJson() {
+      const v = String(this);
+      try {
+        return JSON.parse(v);
+      } catch (e) {
+        if (v.includes("'")) throw new ExtensionError("Parsing failed. Check you're using double quotes");
+        throw new ExtensionError('Parsing failed');
+      }
+    },
+    toJsonString() { return JSON.stringify(String(this)); },
+    base64Encode() { return H.base64Encode(String(this)); },
+    base64Decode() { return H.base64Decode(String(this)); },
+  });
+
+  // ------------------------------------------------------------ numbers
+  extendProto(Number.prototype, {
+    ceil() { return Math.ceil(this); },
+    floor() { return Math.floor(this); },
+    round(decimals = 0) { return +Number(this).toFixed(decimals); },
+    abs() { return Math.abs(this); },
+    isEven() {
+      if (!Number.isInteger(+this)) throw new ExtensionError('isEven() is only callable on integers');
+      return this % 2 === 0;
+    },
+    isOdd() {
+      if (!Number.isInteger(+this)) throw new ExtensionError('isOdd() is only callable on integers');
+      return Math.abs(this) % 2 === 1;
+    },
+    isInteger() { return Number.isInteger(+this); },
+    format(locales = 'en-US', options = {}) { return new Intl.NumberFormat(locales, options).format(+this); },
+    toBoolean() { return +this !== 0; },
+    toInt() { return Math.round(+this); },
+    toFloat() { return +this; },
+    toDateTime(format) { return numToDateTime(+this, format); },
+    isEmpty() { return false; },
+    isNotEmpty() { return true; },
+    toJsonString() { return JSON.stringify(+this); },
+  });
+
+  // ------------------------------------------------------------ booleans
+  extendProto(Boolean.prototype, {
+    toInt() { return this.valueOf() ? 1 : 0; },
+    toFloat() { return this.valueOf() ? 1 : 0; },
+    toNumber() { return this.valueOf() ? 1 : 0; },
+    toBoolean() { return this.valueOf(); },
+    isEmpty() { return false; },
+    isNotEmpty() { return true; },
+    toJsonString() { return JSON.stringify(this.valueOf()); },
+  });
+
+  // ------------------------------------------------------------ objects
+  function objCompact(value) {
+    const out = {};
+    for (const [k, v] of Object.entries(value)) {
+      if (v === null || v === undefined || v === 'nil' || v === '') continue;
+      if (typeof v === 'object' && !Array.isArray(v) && !(v instanceof Date) && !DateTime.isDateTime(v)) out[k] = objCompact(v);
+      else if (Array.isArray(v)) out[k] = arrCompact(v);
+      else out[k] = v;
+    }
+    return out;
+  }
+  function objMerge(value, other) {
+    if (typeof other !== 'object' || !other) throw new ExtensionError('argument of merge must be an object');
+    const out = { ...value };
+    for (const [k, v] of Object.entries(other)) if (!(k in out)) out[k] = v;
+    return out;
+  }
+  function formEncode(s) {
+    return encodeURIComponent(s).replace(/%20/g, '+').replace(/[!'()~]/g, (c) => '%' + c.charCodeAt(0).toString(16).toUpperCase());
+  }
+  extendProto(Object.prototype, {
+    isEmpty() { return Object.keys(this).length === 0; },
+    isNotEmpty() { return Object.keys(this).length > 0; },
+    hasField(name) { return name in this; },
+    removeField(name) {
+      if (!(name in this)) return this;
+      const out = { ...this };
+      delete out[name];
+      return out;
+    },
+    removeFieldsContaining(match) {
+      if (typeof match !== 'string' || match === '') throw new ExtensionError('argument of removeFieldsContaining must be a non-empty string');
+      const out = { ...this };
+      for (const [k, v] of Object.entries(this)) if (typeof v === 'string' && v.includes(match)) delete out[k];
+      return out;
+    },
+    keepFieldsContaining(match) {
+      if (typeof match !== 'string' || match === '') throw new ExtensionError('argument of keepFieldsContaining must be a non-empty string');
+      const out = { ...this };
+      for (const [k, v] of Object.entries(this)) if (typeof v !== 'string' || !v.includes(match)) delete out[k];
+      return out;
+    },
+    compact() { return objCompact(this); },
+    urlEncode() {
+      return Object.entries(this).map(([k, v]) => formEncode(String(k)) + '=' + formEncode(String(v))).join('&');
+    },
+    keys() { return Object.keys(this); },
+    values() { return Object.values(this); },
+    merge(other) { return objMerge(this, other); },
+    toJsonString() { return JSON.stringify(this); },
+  });
+
+  // ------------------------------------------------------------ arrays
+  function ensureNumbers(arr, fn) {
+    if (arr.some((i) => typeof i !== 'number')) throw new ExtensionError(`${fn}(): all array elements must be numbers`);
+  }
+  function arrSum(arr) {
+    ensureNumbers(arr, 'sum');
+    return arr.reduce((p, c) => p + c, 0);
+  }
+  function arrAverage(arr) {
+    ensureNumbers(arr, 'average');
+    return arr.length === 0 ? 0 : arr.reduce((p, c) => p + c, 0) / arr.length;
+  }
+  function arrUnique(arr, fields) {
+    if (fields.length) {
+      return arr.reduce((l, v) => {
+        if (isObj(v) && fields.every((f) => f in v)) {
+          if (!l.find((i) => fields.every((f) => deepEqual(i[f], v[f])))) l.push(v);
+        }
+        return l;
+      }, []);
+    }
+    return arr.reduce((l, v) => {
+      if (l.findIndex((i) => deepEqual(i, v)) === -1) l.push(v);
+      return l;
+    }, []);
+  }
+  function arrCompact(arr) {
+    return arr
+      .filter((v) => {
+        if (v && typeof v === 'object' && Object.keys(v).length === 0) return false;
+        return v !== null && v !== undefined && v !== 'nil' && v !== '';
+      })
+      .map((v) => (isObj(v) && !Array.isArray(v) ? objCompact(v) : v));
+  }
+  function chunk(arr, size) {
+    if (typeof size !== 'number' || size <= 0) throw new ExtensionError('chunk(): expected non-zero numeric arg, e.g. .chunk(5)');
+    const out = [];
+    for (let i = 0; i < arr.length; i += size) out.push(arr.slice(i, i + size));
+    return out;
+  }
+  function mergeAll(objects) {
+    let merged = {};
+    for (const o of objects) if (isObj(o) && !Array.isArray(o)) merged = objMerge(merged, o);
+    return merged;
+  }
+  extendProto(Array.prototype, {
+    first() { return this[0]; },
+    last() { return this[this.length - 1]; },
+    isEmpty() { return this.length === 0; },
+    isNotEmpty() { return this.length > 0; },
+    __n8n_length() { return this.length; },
+    pluck(...fields) {
+      if (fields.length === 0) return this;
+      return this.reduce((out, cur) => {
+        if (isObj(cur)) {
+          const p = [];
+          Object.keys(cur).forEach((k) => fields.forEach((f) => { if (f === k) p.push(cur[k]); }));
+          if (p.length > 0) out.push(p.length === 1 ? p[0] : p);
+        }
+        return out;
+      }, []);
+    },
+    randomItem() { return this.length ? this[Math.floor(Math.random() * this.length)] : undefined; },
+    unique(...fields) { return arrUnique(this, fields); },
+    removeDuplicates(...fields) { return arrUnique(this, fields); },
+    sum() { return arrSum(this); },
+    min() { ensureNumbers(this, 'min'); return Math.min(...this); },
+    max() { ensureNumbers(this, 'max'); return Math.max(...this); },
+    average() { return arrAverage(this); },
+    compact() { return arrCompact(this); },
+    smartJoin(keyField, valueField) {
+      if (!keyField || !valueField || typeof keyField !== 'string' || typeof valueField !== 'string') {
+        throw new ExtensionError('smartJoin(): expected two string args, e.g. .smartJoin("name", "value")');
+      }
+      return this.reduce((o, v) => {
+        if (isObj(v) && keyField in v && valueField in v) o[v[keyField]] = v[valueField];
+        return o;
+      }, {});
+    },
+    chunk(size) { return chunk(this, size); },
+    renameKeys(...args) {
+      if (args.length === 0 || args.length % 2 !== 0) throw new ExtensionError('renameKeys(): expected an even amount of args: from1, to1 [, from2, to2, ...]. e.g. .renameKeys("name", "title")');
+      const pairs = chunk(args, 2);
+      return this.map((v) => {
+        if (!isObj(v)) return v;
+        const o = { ...v };
+        for (const [from, to] of pairs) {
+          if (from in o) {
+            o[to] = o[from];
+            delete o[from];
+          }
+        }
+        return o;
+      });
+    },
+    merge(others) {
+      if (others === undefined) return mergeAll(this);
+      if (!Array.isArray(others)) throw new ExtensionError('merge(): expected array arg, e.g. .merge([{ id: 1, otherValue: 3 }])');
+      const len = Math.max(this.length, others.length);
+      let merged = {};
+      for (let i = 0; i < len; i++) {
+        if (this[i] !== undefined && typeof this[i] === 'object' && typeof others[i] === 'object') {
+          merged = Object.assign(merged, others[i] ? objMerge(this[i], others[i]) : this[i]);
+        }
+      }
+      return merged;
+    },
+    mergeIntoObject(others) {
+      const list = others === undefined ? this : Array.isArray(others) ? this.concat(others) : this.concat([others]);
+      return mergeAll(list);
+    },
+    union(others) {
+      if (!Array.isArray(others)) throw new ExtensionError('union(): expected array arg, e.g. .union([1, 2, 3, 4])');
+      const out = Array.from(this);
+      for (const v of others) if (out.findIndex((w) => deepEqual(w, v)) === -1) out.push(v);
+      return arrUnique(out, []);
+    },
+    difference(others) {
+      if (!Array.isArray(others)) throw new ExtensionError('difference(): expected array arg, e.g. .difference([1, 2, 3, 4])');
+      return arrUnique(this.filter((v) => others.findIndex((w) => deepEqual(w, v)) === -1), []);
+    },
+    intersection(others) {
+      if (!Array.isArray(others)) throw new ExtensionError('intersection(): expected array arg, e.g. .intersection([1, 2, 3, 4])');
+      const out = this.filter((v) => others.findIndex((w) => deepEqual(w, v)) !== -1);
+      for (const v of others) if (this.findIndex((w) => deepEqual(w, v)) !== -1) out.push(v);
+      return arrUnique(out, []);
+    },
+    append(...items) { return this.concat(items); },
+    toJsonString() { return JSON.stringify(this); },
+  });
+
+  // ------------------------------------------------------------ dates
+  const DURATION_MAP = { day: 'days', month: 'months', year: 'years', week: 'weeks', hour: 'hours', minute: 'minutes', second: 'seconds', millisecond: 'milliseconds', ms: 'milliseconds', sec: 'seconds', secs: 'seconds', hr: 'hours', hrs: 'hours', min: 'minutes', mins: 'minutes', quarter: 'quarters' };
+  const UNIT_MAP = { days: 'day', months: 'month', years: 'year', hours: 'hour', minutes: 'minute', seconds: 'second', milliseconds: 'millisecond', weeks: 'week', quarters: 'quarter', hrs: 'hour', hr: 'hour', mins: 'minute', min: 'minute', secs: 'second', sec: 'second', ms: 'millisecond' };
+  const toDT = (d) => (DateTime.isDateTime(d) ? d : d instanceof Date ? DateTime.fromJSDate(d) : parseDateTime(d));
+  const dtPlus = DateTime.prototype.plus;
+  const dtMinus = DateTime.prototype.minus;
+  function durationArgs(args) {
+    if (args.length === 1 || typeof args[0] !== 'number') return args[0];
+    const [n = 0, unit = 'minutes'] = args;
+    return { [DURATION_MAP[unit] || unit]: n };
+  }
+  const dateMethods = {
+    plus(...args) { return dtPlus.call(this, durationArgs(args)); },
+    minus(...args) { return dtMinus.call(this, durationArgs(args)); },
+    format(fmt, opts) { return this.toFormat(fmt, { ...(opts || {}) }); },
+    beginningOf(unit = 'week') { return this.startOf(UNIT_MAP[unit] || unit); },
+    endOfMonth() { return this.endOf('month'); },
+    extract(part = 'week') {
+      if (part === 'yearDayNumber') return this.ordinal;
+      if (part === 'week') part = 'weekNumber';
+      return this.get(UNIT_MAP[part] || part);
+    },
+    isBetween(a, b) {
+      if (arguments.length !== 2) throw new ExtensionError('isBetween(): expected exactly two args');
+      const x = toDT(a), y = toDT(b);
+      if (x > y) return y < this && this < x;
+      return y > this && this > x;
+    },
+    isDst() { return this.isInDST; },
+    isInLast(n = 0, unit = 'minutes') {
+      const now = DateTime.now();
+      const past = dtMinus.call(now, { [DURATION_MAP[unit] || unit]: n });
+      return past <= this && this <= now;
+    },
+    isWeekend() { return this.weekday === 6 || this.weekday === 7; },
+    diffTo(other, unit = 'days') {
+      let units = Array.isArray(unit) ? unit : [unit];
+      if (units.length === 0) units = ['days'];
+      units = units.map((u) => DURATION_MAP[u] || u);
+      const r = this.diff(toDT(other), units);
+      return units.length > 1 ? r.toObject() : r.as(units[0]);
+    },
+    diffToNow(unit) { return dateMethods.diffTo.call(this, DateTime.now(), unit); },
+    toDateTime() { return this; },
+    toInt() { return this.toMillis(); },
+    toFloat() { return this.toMillis(); },
+    toNumber() { return this.toMillis(); },
+    toBoolean() { return undefined; },
+    isEmpty() { return !this.isValid; },
+    isNotEmpty() { return this.isValid; },
+    toJsonString() { return JSON.stringify(this); },
+  };
+  extendProto(DateTime.prototype, dateMethods);
+  extendProto(Date.prototype, {
+    toDateTime() { return DateTime.fromJSDate(this); },
+    ...Object.fromEntries(
+      Object.keys(dateMethods)
+        .filter((k) => !['toDateTime', 'toJsonString', 'isEmpty', 'isNotEmpty'].includes(k))
+        .map((k) => [k, function (...args) {
+          const r = dateMethods[k].apply(DateTime.fromJSDate(this), args);
+          return DateTime.isDateTime(r) ? r.toJSDate() : r;
+        }]),
+    ),
+  });
+  // bare strings in date position (`"2024-01-01".plus(1, "day")` is not n8n), keep natives
+
+  // ------------------------------------------------------------ console + Code node
+  function show(v) {
+    if (typeof v === 'string') return v;
+    if (v === undefined) return 'undefined';
+    if (typeof v === 'function') return '[Function' + (v.name ? ': ' + v.name : ' (anonymous)') + ']';
+    if (typeof v === 'symbol' || typeof v === 'bigint') return String(v);
+    if (v instanceof Error) return v.stack ? String(v) + '\n' + v.stack : String(v);
+    try {
+      const s = JSON.stringify(v);
+      return s === undefined ? String(v) : s;
+    } catch (e) {
+      return String(v);
+    }
+  }
+  const mkLog = (level) => (...args) => H.console(level, args.map(show).join(' '));
+  defValue('console', Object.freeze({ log: mkLog('log'), info: mkLog('info'), warn: mkLog('warn'), error: mkLog('error'), debug: mkLog('debug'), trace: mkLog('trace') }));
+
+  // n8n's normalisation of Code node results into items
+  const ITEM_KEYS = new Set(['json', 'binary', 'pairedItem', 'error', 'index']);
+  function toItem(v) {
+    if (isObj(v) && !Array.isArray(v) && isObj(v.json) && Object.keys(v).every((k) => ITEM_KEYS.has(k))) return v;
+    return { json: v };
+  }
+  function normalizeAll(result) {
+    if (result === undefined || result === null) return [];
+    const list = Array.isArray(result) ? result : [result];
+    return list.filter((v) => v !== undefined && v !== null).map(toItem);
+  }
+  function normalizeEach(result) {
+    if (result === undefined || result === null) return null;
+    if (Array.isArray(result)) throw new Error("Code doesn't return a single object: an array was returned. In 'Run Once for Each Item' mode, return one item");
+    return toItem(result);
+  }
+  defValue('__n8n_code', Object.freeze({ normalizeAll, normalizeEach }));
+
+  return { state, setZone: (z) => { Intl.__setDefaultZone(z); Settings.defaultZone = z; } };
+})

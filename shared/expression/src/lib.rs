@@ -1,0 +1,459 @@
+//! n8n expressions and the JavaScript sandbox they run in. No AWS, no I/O.
+//!
+//! A parameter value that starts with `=` is an expression template: text with
+//! `{{ … }}` blocks of JavaScript. [`Evaluator::resolve`] evaluates such values
+//! against the data of one item of one node run, which the engine supplies
+//! through [`DataProxy`]. The same sandbox (time and memory limits, no host
+//! access) runs Code node scripts and workflow SDK code.
+
+use std::collections::{HashMap, HashSet};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+mod fast;
+mod sandbox;
+mod template;
+mod tz;
+
+pub use fast::{num_to_string as js_number_to_string, str_to_num as js_string_to_number};
+
+/// One n8n item: `{json, binary?, pairedItem?}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct Item {
+    pub json: Value,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub binary: Option<Value>,
+    #[serde(rename = "pairedItem", default, skip_serializing_if = "Option::is_none")]
+    pub paired_item: Option<Value>,
+}
+
+/// What an expression can see. The engine implements it for the node and item
+/// being evaluated; lookups are lazy so an expression pays only for what it reads.
+pub trait DataProxy {
+    /// Items on the node's first main input (`$input.all()`).
+    fn input_items(&self) -> &[Item];
+    /// Index of the item being evaluated (`$itemIndex`); -1 when there is none.
+    fn item_index(&self) -> i64;
+    /// `$runIndex`.
+    fn run_index(&self) -> usize;
+    /// Output items of another node (`$('Node').all(branch, run)`, `$items()`);
+    /// `None` when that node has not run.
+    fn node_output(&self, node: &str, output: usize, run: Option<usize>) -> Option<Vec<Item>>;
+    /// The item of `node` that the current item descends from (`$('Node').item`),
+    /// by following `pairedItem` back through the run data.
+    fn paired_item(&self, node: &str, item_index: usize) -> Result<Item, String>;
+    /// The current node's parameters (`$parameter`).
+    fn parameters(&self) -> Value;
+    /// `$workflow`, `$execution`, `$vars`.
+    fn workflow(&self) -> Value;
+    fn execution(&self) -> Value;
+    fn vars(&self) -> Value;
+}
+
+/// Limits every evaluation runs under. A runaway expression or script fails
+/// with [`ExpressionError::Timeout`] / [`ExpressionError::OutOfMemory`] and the
+/// evaluator stays usable.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    pub timeout: std::time::Duration,
+    pub memory_bytes: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits { timeout: std::time::Duration::from_secs(5), memory_bytes: 64 << 20 }
+    }
+}
+
+/// How a Code node runs its script.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CodeMode {
+    /// `runOnceForAllItems`: `$input.all()` / `items`, returns an array of items.
+    AllItems,
+    /// `runOnceForEachItem`: `$json` / `item` is the current item, returns one item.
+    EachItem,
+}
+
+/// What a script returned, plus everything it wrote with `console.*`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CodeOutput {
+    pub value: Value,
+    pub console: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ExpressionError {
+    #[error("invalid syntax in expression {expression}: {message}")]
+    Syntax { expression: String, message: String },
+    #[error("expression {expression} failed: {message}")]
+    Runtime { expression: String, message: String },
+    #[error("expression {expression} exceeded the time limit of {limit_ms} ms")]
+    Timeout { expression: String, limit_ms: u64 },
+    #[error("expression {expression} exceeded the memory limit of {limit_bytes} bytes")]
+    OutOfMemory { expression: String, limit_bytes: usize },
+    #[error("sandbox failed: {0}")]
+    Sandbox(String),
+}
+
+
+/// Most templates kept parsed at once; the cache is cleared when full.
+const MAX_PLANS: usize = 16_384;
+
+/// How one template is evaluated, decided once per distinct text.
+enum Plan {
+    /// No `{{ }}`: the text itself.
+    Literal(Value),
+    /// Code: the native fast path when the code fits it, else (or when it
+    /// bails at run time) the QuickJS function compiled from `js`.
+    Template { fast: Option<FastPlan>, js: String },
+}
+
+enum FastPlan {
+    Single(fast::Expr),
+    Parts(Vec<FastPart>),
+}
+
+enum FastPart {
+    Text(String),
+    Code(fast::Expr),
+}
+
+/// Evaluates n8n expressions and Code node scripts in a QuickJS sandbox.
+///
+/// One evaluator is meant to live for a whole workflow run (it caches parsed
+/// templates and compiled functions); it is `Send` but not shareable.
+pub struct Evaluator {
+    limits: Limits,
+    timezone: String,
+    sandbox: Option<sandbox::Sandbox>,
+    plans: HashMap<String, Plan>,
+    proto: fast::ProtoNames,
+}
+
+impl Evaluator {
+    pub fn new(limits: Limits) -> Result<Self, ExpressionError> {
+        let timezone = "UTC".to_string();
+        let sb = sandbox::Sandbox::new(limits, &timezone).map_err(|f| f.into_error("", &limits))?;
+        let proto = fast::ProtoNames(sb.proto_names.iter().cloned().collect::<HashSet<_>>());
+        Ok(Evaluator { limits, timezone, sandbox: Some(sb), plans: HashMap::new(), proto })
+    }
+
+    pub fn limits(&self) -> Limits {
+        self.limits
+    }
+
+    /// Sets the zone `$now`, `$today` and Luxon use by default (the workflow's
+    /// `settings.timezone`); IANA names, `UTC`, `Etc/GMT±N`. Default `UTC`.
+    pub fn set_timezone(&mut self, timezone: &str) -> Result<(), ExpressionError> {
+        let limits = self.limits;
+        self.sandbox()?
+            .set_timezone(timezone)
+            .map_err(|f| f.into_error(timezone, &limits))?;
+        self.timezone = timezone.to_string();
+        Ok(())
+    }
+
+    fn sandbox(&mut self) -> Result<&mut sandbox::Sandbox, ExpressionError> {
+        if self.sandbox.is_none() {
+            let sb = sandbox::Sandbox::new(self.limits, &self.timezone)
+                .map_err(|f| f.into_error("", &self.limits))?;
+            self.sandbox = Some(sb);
+        }
+        self.sandbox.as_mut().ok_or_else(|| ExpressionError::Sandbox("no sandbox".into()))
+    }
+
+    /// Resolves a parameter value: strings starting with `=` are evaluated,
+    /// objects and arrays are resolved recursively, anything else is returned as is.
+    pub fn resolve(&mut self, value: &Value, data: &dyn DataProxy) -> Result<Value, ExpressionError> {
+        match value {
+            Value::String(s) if s.starts_with('=') => self.evaluate(s, data),
+            Value::Array(a) => a.iter().map(|v| self.resolve(v, data)).collect::<Result<_, _>>().map(Value::Array),
+            Value::Object(m) => {
+                let mut out = serde_json::Map::with_capacity(m.len());
+                for (k, v) in m {
+                    out.insert(k.clone(), self.resolve(v, data)?);
+                }
+                Ok(Value::Object(out))
+            }
+            other => Ok(other.clone()),
+        }
+    }
+
+    /// Evaluates one expression template (with or without the leading `=`).
+    pub fn evaluate(&mut self, expression: &str, data: &dyn DataProxy) -> Result<Value, ExpressionError> {
+        let body = expression.strip_prefix('=').unwrap_or(expression);
+        if !self.plans.contains_key(body) {
+            let plan = plan(body).map_err(|message| ExpressionError::Runtime {
+                expression: expression.to_string(),
+                message,
+            })?;
+            if self.plans.len() >= MAX_PLANS {
+                self.plans.clear();
+            }
+            self.plans.insert(body.to_string(), plan);
+        }
+        let js = match self.plans.get(body) {
+            Some(Plan::Literal(v)) => return Ok(v.clone()),
+            Some(Plan::Template { fast, js }) => {
+                if let Some(f) = fast {
+                    if let Ok(v) = run_fast(f, data, &self.proto) {
+                        return Ok(v);
+                    }
+                }
+                js.clone()
+            }
+            None => return Err(ExpressionError::Sandbox("template cache lost an entry".into())),
+        };
+        self.eval_js(&js, expression, data)
+    }
+
+    /// Evaluates in QuickJS only (no fast path): for tests and benchmarks.
+    pub fn evaluate_js(&mut self, expression: &str, data: &dyn DataProxy) -> Result<Value, ExpressionError> {
+        let body = expression.strip_prefix('=').unwrap_or(expression);
+        match plan(body) {
+            Ok(Plan::Literal(v)) => Ok(v),
+            Ok(Plan::Template { js, .. }) => self.eval_js(&js, expression, data),
+            Err(message) => Err(ExpressionError::Runtime { expression: expression.to_string(), message }),
+        }
+    }
+
+    /// True when `expression` is handled by the native fast path (no QuickJS
+    /// unless it bails at run time).
+    pub fn has_fast_path(expression: &str) -> bool {
+        let body = expression.strip_prefix('=').unwrap_or(expression);
+        matches!(plan(body), Ok(Plan::Template { fast: Some(_), .. }) | Ok(Plan::Literal(_)))
+    }
+
+    fn eval_js(&mut self, js: &str, expression: &str, data: &dyn DataProxy) -> Result<Value, ExpressionError> {
+        let limits = self.limits;
+        let r = self.sandbox()?.eval_expression(js, data);
+        r.map_err(|f| {
+            if f.is_fatal() {
+                // a runaway may leave the runtime unusable: start afresh next time
+                self.sandbox = None;
+            }
+            f.into_error(expression, &limits)
+        })
+    }
+
+    /// Runs Code node JavaScript. The result is normalised like n8n does:
+    /// `AllItems` gives an array of items (`[{json, ...}]`), `EachItem` one item
+    /// object (or null when the script returned nothing).
+    pub fn run_code(&mut self, code: &str, mode: CodeMode, data: &dyn DataProxy) -> Result<CodeOutput, ExpressionError> {
+        let source = match mode {
+            CodeMode::AllItems => format!(
+                "(async function(){{\nvar items = $input.all();\nreturn __n8n_code.normalizeAll(await (async function(){{\n{code}\n}}).call({{}}));\n}})"
+            ),
+            CodeMode::EachItem => format!(
+                "(async function(){{\nvar item = $input.item;\nreturn __n8n_code.normalizeEach(await (async function(){{\n{code}\n}}).call({{}}));\n}})"
+            ),
+        };
+        let limits = self.limits;
+        let r = self.sandbox()?.run_script(&source, data);
+        match r {
+            Ok((value, console)) => Ok(CodeOutput { value, console }),
+            Err(f) => {
+                if f.is_fatal() {
+                    self.sandbox = None;
+                }
+                Err(f.into_error(&excerpt(code), &limits))
+            }
+        }
+    }
+}
+
+fn excerpt(code: &str) -> String {
+    const MAX: usize = 300;
+    if code.len() <= MAX {
+        return code.to_string();
+    }
+    let mut end = MAX;
+    while !code.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &code[..end])
+}
+
+fn plan(body: &str) -> Result<Plan, String> {
+    let chunks = template::split(body);
+    if !chunks.iter().any(|c| matches!(c, template::Chunk::Code(_))) {
+        return Ok(Plan::Literal(Value::String(body.to_string())));
+    }
+    if has_constructor_access(body) {
+        return Err("Expression contains invalid constructor function call".into());
+    }
+    if template::is_single(&chunks) {
+        let code = match chunks.get(1) {
+            Some(template::Chunk::Code(c)) => *c,
+            _ => "",
+        };
+        let fast = fast::parse(code).ok().map(FastPlan::Single);
+        let prepared = template::prepare_code(code);
+        let js = if prepared.trim().is_empty() {
+            "(function(){ return undefined; })".to_string()
+        } else {
+            format!("(function(){{ return (\n{prepared}\n); }})")
+        };
+        return Ok(Plan::Template { fast, js });
+    }
+    let mut parts = Vec::new();
+    let mut fast_parts = Some(Vec::new());
+    for c in &chunks {
+        match c {
+            template::Chunk::Text("") => {}
+            template::Chunk::Text(t) => {
+                parts.push(serde_json::to_string(t).map_err(|e| e.to_string())?);
+                if let Some(fp) = fast_parts.as_mut() {
+                    fp.push(FastPart::Text(t.to_string()));
+                }
+            }
+            template::Chunk::Code(code) => {
+                let prepared = template::prepare_code(code);
+                if prepared.trim().is_empty() {
+                    continue;
+                }
+                parts.push(format!(
+                    "(function(v){{ v = (\n{prepared}\n); return v || v === 0 || v === false ? v : ''; }}).call(this)"
+                ));
+                match fast::parse(code) {
+                    Ok(e) => {
+                        if let Some(fp) = fast_parts.as_mut() {
+                            fp.push(FastPart::Code(e));
+                        }
+                    }
+                    Err(_) => fast_parts = None,
+                }
+            }
+        }
+    }
+    let js = format!("(function(){{ return [{}].join(''); }})", parts.join(", "));
+    Ok(Plan::Template { fast: fast_parts.map(FastPlan::Parts), js })
+}
+
+/// n8n refuses `.constructor` in expressions (a classic sandbox escape).
+fn has_constructor_access(s: &str) -> bool {
+    let mut rest = s;
+    while let Some(i) = rest.find('.') {
+        let after = rest[i + 1..].trim_start();
+        if after.starts_with("constructor") {
+            return true;
+        }
+        rest = &rest[i + 1..];
+    }
+    false
+}
+
+fn run_fast(plan: &FastPlan, data: &dyn DataProxy, proto: &fast::ProtoNames) -> Result<Value, fast::Bail> {
+    match plan {
+        FastPlan::Single(e) => fast::eval(e, data, proto).map(fast::to_value),
+        FastPlan::Parts(parts) => {
+            let mut s = String::new();
+            for p in parts {
+                match p {
+                    FastPart::Text(t) => s.push_str(t),
+                    FastPart::Code(e) => s.push_str(&fast::template_part(&fast::eval(e, data, proto)?)?),
+                }
+            }
+            Ok(Value::String(s))
+        }
+    }
+}
+
+/// True for parameter values that are expression templates (`"=…"` strings).
+pub fn is_expression(value: &Value) -> bool {
+    matches!(value, Value::String(s) if s.starts_with('='))
+}
+
+/// A [`DataProxy`] over plain data, for tests and validation.
+#[derive(Debug, Clone, Default)]
+pub struct StaticData {
+    pub items: Vec<Item>,
+    /// `-1` when there is no current item.
+    pub item_index: i64,
+    pub run_index: usize,
+    /// Output items (first output, last run) of other nodes, by name.
+    pub nodes: HashMap<String, Vec<Item>>,
+    pub parameters: Value,
+    pub workflow: Value,
+    pub execution: Value,
+    pub vars: Value,
+}
+
+impl StaticData {
+    /// Input items with these `json` values; the current item is the first
+    /// (index -1 when there is none).
+    pub fn new(json: Vec<Value>) -> Self {
+        let items: Vec<Item> = json.into_iter().map(|json| Item { json, ..Item::default() }).collect();
+        let item_index = if items.is_empty() { -1 } else { 0 };
+        StaticData {
+            items,
+            item_index,
+            parameters: Value::Object(Default::default()),
+            workflow: Value::Object(Default::default()),
+            execution: Value::Object(Default::default()),
+            vars: Value::Object(Default::default()),
+            ..StaticData::default()
+        }
+    }
+
+    /// A single current item with this `json`.
+    pub fn from_json(json: Value) -> Self {
+        StaticData::new(vec![json])
+    }
+
+    pub fn with_item_index(mut self, index: i64) -> Self {
+        self.item_index = index;
+        self
+    }
+
+    pub fn with_node(mut self, name: &str, json: Vec<Value>) -> Self {
+        let items = json.into_iter().map(|json| Item { json, ..Item::default() }).collect();
+        self.nodes.insert(name.to_string(), items);
+        self
+    }
+}
+
+impl DataProxy for StaticData {
+    fn input_items(&self) -> &[Item] {
+        &self.items
+    }
+    fn item_index(&self) -> i64 {
+        self.item_index
+    }
+    fn run_index(&self) -> usize {
+        self.run_index
+    }
+    fn node_output(&self, node: &str, output: usize, _run: Option<usize>) -> Option<Vec<Item>> {
+        if output != 0 {
+            return self.nodes.get(node).map(|_| Vec::new());
+        }
+        self.nodes.get(node).cloned()
+    }
+    /// Pairs by `pairedItem.item` of the current input item when present,
+    /// else by position.
+    fn paired_item(&self, node: &str, item_index: usize) -> Result<Item, String> {
+        let out = self.nodes.get(node).ok_or_else(|| format!("Node '{node}' hasn't been executed"))?;
+        let idx = self
+            .items
+            .get(item_index)
+            .and_then(|it| it.paired_item.as_ref())
+            .and_then(|p| p.get("item"))
+            .and_then(Value::as_u64)
+            .map(|i| i as usize)
+            .unwrap_or(item_index);
+        out.get(idx).cloned().ok_or_else(|| format!("Paired item data for item {item_index} of '{node}' is unavailable"))
+    }
+    fn parameters(&self) -> Value {
+        self.parameters.clone()
+    }
+    fn workflow(&self) -> Value {
+        self.workflow.clone()
+    }
+    fn execution(&self) -> Value {
+        self.execution.clone()
+    }
+    fn vars(&self) -> Value {
+        self.vars.clone()
+    }
+}

@@ -1,0 +1,633 @@
+//! The QuickJS sandbox: one runtime + context with Luxon, the n8n prelude and
+//! native host callbacks. No module loader, no std/os modules: scripts see only
+//! ECMAScript built-ins plus what the prelude defines.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use base64::Engine as _;
+use rquickjs::context::EvalOptions;
+use rquickjs::function::Func;
+use rquickjs::{Array, Context, Ctx, Function, Object, Persistent, Runtime, Type, Value as JsValue};
+use serde_json::{Map, Value};
+
+use crate::fast::num_to_json;
+use crate::{DataProxy, ExpressionError, Item, Limits};
+
+const INTL_JS: &str = include_str!("../js/intl.js");
+const LUXON_JS: &str = include_str!("../js/luxon.min.js");
+const PRELUDE_JS: &str = include_str!("../js/prelude.js");
+
+/// Most functions kept compiled at once; the cache is cleared when full.
+const MAX_CACHED_FUNCTIONS: usize = 4096;
+/// Console output kept per script, so a chatty loop cannot exhaust host memory.
+const MAX_CONSOLE_BYTES: usize = 1 << 20;
+/// Nesting depth accepted when converting values (also catches cycles).
+const MAX_DEPTH: usize = 256;
+
+/// The data of the evaluation in progress, reachable from host callbacks.
+struct DataPtr(*const (dyn DataProxy + 'static));
+// SAFETY: the pointer is only set while an evaluation runs on the thread that
+// owns the `&dyn DataProxy` (see `Sandbox::with_data`), and is cleared before
+// that call returns; between evaluations it is `None`.
+unsafe impl Send for DataPtr {}
+
+#[derive(Default)]
+struct HostState {
+    data: Option<DataPtr>,
+    console: Vec<String>,
+    console_bytes: usize,
+}
+
+type Host = Arc<Mutex<HostState>>;
+
+fn with_proxy<R>(host: &Host, f: impl FnOnce(&dyn DataProxy) -> R) -> rquickjs::Result<R> {
+    let guard = host.lock().map_err(|_| rquickjs::Error::Unknown)?;
+    match &guard.data {
+        // SAFETY: set by `with_data` for exactly the duration of the evaluation
+        Some(p) => Ok(f(unsafe { &*p.0 })),
+        None => Err(rquickjs::Error::Unknown),
+    }
+}
+
+pub(crate) enum Failure {
+    Syntax(String),
+    Runtime(String),
+    Timeout,
+    OutOfMemory,
+    Sandbox(String),
+}
+
+impl Failure {
+    pub(crate) fn into_error(self, expression: &str, limits: &Limits) -> ExpressionError {
+        let expression = expression.to_string();
+        match self {
+            Failure::Syntax(message) => ExpressionError::Syntax { expression, message },
+            Failure::Runtime(message) => ExpressionError::Runtime { expression, message },
+            Failure::Timeout => {
+                ExpressionError::Timeout { expression, limit_ms: limits.timeout.as_millis() as u64 }
+            }
+            Failure::OutOfMemory => {
+                ExpressionError::OutOfMemory { expression, limit_bytes: limits.memory_bytes }
+            }
+            Failure::Sandbox(m) => ExpressionError::Sandbox(m),
+        }
+    }
+    /// After these the runtime may be in a bad state: rebuild it.
+    pub(crate) fn is_fatal(&self) -> bool {
+        matches!(self, Failure::Timeout | Failure::OutOfMemory | Failure::Sandbox(_))
+    }
+}
+
+pub(crate) struct Sandbox {
+    // field order matters: persistent handles must drop before the runtime
+    funcs: HashMap<String, Persistent<Function<'static>>>,
+    state: Persistent<Object<'static>>,
+    set_zone: Persistent<Function<'static>>,
+    ctx: Context,
+    _rt: Runtime,
+    host: Host,
+    gen: u64,
+    epoch: Instant,
+    /// Deadline in microseconds since `epoch`; 0 = none.
+    deadline: Arc<AtomicU64>,
+    interrupted: Arc<AtomicBool>,
+    limits: Limits,
+    pub(crate) proto_names: Vec<String>,
+}
+
+// SAFETY: `Persistent` handles are !Send only because they could outlive or
+// leave their runtime; here they are owned together with it, dropped before
+// it, and only touched inside `Context::with`, which locks the runtime
+// (rquickjs' `parallel` feature makes Runtime/Context themselves Send).
+unsafe impl Send for Sandbox {}
+
+fn sandbox_err(e: impl std::fmt::Display) -> Failure {
+    Failure::Sandbox(e.to_string())
+}
+
+impl Sandbox {
+    pub(crate) fn new(limits: Limits, timezone: &str) -> Result<Sandbox, Failure> {
+        let rt = Runtime::new().map_err(sandbox_err)?;
+        // setup needs headroom beyond tiny user limits: Luxon alone is ~2 MB
+        rt.set_memory_limit(limits.memory_bytes.max(8 << 20));
+        rt.set_max_stack_size(512 * 1024);
+        let epoch = Instant::now();
+        let deadline = Arc::new(AtomicU64::new(0));
+        let interrupted = Arc::new(AtomicBool::new(false));
+        {
+            let deadline = deadline.clone();
+            let interrupted = interrupted.clone();
+            rt.set_interrupt_handler(Some(Box::new(move || {
+                let d = deadline.load(Ordering::Relaxed);
+                if d != 0 && epoch.elapsed().as_micros() as u64 > d {
+                    interrupted.store(true, Ordering::Relaxed);
+                    return true;
+                }
+                false
+            })));
+        }
+        let ctx = Context::full(&rt).map_err(sandbox_err)?;
+        let host: Host = Arc::new(Mutex::new(HostState::default()));
+
+        let setup = ctx.with(|ctx| -> rquickjs::Result<_> {
+            let intl: Function = ctx.eval(INTL_JS)?;
+            intl.call::<_, ()>((Func::from(tz_offset),))?;
+            // wrapped so Luxon's `var luxon` stays out of the global scope
+            let luxon: JsValue = ctx.eval(format!("(function(){{\n{LUXON_JS}\nreturn luxon;\n}})()"))?;
+            let h = host_object(&ctx, &host)?;
+            let prelude: Function = ctx.eval(PRELUDE_JS)?;
+            let handles: Object = prelude.call((h, luxon))?;
+            let state: Object = handles.get("state")?;
+            let set_zone: Function = handles.get("setZone")?;
+            let names: Vec<String> = ctx.eval("Object.getOwnPropertyNames(Object.prototype)")?;
+            Ok((Persistent::save(&ctx, state), Persistent::save(&ctx, set_zone), names))
+        });
+        let (state, set_zone, proto_names) = match setup {
+            Ok(v) => v,
+            Err(e) => {
+                let msg = ctx.with(|ctx| exception_message(&ctx, e));
+                return Err(Failure::Sandbox(format!("sandbox setup failed: {msg}")));
+            }
+        };
+        rt.set_memory_limit(limits.memory_bytes);
+        let mut sb = Sandbox {
+            funcs: HashMap::new(),
+            state,
+            set_zone,
+            ctx,
+            _rt: rt,
+            host,
+            gen: 0,
+            epoch,
+            deadline,
+            interrupted,
+            limits,
+            proto_names,
+        };
+        sb.set_timezone(timezone)?;
+        Ok(sb)
+    }
+
+    pub(crate) fn set_timezone(&mut self, tz: &str) -> Result<(), Failure> {
+        let f = self.set_zone.clone();
+        self.ctx.with(|ctx| {
+            let f = f.restore(&ctx).map_err(sandbox_err)?;
+            f.call::<_, ()>((tz,)).map_err(|e| Failure::Runtime(exception_message(&ctx, e)))
+        })
+    }
+
+    /// Runs `f` with `data` reachable from host callbacks and the time limit armed.
+    fn with_data<R>(&mut self, data: &dyn DataProxy, f: impl FnOnce(&mut Self) -> R) -> R {
+        struct Reset<'a>(&'a Host, &'a AtomicU64);
+        impl Drop for Reset<'_> {
+            fn drop(&mut self) {
+                self.1.store(0, Ordering::Relaxed);
+                if let Ok(mut g) = self.0.lock() {
+                    g.data = None;
+                }
+            }
+        }
+        // SAFETY: erasing the lifetime is sound because `Reset` clears the
+        // pointer before this function returns (also on unwind).
+        let ptr: *const (dyn DataProxy + '_) = data;
+        let ptr: *const (dyn DataProxy + 'static) = unsafe { std::mem::transmute(ptr) };
+        if let Ok(mut g) = self.host.lock() {
+            g.data = Some(DataPtr(ptr));
+            g.console.clear();
+            g.console_bytes = 0;
+        }
+        self.gen = self.gen.wrapping_add(1);
+        self.interrupted.store(false, Ordering::Relaxed);
+        let limit = self.epoch.elapsed() + self.limits.timeout;
+        self.deadline.store((limit.as_micros() as u64).max(1), Ordering::Relaxed);
+        let host = self.host.clone();
+        let deadline = self.deadline.clone();
+        let _reset = Reset(&host, &deadline);
+        f(self)
+    }
+
+    fn classify(&self, ctx: &Ctx, e: rquickjs::Error) -> Failure {
+        if self.interrupted.load(Ordering::Relaxed) {
+            // clear the pending exception so the context is clean
+            let _ = ctx.catch();
+            return Failure::Timeout;
+        }
+        if matches!(e, rquickjs::Error::Allocation) {
+            let _ = ctx.catch();
+            return Failure::OutOfMemory;
+        }
+        let msg = exception_message(ctx, e);
+        if msg.contains("out of memory") {
+            return Failure::OutOfMemory;
+        }
+        if msg.starts_with("SyntaxError") {
+            return Failure::Syntax(msg);
+        }
+        Failure::Runtime(msg)
+    }
+
+    fn function<'js>(&mut self, ctx: &Ctx<'js>, source: &str) -> Result<Function<'js>, Failure> {
+        if let Some(f) = self.funcs.get(source) {
+            return f.clone().restore(ctx).map_err(sandbox_err);
+        }
+        let mut opts = EvalOptions::default();
+        // n8n evaluates expressions in sloppy mode
+        opts.strict = false;
+        opts.filename = Some("expression".into());
+        let f: Function = match ctx.eval_with_options(source, opts) {
+            Ok(f) => f,
+            Err(e) => return Err(self.classify(ctx, e)),
+        };
+        if self.funcs.len() >= MAX_CACHED_FUNCTIONS {
+            self.funcs.clear();
+        }
+        self.funcs.insert(source.to_string(), Persistent::save(ctx, f.clone()));
+        Ok(f)
+    }
+
+    /// Calls the function compiled from `source` (an expression wrapper) and
+    /// converts its result.
+    pub(crate) fn eval_expression(
+        &mut self,
+        source: &str,
+        data: &dyn DataProxy,
+    ) -> Result<Value, Failure> {
+        self.with_data(data, |sb| {
+            let ctx = sb.ctx.clone();
+            ctx.with(|ctx| {
+                sb.bump_gen(&ctx)?;
+                let f = sb.function(&ctx, source)?;
+                let v: JsValue = match f.call(()) {
+                    Ok(v) => v,
+                    Err(e) => return Err(sb.classify(&ctx, e)),
+                };
+                if v.is_function() {
+                    let name: String = v
+                        .as_object()
+                        .and_then(|o| o.get::<_, String>("name").ok())
+                        .unwrap_or_default();
+                    return Err(Failure::Runtime(if name == "DateTime" {
+                        "this is a DateTime, please access its methods".into()
+                    } else {
+                        "this is a function, please add ()".into()
+                    }));
+                }
+                match to_json(&ctx, &v, 0) {
+                    Ok(j) => Ok(j.unwrap_or(Value::Null)),
+                    Err(e) => Err(sb.classify(&ctx, e)),
+                }
+            })
+        })
+    }
+
+    /// Runs a Code node wrapper (an async function) to completion.
+    pub(crate) fn run_script(
+        &mut self,
+        source: &str,
+        data: &dyn DataProxy,
+    ) -> Result<(Value, Vec<String>), Failure> {
+        let result = self.with_data(data, |sb| {
+            let ctx = sb.ctx.clone();
+            ctx.with(|ctx| {
+                sb.bump_gen(&ctx)?;
+                let f = sb.function(&ctx, source)?;
+                let v: JsValue = match f.call(()) {
+                    Ok(v) => v,
+                    Err(e) => return Err(sb.classify(&ctx, e)),
+                };
+                let v = match v.clone().into_promise() {
+                    Some(p) => loop {
+                        if let Some(r) = p.result::<JsValue>() {
+                            match r {
+                                Ok(v) => break v,
+                                Err(e) => return Err(sb.classify(&ctx, e)),
+                            }
+                        }
+                        if !ctx.execute_pending_job() {
+                            if sb.interrupted.load(Ordering::Relaxed) {
+                                return Err(Failure::Timeout);
+                            }
+                            return Err(Failure::Runtime(
+                                "script awaited something that never settles".into(),
+                            ));
+                        }
+                    },
+                    None => v,
+                };
+                // drain leftover jobs (unawaited promises) under the same deadline
+                while ctx.execute_pending_job() {
+                    if sb.interrupted.load(Ordering::Relaxed) {
+                        return Err(Failure::Timeout);
+                    }
+                }
+                match to_json(&ctx, &v, 0) {
+                    Ok(j) => Ok(j.unwrap_or(Value::Null)),
+                    Err(e) => Err(sb.classify(&ctx, e)),
+                }
+            })
+        });
+        let console = match self.host.lock() {
+            Ok(mut g) => std::mem::take(&mut g.console),
+            Err(_) => Vec::new(),
+        };
+        result.map(|v| (v, console))
+    }
+
+    fn bump_gen(&self, ctx: &Ctx) -> Result<(), Failure> {
+        let state = self.state.clone().restore(ctx).map_err(sandbox_err)?;
+        state.set("gen", self.gen as f64).map_err(sandbox_err)
+    }
+}
+
+fn exception_message(ctx: &Ctx, e: rquickjs::Error) -> String {
+    if !matches!(e, rquickjs::Error::Exception) {
+        return e.to_string();
+    }
+    let v = ctx.catch();
+    if let Some(o) = v.as_object() {
+        let name: Option<String> = o.get("name").ok();
+        let message: Option<String> = o.get("message").ok();
+        if let Some(m) = message {
+            return match name {
+                Some(n) if !n.is_empty() && n != "Error" => format!("{n}: {m}"),
+                _ => m,
+            };
+        }
+    }
+    if let Some(s) = v.as_string().and_then(|s| s.to_string().ok()) {
+        return s;
+    }
+    if v.is_null() || v.is_undefined() {
+        return "out of memory".into();
+    }
+    format!("{v:?}")
+}
+
+// ---------------------------------------------------------------- host callbacks
+
+fn host_object<'js>(ctx: &Ctx<'js>, host: &Host) -> rquickjs::Result<Object<'js>> {
+    let h = Object::new(ctx.clone())?;
+
+    let hh = host.clone();
+    h.set(
+        "currentItem",
+        Function::new(ctx.clone(), move |ctx: Ctx<'js>| -> rquickjs::Result<JsValue<'js>> {
+            let item = with_proxy(&hh, |d| {
+                let i = d.item_index();
+                if i < 0 {
+                    None
+                } else {
+                    d.input_items().get(i as usize).cloned()
+                }
+            })?;
+            match item {
+                Some(it) => item_to_js(&ctx, &it),
+                None => Ok(JsValue::new_undefined(ctx)),
+            }
+        }),
+    )?;
+
+    let hh = host.clone();
+    h.set(
+        "inputAll",
+        Function::new(ctx.clone(), move |ctx: Ctx<'js>| -> rquickjs::Result<Array<'js>> {
+            let guard = hh.lock().map_err(|_| rquickjs::Error::Unknown)?;
+            let Some(p) = &guard.data else { return Err(rquickjs::Error::Unknown) };
+            // SAFETY: see `with_proxy`
+            let d: &dyn DataProxy = unsafe { &*p.0 };
+            items_to_js(&ctx, d.input_items())
+        }),
+    )?;
+
+    let hh = host.clone();
+    h.set(
+        "itemIndex",
+        Function::new(ctx.clone(), move || -> rquickjs::Result<f64> {
+            with_proxy(&hh, |d| d.item_index() as f64)
+        }),
+    )?;
+
+    let hh = host.clone();
+    h.set(
+        "runIndex",
+        Function::new(ctx.clone(), move || -> rquickjs::Result<f64> {
+            with_proxy(&hh, |d| d.run_index() as f64)
+        }),
+    )?;
+
+    let hh = host.clone();
+    h.set(
+        "nodeOutput",
+        Function::new(
+            ctx.clone(),
+            move |ctx: Ctx<'js>, name: String, output: f64, run: f64| -> rquickjs::Result<JsValue<'js>> {
+                let output = if output.is_finite() && output >= 0.0 { output as usize } else { 0 };
+                let run = if run.is_finite() && run >= 0.0 { Some(run as usize) } else { None };
+                let items = with_proxy(&hh, |d| d.node_output(&name, output, run))?;
+                match items {
+                    Some(items) => Ok(items_to_js(&ctx, &items)?.into_value()),
+                    None => Ok(JsValue::new_null(ctx)),
+                }
+            },
+        ),
+    )?;
+
+    let hh = host.clone();
+    h.set(
+        "pairedItem",
+        Function::new(
+            ctx.clone(),
+            move |ctx: Ctx<'js>, name: String, index: f64| -> rquickjs::Result<JsValue<'js>> {
+                let index = if index.is_finite() && index >= 0.0 { index as usize } else { 0 };
+                match with_proxy(&hh, |d| d.paired_item(&name, index))? {
+                    Ok(it) => item_to_js(&ctx, &it),
+                    Err(msg) => Err(rquickjs::Exception::throw_message(&ctx, &msg)),
+                }
+            },
+        ),
+    )?;
+
+    for (key, getter) in [
+        ("parameters", (|d: &dyn DataProxy| d.parameters()) as fn(&dyn DataProxy) -> Value),
+        ("workflow", |d: &dyn DataProxy| d.workflow()),
+        ("execution", |d: &dyn DataProxy| d.execution()),
+        ("vars", |d: &dyn DataProxy| d.vars()),
+    ] {
+        let hh = host.clone();
+        h.set(
+            key,
+            Function::new(ctx.clone(), move |ctx: Ctx<'js>| -> rquickjs::Result<JsValue<'js>> {
+                let v = with_proxy(&hh, getter)?;
+                to_js(&ctx, &v)
+            }),
+        )?;
+    }
+
+    h.set(
+        "hash",
+        Function::new(ctx.clone(), |alg: String, s: String| -> Option<String> { hash(&alg, &s) }),
+    )?;
+    h.set(
+        "base64Encode",
+        Function::new(ctx.clone(), |s: String| -> String {
+            base64::engine::general_purpose::STANDARD.encode(s.as_bytes())
+        }),
+    )?;
+    h.set(
+        "base64Decode",
+        Function::new(ctx.clone(), |ctx: Ctx<'js>, s: String| -> rquickjs::Result<String> {
+            let cleaned: String = s.chars().filter(|c| !c.is_whitespace()).collect();
+            let trimmed = cleaned.trim_end_matches('=');
+            let bytes = base64::engine::general_purpose::STANDARD_NO_PAD
+                .decode(trimmed)
+                .or_else(|_| base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(trimmed))
+                .map_err(|e| rquickjs::Exception::throw_message(&ctx, &format!("invalid base64: {e}")))?;
+            Ok(String::from_utf8_lossy(&bytes).into_owned())
+        }),
+    )?;
+
+    let hh = host.clone();
+    h.set(
+        "console",
+        Function::new(ctx.clone(), move |_level: String, line: String| {
+            if let Ok(mut g) = hh.lock() {
+                if g.console_bytes + line.len() <= MAX_CONSOLE_BYTES {
+                    g.console_bytes += line.len();
+                    g.console.push(line);
+                }
+            }
+        }),
+    )?;
+    Ok(h)
+}
+
+/// Offset of `zone` from UTC in minutes at `epoch_ms`, or NaN for unknown zones.
+fn tz_offset(zone: String, epoch_ms: f64) -> f64 {
+    crate::tz::offset_minutes(&zone, epoch_ms).unwrap_or(f64::NAN)
+}
+
+fn hash(alg: &str, s: &str) -> Option<String> {
+    use sha2::Digest;
+    let b = s.as_bytes();
+    Some(match alg {
+        "md5" => hex::encode(md5::Md5::digest(b)),
+        "sha1" => hex::encode(sha1::Sha1::digest(b)),
+        "sha224" => hex::encode(sha2::Sha224::digest(b)),
+        "sha256" => hex::encode(sha2::Sha256::digest(b)),
+        "sha384" => hex::encode(sha2::Sha384::digest(b)),
+        "sha512" => hex::encode(sha2::Sha512::digest(b)),
+        "sha3" => hex::encode(sha3::Sha3_512::digest(b)),
+        _ => return None,
+    })
+}
+
+// ---------------------------------------------------------------- conversions
+
+pub(crate) fn to_js<'js>(ctx: &Ctx<'js>, v: &Value) -> rquickjs::Result<JsValue<'js>> {
+    Ok(match v {
+        Value::Null => JsValue::new_null(ctx.clone()),
+        Value::Bool(b) => JsValue::new_bool(ctx.clone(), *b),
+        Value::Number(n) => match n.as_i64() {
+            Some(i) if i >= i32::MIN as i64 && i <= i32::MAX as i64 => {
+                JsValue::new_int(ctx.clone(), i as i32)
+            }
+            _ => JsValue::new_number(ctx.clone(), n.as_f64().unwrap_or(f64::NAN)),
+        },
+        Value::String(s) => rquickjs::String::from_str(ctx.clone(), s)?.into_value(),
+        Value::Array(a) => {
+            let arr = Array::new(ctx.clone())?;
+            for (i, x) in a.iter().enumerate() {
+                arr.set(i, to_js(ctx, x)?)?;
+            }
+            arr.into_value()
+        }
+        Value::Object(m) => {
+            let o = Object::new(ctx.clone())?;
+            for (k, x) in m {
+                o.set(k.as_str(), to_js(ctx, x)?)?;
+            }
+            o.into_value()
+        }
+    })
+}
+
+fn item_to_js<'js>(ctx: &Ctx<'js>, it: &Item) -> rquickjs::Result<JsValue<'js>> {
+    let o = Object::new(ctx.clone())?;
+    o.set("json", to_js(ctx, &it.json)?)?;
+    if let Some(b) = &it.binary {
+        o.set("binary", to_js(ctx, b)?)?;
+    }
+    if let Some(p) = &it.paired_item {
+        o.set("pairedItem", to_js(ctx, p)?)?;
+    }
+    Ok(o.into_value())
+}
+
+fn items_to_js<'js>(ctx: &Ctx<'js>, items: &[Item]) -> rquickjs::Result<Array<'js>> {
+    let arr = Array::new(ctx.clone())?;
+    for (i, it) in items.iter().enumerate() {
+        arr.set(i, item_to_js(ctx, it)?)?;
+    }
+    Ok(arr)
+}
+
+/// JSON.stringify semantics: `toJSON` is honoured (Date, DateTime, Duration),
+/// `undefined`/functions/symbols are dropped from objects (None) and become
+/// null in arrays, non-finite numbers become null.
+pub(crate) fn to_json<'js>(
+    ctx: &Ctx<'js>,
+    v: &JsValue<'js>,
+    depth: usize,
+) -> rquickjs::Result<Option<Value>> {
+    if depth > MAX_DEPTH {
+        return Err(rquickjs::Exception::throw_type(
+            ctx,
+            "value is nested too deeply or circular",
+        ));
+    }
+    Ok(Some(match v.type_of() {
+        Type::Uninitialized | Type::Undefined | Type::Symbol | Type::Function | Type::Constructor => {
+            return Ok(None)
+        }
+        Type::Null => Value::Null,
+        Type::Bool => Value::Bool(v.as_bool().unwrap_or(false)),
+        Type::Int => Value::from(v.as_int().unwrap_or(0)),
+        Type::Float => num_to_json(v.as_float().unwrap_or(f64::NAN)),
+        Type::String => Value::String(v.as_string().map(|s| s.to_string()).transpose()?.unwrap_or_default()),
+        Type::BigInt => {
+            let s: String = ctx.globals().get::<_, Function>("String")?.call((v.clone(),))?;
+            Value::String(s)
+        }
+        Type::Array => {
+            let arr = v.as_array().ok_or(rquickjs::Error::Unknown)?;
+            let mut out = Vec::with_capacity(arr.len());
+            for i in 0..arr.len() {
+                let x: JsValue = arr.get(i)?;
+                out.push(to_json(ctx, &x, depth + 1)?.unwrap_or(Value::Null));
+            }
+            Value::Array(out)
+        }
+        _ => {
+            let Some(o) = v.as_object() else { return Ok(None) };
+            let to_json_fn: JsValue = o.get("toJSON")?;
+            if let Some(f) = to_json_fn.as_function() {
+                let r: JsValue = f.call((rquickjs::function::This(o.clone()),))?;
+                return to_json(ctx, &r, depth + 1);
+            }
+            if v.type_of() == Type::Promise {
+                return Ok(Some(Value::Object(Map::new())));
+            }
+            let mut m = Map::new();
+            for prop in o.props::<String, JsValue>() {
+                let (k, x) = prop?;
+                if let Some(j) = to_json(ctx, &x, depth + 1)? {
+                    m.insert(k, j);
+                }
+            }
+            Value::Object(m)
+        }
+    }))
+}

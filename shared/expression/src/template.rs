@@ -1,0 +1,262 @@
+//! Splitting `{{ … }}` templates and preparing code chunks for QuickJS.
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Chunk<'a> {
+    Text(&'a str),
+    Code(&'a str),
+}
+
+/// Splits a template (without the leading `=`) into text and code chunks the
+/// way n8n's splitter does: a code chunk runs from `{{` to the next `}}`; an
+/// unclosed `{{` makes the rest of the template code. The first chunk is
+/// always text (possibly empty); empty trailing text is omitted.
+pub fn split(t: &str) -> Vec<Chunk<'_>> {
+    let mut out = Vec::new();
+    let mut rest = t;
+    loop {
+        match rest.find("{{") {
+            None => {
+                if !rest.is_empty() || out.is_empty() {
+                    out.push(Chunk::Text(rest));
+                }
+                return out;
+            }
+            Some(open) => {
+                out.push(Chunk::Text(&rest[..open]));
+                let after = &rest[open + 2..];
+                match after.find("}}") {
+                    Some(close) => {
+                        out.push(Chunk::Code(&after[..close]));
+                        rest = &after[close + 2..];
+                        if rest.is_empty() {
+                            return out;
+                        }
+                    }
+                    None => {
+                        out.push(Chunk::Code(after));
+                        return out;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// True when the template is exactly one `{{ }}` block: its typed value is the
+/// result, not a string.
+pub fn is_single(chunks: &[Chunk]) -> bool {
+    matches!(chunks, [Chunk::Text(""), Chunk::Code(_)])
+}
+
+/// Rewrites a code chunk for QuickJS: drops trailing semicolons, and renames
+/// extension calls that would collide with native properties (`"ab".length()`
+/// is n8n's `length` extension, not the `length` property).
+pub fn prepare_code(code: &str) -> String {
+    let code = code.trim_end();
+    let code = code.trim_end_matches(';');
+    let mut out = String::with_capacity(code.len() + 8);
+    let b = code.as_bytes();
+    let mut i = 0;
+    // last significant char outside literals, to tell regex literals from division
+    let mut prev: u8 = b'(';
+    let mut prev_word = String::new();
+    let mut template_depth: Vec<i32> = Vec::new(); // brace depth per open `${`
+    while i < b.len() {
+        let c = b[i];
+        match c {
+            b'\'' | b'"' => {
+                let end = skip_string(b, i);
+                out.push_str(&code[i..end]);
+                i = end;
+                prev = b'a';
+                prev_word.clear();
+            }
+            b'`' => {
+                let end = skip_template(b, i, &mut template_depth);
+                out.push_str(&code[i..end]);
+                i = end;
+                prev = b'a';
+                prev_word.clear();
+            }
+            b'/' if b.get(i + 1) == Some(&b'/') => {
+                let end = code[i..].find('\n').map(|e| i + e).unwrap_or(b.len());
+                out.push_str(&code[i..end]);
+                i = end;
+            }
+            b'/' if b.get(i + 1) == Some(&b'*') => {
+                let end = code[i + 2..].find("*/").map(|e| i + 2 + e + 2).unwrap_or(b.len());
+                out.push_str(&code[i..end]);
+                i = end;
+            }
+            b'/' if regex_allowed(prev, &prev_word) => {
+                let end = skip_regex(b, i);
+                out.push_str(&code[i..end]);
+                i = end;
+                prev = b'a';
+                prev_word.clear();
+            }
+            b'}' if template_depth.last() == Some(&0) => {
+                // end of a `${ … }` substitution: continue the template literal
+                template_depth.pop();
+                let end = skip_template_rest(b, i + 1, &mut template_depth);
+                out.push_str(&code[i..end]);
+                i = end;
+                prev = b'a';
+            }
+            b'.' => {
+                let rest = &code[i + 1..];
+                let name = "length";
+                if rest.starts_with(name)
+                    && !rest[name.len()..]
+                        .bytes()
+                        .next()
+                        .is_some_and(|d| d.is_ascii_alphanumeric() || d == b'_' || d == b'$')
+                    && rest[name.len()..].trim_start().starts_with('(')
+                    && !(i > 0 && b[i - 1] == b'.')
+                {
+                    out.push_str(".__n8n_length");
+                    i += 1 + name.len();
+                    prev = b'a';
+                } else {
+                    out.push('.');
+                    i += 1;
+                    prev = b'.';
+                }
+                prev_word.clear();
+            }
+            _ => {
+                if let Some(d) = template_depth.last_mut() {
+                    if c == b'{' {
+                        *d += 1;
+                    } else if c == b'}' {
+                        *d -= 1;
+                    }
+                }
+                let ch_len = utf8_len(c);
+                out.push_str(&code[i..i + ch_len]);
+                if c.is_ascii_alphanumeric() || c == b'_' || c == b'$' {
+                    if !(prev.is_ascii_alphanumeric() || prev == b'_' || prev == b'$') {
+                        prev_word.clear();
+                    }
+                    prev_word.push(c as char);
+                    prev = c;
+                } else if !c.is_ascii_whitespace() {
+                    prev = c;
+                    prev_word.clear();
+                }
+                i += ch_len;
+            }
+        }
+    }
+    out
+}
+
+fn utf8_len(c: u8) -> usize {
+    match c {
+        0xF0..=0xFF => 4,
+        0xE0..=0xEF => 3,
+        0xC0..=0xDF => 2,
+        _ => 1,
+    }
+}
+
+fn regex_allowed(prev: u8, prev_word: &str) -> bool {
+    if prev.is_ascii_alphanumeric() || prev == b'_' || prev == b'$' {
+        return matches!(
+            prev_word,
+            "return" | "typeof" | "instanceof" | "in" | "of" | "new" | "delete" | "void" | "throw"
+                | "case" | "do" | "else"
+        );
+    }
+    !matches!(prev, b')' | b']' | b'}')
+}
+
+fn skip_string(b: &[u8], start: usize) -> usize {
+    let q = b[start];
+    let mut i = start + 1;
+    while i < b.len() {
+        match b[i] {
+            b'\\' => i += 2,
+            c if c == q => return i + 1,
+            _ => i += 1,
+        }
+    }
+    b.len()
+}
+
+fn skip_regex(b: &[u8], start: usize) -> usize {
+    let mut i = start + 1;
+    let mut in_class = false;
+    while i < b.len() {
+        match b[i] {
+            b'\\' => i += 2,
+            b'[' => {
+                in_class = true;
+                i += 1
+            }
+            b']' => {
+                in_class = false;
+                i += 1
+            }
+            b'/' if !in_class => {
+                i += 1;
+                while i < b.len() && b[i].is_ascii_alphabetic() {
+                    i += 1;
+                }
+                return i;
+            }
+            b'\n' => return i,
+            _ => i += 1,
+        }
+    }
+    b.len()
+}
+
+fn skip_template(b: &[u8], start: usize, depth: &mut Vec<i32>) -> usize {
+    skip_template_rest(b, start + 1, depth)
+}
+
+/// Scans template literal text from `i` up to the closing backtick or to a
+/// `${`, which opens a code region tracked in `depth`.
+fn skip_template_rest(b: &[u8], mut i: usize, depth: &mut Vec<i32>) -> usize {
+    while i < b.len() {
+        match b[i] {
+            b'\\' => i += 2,
+            b'`' => return i + 1,
+            b'$' if b.get(i + 1) == Some(&b'{') => {
+                depth.push(0);
+                return i + 2;
+            }
+            _ => i += 1,
+        }
+    }
+    b.len()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn splits_like_n8n() {
+        assert_eq!(split("{{ 1 }}"), vec![Chunk::Text(""), Chunk::Code(" 1 ")]);
+        assert_eq!(
+            split(" {{a}}x{{b}}"),
+            vec![Chunk::Text(" "), Chunk::Code("a"), Chunk::Text("x"), Chunk::Code("b")]
+        );
+        assert_eq!(split("TRUE"), vec![Chunk::Text("TRUE")]);
+        assert_eq!(split(""), vec![Chunk::Text("")]);
+        assert!(is_single(&split("{{ $json.a }}")));
+        assert!(!is_single(&split("{{ $json.a }} ")));
+    }
+
+    #[test]
+    fn renames_length_calls_only() {
+        assert_eq!(prepare_code("\"ab\".length()"), "\"ab\".__n8n_length()");
+        assert_eq!(prepare_code("x.length + 1;"), "x.length + 1");
+        assert_eq!(prepare_code("'.length()'"), "'.length()'");
+        assert_eq!(prepare_code("`${a.length()}`"), "`${a.__n8n_length()}`");
+        assert_eq!(prepare_code("/.length()/.test(s)"), "/.length()/.test(s)");
+        assert_eq!(prepare_code("a / b.length()"), "a / b.__n8n_length()");
+    }
+}

@@ -1,0 +1,35 @@
+//! AWS SDK clients, built once per process (at Lambda init) and shared by
+//! every invocation. `AWS_ENDPOINT_URL` is honoured by the SDK itself, so the
+//! same code talks to moto locally and to AWS in production.
+
+use crate::config::Config;
+use aws_config::{BehaviorVersion, Region};
+
+#[derive(Clone, Debug)]
+pub struct AwsClients {
+    pub dynamo: aws_sdk_dynamodb::Client,
+    pub sqs: aws_sdk_sqs::Client,
+    /// `None` when `WS_MANAGEMENT_URL` is not configured.
+    pub connections: Option<aws_sdk_apigatewaymanagement::Client>,
+}
+
+impl AwsClients {
+    pub async fn new(config: &Config) -> Self {
+        let mut loader = aws_config::defaults(BehaviorVersion::latest()).region(Region::new(config.region.clone()));
+        if let Some(url) = &config.endpoint_url {
+            loader = loader.endpoint_url(url);
+        }
+        let shared = loader.load().await;
+        // The management API lives at the WebSocket API's own URL, never at
+        // the generic AWS endpoint (moto has no usable @connections).
+        let connections = config.ws_management_url.as_ref().map(|url| {
+            let conf = aws_sdk_apigatewaymanagement::config::Builder::from(&shared).endpoint_url(url).build();
+            aws_sdk_apigatewaymanagement::Client::from_conf(conf)
+        });
+        AwsClients {
+            dynamo: aws_sdk_dynamodb::Client::new(&shared),
+            sqs: aws_sdk_sqs::Client::new(&shared),
+            connections,
+        }
+    }
+}

@@ -1,0 +1,294 @@
+//! One typed configuration, read from environment variables once at start.
+//!
+//! Every variable is listed in [`VARIABLES`] (the README's table is generated
+//! from the same list and a test keeps them equal). A malformed value fails
+//! at start with a message naming the variable; a resource a function needs
+//! but was not given fails when the function is built (see
+//! [`Config::require`]), not on the first request.
+
+use crate::deployment::{FunctionDef, QueueId, TableId, QUEUES, TABLES};
+use std::collections::HashMap;
+use std::fmt;
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConfigError {
+    #[error("environment variable {name} is not set ({purpose})")]
+    Missing { name: &'static str, purpose: &'static str },
+    #[error("environment variable {name} is malformed: {reason}")]
+    Malformed { name: &'static str, reason: String },
+}
+
+/// A documented environment variable.
+pub struct Variable {
+    pub name: &'static str,
+    pub purpose: &'static str,
+    pub default: Option<&'static str>,
+}
+
+/// Knobs beyond the per-resource names (those come from the deployment
+/// definition: `EVENTS_TABLE`, `STEPS_QUEUE_URL`, ...).
+pub const VARIABLES: &[Variable] = &[
+    Variable { name: "AWS_REGION", purpose: "AWS region of DynamoDB and SQS (set by Lambda; `us-east-1` locally)", default: None },
+    Variable { name: "AWS_ENDPOINT_URL", purpose: "endpoint for every AWS SDK client; points at moto_server locally, unset in AWS", default: None },
+    Variable { name: "WS_MANAGEMENT_URL", purpose: "API Gateway Management API endpoint for pushing WebSocket frames (`https://{api}.execute-api.{region}.amazonaws.com/{stage}` in AWS, the local cloud's URL locally)", default: None },
+    Variable { name: "INSTANCE_AI_MODEL", purpose: "model provider: `anthropic:<model>`, `openai:<model>`, `openai-compatible:<base-url>:<model>`, `bedrock:<model-id>` or `scripted:<path>`", default: None },
+    Variable { name: "INSTANCE_AI_MAX_STEPS", purpose: "maximum agent steps (model calls) per run", default: Some("50") },
+    Variable { name: "INSTANCE_AI_LOCAL_DATA_KEY", purpose: "base64 of 32 bytes: the key that encrypts credential secrets in development (use KMS in AWS)", default: None },
+    Variable { name: "INSTANCE_AI_KMS_KEY_ID", purpose: "KMS key id/ARN for credential envelope encryption in AWS", default: None },
+    Variable { name: "INSTANCE_AI_BOOTSTRAP_KEYS", purpose: "`user:key,user:key` pairs seeded as API keys when the local cloud starts", default: None },
+    Variable { name: "INSTANCE_AI_PORT", purpose: "port of the local cloud (HTTP, SSE, WebSocket, @connections)", default: Some("8787") },
+    Variable { name: "INSTANCE_AI_ALLOWED_ORIGINS", purpose: "comma-separated browser origins allowed to call `/mcp` (requests without `Origin` are always allowed)", default: None },
+    Variable { name: "INSTANCE_AI_LOG_FORMAT", purpose: "`json` (default in Lambda) or `text`", default: Some("json") },
+    Variable { name: "RUST_LOG", purpose: "log filter (`info`, `store=debug`, ...)", default: Some("info") },
+];
+
+/// The configuration of one process.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Config {
+    pub region: String,
+    pub endpoint_url: Option<String>,
+    pub ws_management_url: Option<String>,
+    pub model: Option<String>,
+    pub max_steps: u32,
+    pub local_data_key: Option<[u8; 32]>,
+    pub kms_key_id: Option<String>,
+    pub bootstrap_keys: Vec<(String, String)>,
+    pub port: u16,
+    pub allowed_origins: Vec<String>,
+    pub log_json: bool,
+    tables: HashMap<TableId, String>,
+    queues: HashMap<QueueId, String>,
+}
+
+// Secrets (the data key, bootstrap keys) never reach a log line.
+impl fmt::Debug for Config {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Config")
+            .field("region", &self.region)
+            .field("endpoint_url", &self.endpoint_url)
+            .field("ws_management_url", &self.ws_management_url)
+            .field("model", &self.model)
+            .field("max_steps", &self.max_steps)
+            .field("local_data_key", &self.local_data_key.map(|_| "<set>"))
+            .field("kms_key_id", &self.kms_key_id)
+            .field("bootstrap_keys", &self.bootstrap_keys.len())
+            .field("port", &self.port)
+            .field("tables", &self.tables)
+            .field("queues", &self.queues)
+            .finish()
+    }
+}
+
+impl Config {
+    /// Reads the process environment.
+    pub fn from_env() -> Result<Self, ConfigError> {
+        Self::from_lookup(|name| std::env::var(name).ok())
+    }
+
+    /// Reads from any lookup (tests pass a map).
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        let get = |name: &str| get(name).filter(|v| !v.trim().is_empty());
+        let region = get("AWS_REGION").or_else(|| get("AWS_DEFAULT_REGION")).ok_or(ConfigError::Missing {
+            name: "AWS_REGION",
+            purpose: "the AWS region of DynamoDB and SQS",
+        })?;
+        let endpoint_url = get("AWS_ENDPOINT_URL").map(|v| parse_url("AWS_ENDPOINT_URL", v)).transpose()?;
+        let ws_management_url =
+            get("WS_MANAGEMENT_URL").map(|v| parse_url("WS_MANAGEMENT_URL", v)).transpose()?;
+        let model = get("INSTANCE_AI_MODEL").map(|v| parse_model(v)).transpose()?;
+        let max_steps = match get("INSTANCE_AI_MAX_STEPS") {
+            None => 50,
+            Some(v) => match v.trim().parse::<u32>() {
+                Ok(n) if n > 0 => n,
+                _ => return Err(malformed("INSTANCE_AI_MAX_STEPS", format!("expected a positive integer, got {v:?}"))),
+            },
+        };
+        let local_data_key = get("INSTANCE_AI_LOCAL_DATA_KEY").map(parse_data_key).transpose()?;
+        let kms_key_id = get("INSTANCE_AI_KMS_KEY_ID");
+        let bootstrap_keys =
+            get("INSTANCE_AI_BOOTSTRAP_KEYS").map(|v| parse_bootstrap_keys(&v)).transpose()?.unwrap_or_default();
+        let port = match get("INSTANCE_AI_PORT") {
+            None => 8787,
+            Some(v) => v
+                .trim()
+                .parse::<u16>()
+                .map_err(|_| malformed("INSTANCE_AI_PORT", format!("expected a port number, got {v:?}")))?,
+        };
+        let allowed_origins = get("INSTANCE_AI_ALLOWED_ORIGINS")
+            .map(|v| v.split(',').map(|s| s.trim().to_owned()).filter(|s| !s.is_empty()).collect())
+            .unwrap_or_default();
+        let log_json = match get("INSTANCE_AI_LOG_FORMAT").as_deref() {
+            None | Some("json") => true,
+            Some("text") => false,
+            Some(other) => return Err(malformed("INSTANCE_AI_LOG_FORMAT", format!("expected json or text, got {other:?}"))),
+        };
+        let tables = TABLES.iter().filter_map(|t| get(t.env).map(|v| (t.id, v))).collect();
+        let mut queues = HashMap::new();
+        for q in QUEUES {
+            if let Some(v) = get(q.env) {
+                queues.insert(q.id, parse_url(q.env, v)?);
+            }
+        }
+        Ok(Config {
+            region,
+            endpoint_url,
+            ws_management_url,
+            model,
+            max_steps,
+            local_data_key,
+            kms_key_id,
+            bootstrap_keys,
+            port,
+            allowed_origins,
+            log_json,
+            tables,
+            queues,
+        })
+    }
+
+    /// Checks that every resource `function` uses is configured, so a
+    /// misconfigured function fails at init naming the variable.
+    pub fn require(&self, function: &FunctionDef) -> Result<(), ConfigError> {
+        for access in function.tables {
+            self.table(access.table)?;
+        }
+        for q in function.sends_to.iter().chain(function.consumes).chain(function.inspects) {
+            self.queue_url(*q)?;
+        }
+        if function.manages_connections && self.ws_management_url.is_none() {
+            return Err(ConfigError::Missing {
+                name: "WS_MANAGEMENT_URL",
+                purpose: "the API Gateway Management API endpoint",
+            });
+        }
+        Ok(())
+    }
+
+    pub fn table(&self, id: TableId) -> Result<&str, ConfigError> {
+        self.tables.get(&id).map(String::as_str).ok_or_else(|| {
+            let def = id.def();
+            ConfigError::Missing { name: def.env, purpose: def.purpose }
+        })
+    }
+
+    pub fn queue_url(&self, id: QueueId) -> Result<&str, ConfigError> {
+        self.queues.get(&id).map(String::as_str).ok_or_else(|| {
+            let def = id.def();
+            ConfigError::Missing { name: def.env, purpose: def.purpose }
+        })
+    }
+
+    /// Sets a table name (the local cloud and tests derive names from a prefix).
+    pub fn set_table(&mut self, id: TableId, name: impl Into<String>) {
+        self.tables.insert(id, name.into());
+    }
+
+    pub fn set_queue_url(&mut self, id: QueueId, url: impl Into<String>) {
+        self.queues.insert(id, url.into());
+    }
+}
+
+fn malformed(name: &'static str, reason: String) -> ConfigError {
+    ConfigError::Malformed { name, reason }
+}
+
+fn parse_url(name: &'static str, v: String) -> Result<String, ConfigError> {
+    let v = v.trim().to_owned();
+    if v.starts_with("http://") || v.starts_with("https://") {
+        Ok(v)
+    } else {
+        Err(malformed(name, format!("expected an http(s) URL, got {v:?}")))
+    }
+}
+
+fn parse_model(v: String) -> Result<String, ConfigError> {
+    const PROVIDERS: &[&str] = &["anthropic:", "openai:", "openai-compatible:", "bedrock:", "scripted:"];
+    let v = v.trim().to_owned();
+    match PROVIDERS.iter().find(|p| v.starts_with(**p)) {
+        Some(p) if v.len() > p.len() => Ok(v),
+        _ => Err(malformed(
+            "INSTANCE_AI_MODEL",
+            format!("expected <provider>:<model> with provider one of anthropic, openai, openai-compatible, bedrock, scripted; got {v:?}"),
+        )),
+    }
+}
+
+fn parse_data_key(v: String) -> Result<[u8; 32], ConfigError> {
+    use base64::Engine;
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(v.trim())
+        .map_err(|e| malformed("INSTANCE_AI_LOCAL_DATA_KEY", format!("not base64: {e}")))?;
+    bytes
+        .try_into()
+        .map_err(|b: Vec<u8>| malformed("INSTANCE_AI_LOCAL_DATA_KEY", format!("expected 32 bytes, got {}", b.len())))
+}
+
+fn parse_bootstrap_keys(v: &str) -> Result<Vec<(String, String)>, ConfigError> {
+    v.split(',')
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+        .map(|pair| match pair.split_once(':') {
+            Some((user, key)) if protocol::ids::is_valid_path_id(user) && key.len() >= 8 => {
+                Ok((user.to_owned(), key.to_owned()))
+            }
+            _ => Err(malformed(
+                "INSTANCE_AI_BOOTSTRAP_KEYS",
+                format!("expected user:key pairs (user id of [A-Za-z0-9_.:-], key of at least 8 characters); bad entry {:?}", pair.split(':').next().unwrap_or_default()),
+            )),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg(vars: &[(&str, &str)]) -> Result<Config, ConfigError> {
+        let map: HashMap<String, String> = vars.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        Config::from_lookup(|k| map.get(k).cloned())
+    }
+
+    #[test]
+    fn missing_region_names_the_variable() {
+        let err = cfg(&[]).unwrap_err();
+        assert!(err.to_string().contains("AWS_REGION"), "{err}");
+    }
+
+    #[test]
+    fn malformed_values_name_their_variable() {
+        for (name, value) in [
+            ("INSTANCE_AI_MAX_STEPS", "zero"),
+            ("INSTANCE_AI_PORT", "99999"),
+            ("AWS_ENDPOINT_URL", "localhost:5000"),
+            ("INSTANCE_AI_MODEL", "gpt-4"),
+            ("INSTANCE_AI_LOCAL_DATA_KEY", "c2hvcnQ="),
+            ("INSTANCE_AI_BOOTSTRAP_KEYS", "alice"),
+            ("STEPS_QUEUE_URL", "steps"),
+        ] {
+            let err = cfg(&[("AWS_REGION", "us-east-1"), (name, value)]).unwrap_err();
+            assert!(err.to_string().contains(name), "{name}: {err}");
+        }
+    }
+
+    #[test]
+    fn parses_a_full_local_configuration() {
+        let c = cfg(&[
+            ("AWS_REGION", "us-east-1"),
+            ("AWS_ENDPOINT_URL", "http://127.0.0.1:5000"),
+            ("INSTANCE_AI_MODEL", "scripted:/tmp/script.json"),
+            ("INSTANCE_AI_BOOTSTRAP_KEYS", "alice:alice-key-1,bob:bob-key-22"),
+            ("INSTANCE_AI_LOCAL_DATA_KEY", "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="),
+            ("EVENTS_TABLE", "ia-events"),
+        ])
+        .unwrap();
+        assert_eq!(c.bootstrap_keys, vec![("alice".into(), "alice-key-1".into()), ("bob".into(), "bob-key-22".into())]);
+        assert_eq!(c.table(TableId::Events).unwrap(), "ia-events");
+        assert_eq!(c.max_steps, 50);
+        assert_eq!(c.port, 8787);
+        let missing = c.table(TableId::ApiKeys).unwrap_err();
+        assert!(missing.to_string().contains("API_KEYS_TABLE"));
+        // Debug output never carries secrets.
+        let dbg = format!("{c:?}");
+        assert!(!dbg.contains("alice-key-1") && !dbg.contains("AAAA"), "{dbg}");
+    }
+}

@@ -1,0 +1,74 @@
+//! The instance's data as repositories over DynamoDB: users and projects,
+//! folders, tags, workflows and their versions, executions and run data,
+//! credentials (envelope-encrypted secrets), data tables and their rows,
+//! and the agent's own thread-level records.
+//!
+//! Each aggregate is one module with one repository type; they share the
+//! generic `pk`/`sk` (+ `gsi1`) tables of [`crate::deployment`]. Build them
+//! all once per process with [`InstanceData::new`].
+
+pub mod agent_records;
+pub mod credentials;
+pub mod data_tables;
+pub mod db;
+pub mod executions;
+pub mod folders;
+pub mod keys;
+pub mod tags;
+pub mod users_projects;
+pub mod workflows;
+
+pub use agent_records::AgentRecords;
+pub use credentials::Credentials;
+pub use data_tables::DataTables;
+pub use executions::Executions;
+pub use folders::Folders;
+pub use tags::Tags;
+pub use users_projects::Projects;
+pub use workflows::Workflows;
+
+use crate::aws::AwsClients;
+use crate::config::Config;
+use crate::deployment::TableId;
+use crate::error::StoreError;
+use std::sync::Arc;
+
+/// Every data repository, built once at init.
+#[derive(Clone, Debug)]
+pub struct InstanceData {
+    pub projects: Projects,
+    pub folders: Folders,
+    pub tags: Tags,
+    pub workflows: Workflows,
+    pub executions: Executions,
+    pub credentials: Credentials,
+    pub data_tables: DataTables,
+    pub agent: AgentRecords,
+}
+
+impl InstanceData {
+    /// Uses the configured tables and key provider (KMS when
+    /// `INSTANCE_AI_KMS_KEY_ID` is set, else the local data key).
+    pub async fn new(clients: &AwsClients, config: &Config) -> Result<Self, StoreError> {
+        let keys = keys::key_provider(config).await?;
+        Self::with_keys(clients, config, keys)
+    }
+
+    pub fn with_keys(clients: &AwsClients, config: &Config, keys: Arc<dyn keys::KeyProvider>) -> Result<Self, StoreError> {
+        let table = |id| -> Result<db::Table, StoreError> { Ok(db::Table::new(clients.dynamo.clone(), config.table(id)?)) };
+        let instance = table(TableId::Instance)?;
+        let projects = Projects::new(instance.clone());
+        let folders = Folders::new(instance.clone());
+        let tags = Tags::new(instance.clone());
+        Ok(InstanceData {
+            workflows: Workflows::new(instance.clone(), projects.clone(), folders.clone(), tags.clone()),
+            executions: Executions::new(table(TableId::Executions)?),
+            credentials: Credentials::new(instance.clone(), projects.clone(), keys),
+            data_tables: DataTables::new(instance, table(TableId::DataRows)?),
+            agent: AgentRecords::new(table(TableId::Agent)?),
+            projects,
+            folders,
+            tags,
+        })
+    }
+}

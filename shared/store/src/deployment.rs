@@ -1,0 +1,499 @@
+//! The deployment, as data: every table, queue, function, route and schedule.
+//!
+//! This is the single definition the rest agrees with: the local cloud
+//! creates tables and queues and wires routes and pollers from it,
+//! `Config::require` checks a function's variables against it, and a test
+//! holds `infra/template.yaml` to it (resources, routes, event sources,
+//! environment variables and IAM grants), so the two cannot drift.
+
+/// DynamoDB tables.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum TableId {
+    ApiKeys,
+    Events,
+    LiveFrames,
+    Connections,
+    Agent,
+    Instance,
+    Executions,
+    DataRows,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyType {
+    S,
+    N,
+}
+
+#[derive(Debug)]
+pub struct TableDef {
+    pub id: TableId,
+    /// CloudFormation logical id in `infra/template.yaml`.
+    pub logical_id: &'static str,
+    /// Environment variable carrying the table name.
+    pub env: &'static str,
+    /// Name suffix used locally (`<prefix>-<suffix>`).
+    pub local_suffix: &'static str,
+    pub purpose: &'static str,
+    pub partition_key: (&'static str, KeyType),
+    pub sort_key: Option<(&'static str, KeyType)>,
+    /// Global secondary indexes: (name, partition key, sort key), all S, projection ALL.
+    pub indexes: &'static [(&'static str, &'static str, &'static str)],
+    pub ttl_attribute: Option<&'static str>,
+}
+
+const GSI1: &[(&str, &str, &str)] = &[("gsi1", "gsi1pk", "gsi1sk")];
+
+pub const TABLES: &[TableDef] = &[
+    TableDef {
+        id: TableId::ApiKeys,
+        logical_id: "ApiKeysTable",
+        env: "API_KEYS_TABLE",
+        local_suffix: "api-keys",
+        purpose: "API keys as SHA-256 hashes with their owner",
+        partition_key: ("keyHash", KeyType::S),
+        sort_key: None,
+        indexes: &[],
+        ttl_attribute: None,
+    },
+    TableDef {
+        id: TableId::Events,
+        logical_id: "EventsTable",
+        env: "EVENTS_TABLE",
+        local_suffix: "events",
+        purpose: "the durable event log, (threadId, seq)",
+        partition_key: ("threadId", KeyType::S),
+        sort_key: Some(("seq", KeyType::N)),
+        indexes: &[],
+        ttl_attribute: None,
+    },
+    TableDef {
+        id: TableId::LiveFrames,
+        logical_id: "LiveFramesTable",
+        env: "LIVE_FRAMES_TABLE",
+        local_suffix: "live-frames",
+        purpose: "short-lived feed of ephemeral frames for SSE tails",
+        partition_key: ("threadId", KeyType::S),
+        sort_key: Some(("at", KeyType::S)),
+        indexes: &[],
+        ttl_attribute: Some("expiresAt"),
+    },
+    TableDef {
+        id: TableId::Connections,
+        logical_id: "ConnectionsTable",
+        env: "CONNECTIONS_TABLE",
+        local_suffix: "connections",
+        purpose: "WebSocket connections and thread subscriptions",
+        partition_key: ("pk", KeyType::S),
+        sort_key: Some(("sk", KeyType::S)),
+        indexes: GSI1,
+        ttl_attribute: Some("expiresAt"),
+    },
+    TableDef {
+        id: TableId::Agent,
+        logical_id: "AgentTable",
+        env: "AGENT_TABLE",
+        local_suffix: "agent",
+        purpose: "threads, runs, step claims, suspensions, preferences, workspace files",
+        partition_key: ("pk", KeyType::S),
+        sort_key: Some(("sk", KeyType::S)),
+        indexes: GSI1,
+        ttl_attribute: Some("expiresAt"),
+    },
+    TableDef {
+        id: TableId::Instance,
+        logical_id: "InstanceTable",
+        env: "INSTANCE_TABLE",
+        local_suffix: "instance",
+        purpose: "users, projects, folders, tags, workflows and versions, credentials, data table definitions",
+        partition_key: ("pk", KeyType::S),
+        sort_key: Some(("sk", KeyType::S)),
+        indexes: GSI1,
+        ttl_attribute: None,
+    },
+    TableDef {
+        id: TableId::Executions,
+        logical_id: "ExecutionsTable",
+        env: "EXECUTIONS_TABLE",
+        local_suffix: "executions",
+        purpose: "workflow executions and their run data (chunked)",
+        partition_key: ("pk", KeyType::S),
+        sort_key: Some(("sk", KeyType::S)),
+        indexes: GSI1,
+        ttl_attribute: Some("expiresAt"),
+    },
+    TableDef {
+        id: TableId::DataRows,
+        logical_id: "DataRowsTable",
+        env: "DATA_ROWS_TABLE",
+        local_suffix: "data-rows",
+        purpose: "rows of data tables",
+        partition_key: ("pk", KeyType::S),
+        sort_key: Some(("sk", KeyType::S)),
+        indexes: &[],
+        ttl_attribute: None,
+    },
+];
+
+impl TableId {
+    pub fn def(self) -> &'static TableDef {
+        TABLES.iter().find(|t| t.id == self).expect("every TableId has a TableDef")
+    }
+}
+
+/// SQS queues; each has a dead-letter queue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum QueueId {
+    Steps,
+    Runs,
+}
+
+#[derive(Debug)]
+pub struct QueueDef {
+    pub id: QueueId,
+    pub logical_id: &'static str,
+    pub dlq_logical_id: &'static str,
+    pub env: &'static str,
+    pub local_suffix: &'static str,
+    pub purpose: &'static str,
+    /// Must exceed the consumer's timeout, or a slow message is delivered twice.
+    pub visibility_timeout_secs: u32,
+    pub max_receive_count: u32,
+    pub batch_size: u32,
+    pub consumer: FunctionId,
+}
+
+pub const QUEUES: &[QueueDef] = &[
+    QueueDef {
+        id: QueueId::Steps,
+        logical_id: "StepsQueue",
+        dlq_logical_id: "StepsDeadLetterQueue",
+        env: "STEPS_QUEUE_URL",
+        local_suffix: "steps",
+        purpose: "agent steps: one message per model turn or resume",
+        visibility_timeout_secs: 960,
+        max_receive_count: 3,
+        batch_size: 1,
+        consumer: FunctionId::Step,
+    },
+    QueueDef {
+        id: QueueId::Runs,
+        logical_id: "RunsQueue",
+        dlq_logical_id: "RunsDeadLetterQueue",
+        env: "RUNS_QUEUE_URL",
+        local_suffix: "runs",
+        purpose: "workflow executions to run on the engine",
+        visibility_timeout_secs: 960,
+        max_receive_count: 3,
+        batch_size: 1,
+        consumer: FunctionId::Executor,
+    },
+];
+
+impl QueueId {
+    pub fn def(self) -> &'static QueueDef {
+        QUEUES.iter().find(|q| q.id == self).expect("every QueueId has a QueueDef")
+    }
+}
+
+/// Lambda functions, one binary crate each under `functions/`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum FunctionId {
+    Health,
+    Chat,
+    Confirm,
+    Cancel,
+    Threads,
+    Events,
+    Gateway,
+    Mcp,
+    Step,
+    Executor,
+    Sweep,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    Read,
+    ReadWrite,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct TableAccess {
+    pub table: TableId,
+    pub access: Access,
+}
+
+const fn r(table: TableId) -> TableAccess {
+    TableAccess { table, access: Access::Read }
+}
+const fn rw(table: TableId) -> TableAccess {
+    TableAccess { table, access: Access::ReadWrite }
+}
+
+#[derive(Debug)]
+pub struct FunctionDef {
+    pub id: FunctionId,
+    pub logical_id: &'static str,
+    /// Cargo package under `functions/`.
+    pub package: &'static str,
+    pub timeout_secs: u32,
+    pub memory_mb: u32,
+    /// Tables and the access it needs: the IAM grants, nothing more.
+    pub tables: &'static [TableAccess],
+    pub sends_to: &'static [QueueId],
+    pub consumes: &'static [QueueId],
+    /// Queues it only inspects (GetQueueAttributes), e.g. the health check.
+    pub inspects: &'static [QueueId],
+    /// Posts to WebSocket connections through the Management API.
+    pub manages_connections: bool,
+    /// Encrypts or decrypts credential secrets (KMS data keys).
+    pub uses_kms: bool,
+    /// Calls the model provider (gets `INSTANCE_AI_MODEL`).
+    pub calls_model: bool,
+}
+
+use TableId::*;
+
+pub const FUNCTIONS: &[FunctionDef] = &[
+    FunctionDef {
+        id: FunctionId::Health,
+        logical_id: "HealthFunction",
+        package: "health",
+        timeout_secs: 10,
+        memory_mb: 128,
+        tables: &[r(ApiKeys)],
+        sends_to: &[],
+        consumes: &[],
+        inspects: &[QueueId::Steps],
+        manages_connections: false,
+        uses_kms: false,
+        calls_model: false,
+    },
+    FunctionDef {
+        id: FunctionId::Chat,
+        logical_id: "ChatFunction",
+        package: "chat",
+        timeout_secs: 15,
+        memory_mb: 256,
+        tables: &[r(ApiKeys), rw(Agent), rw(Events), rw(LiveFrames), rw(Connections)],
+        sends_to: &[QueueId::Steps],
+        consumes: &[],
+        inspects: &[],
+        manages_connections: true,
+        uses_kms: false,
+        calls_model: false,
+    },
+    FunctionDef {
+        id: FunctionId::Confirm,
+        logical_id: "ConfirmFunction",
+        package: "confirm",
+        timeout_secs: 15,
+        memory_mb: 256,
+        tables: &[r(ApiKeys), rw(Agent), rw(Events), rw(LiveFrames), rw(Connections)],
+        sends_to: &[QueueId::Steps],
+        consumes: &[],
+        inspects: &[],
+        manages_connections: true,
+        uses_kms: false,
+        calls_model: false,
+    },
+    FunctionDef {
+        id: FunctionId::Cancel,
+        logical_id: "CancelFunction",
+        package: "cancel",
+        timeout_secs: 15,
+        memory_mb: 256,
+        tables: &[r(ApiKeys), rw(Agent), rw(Events), rw(LiveFrames), rw(Connections)],
+        sends_to: &[QueueId::Steps],
+        consumes: &[],
+        inspects: &[],
+        manages_connections: true,
+        uses_kms: false,
+        calls_model: false,
+    },
+    FunctionDef {
+        id: FunctionId::Threads,
+        logical_id: "ThreadsFunction",
+        package: "threads",
+        timeout_secs: 15,
+        memory_mb: 256,
+        tables: &[r(ApiKeys), r(Agent), r(Events)],
+        sends_to: &[],
+        consumes: &[],
+        inspects: &[],
+        manages_connections: false,
+        uses_kms: false,
+        calls_model: false,
+    },
+    FunctionDef {
+        id: FunctionId::Events,
+        logical_id: "EventsFunction",
+        package: "events",
+        timeout_secs: 900,
+        memory_mb: 256,
+        tables: &[r(ApiKeys), r(Agent), r(Events), r(LiveFrames)],
+        sends_to: &[],
+        consumes: &[],
+        inspects: &[],
+        manages_connections: false,
+        uses_kms: false,
+        calls_model: false,
+    },
+    FunctionDef {
+        id: FunctionId::Gateway,
+        logical_id: "GatewayFunction",
+        package: "gateway",
+        timeout_secs: 30,
+        memory_mb: 256,
+        tables: &[r(ApiKeys), r(Agent), r(Events), rw(Connections)],
+        sends_to: &[],
+        consumes: &[],
+        inspects: &[],
+        manages_connections: true,
+        uses_kms: false,
+        calls_model: false,
+    },
+    FunctionDef {
+        id: FunctionId::Mcp,
+        logical_id: "McpFunction",
+        package: "mcp",
+        timeout_secs: 120,
+        memory_mb: 1024,
+        tables: &[r(ApiKeys), rw(Instance), rw(Executions), rw(DataRows)],
+        sends_to: &[QueueId::Runs],
+        consumes: &[],
+        inspects: &[],
+        manages_connections: false,
+        uses_kms: true,
+        calls_model: false,
+    },
+    FunctionDef {
+        id: FunctionId::Step,
+        logical_id: "StepFunction",
+        package: "step",
+        timeout_secs: 900,
+        memory_mb: 1024,
+        tables: &[rw(Agent), rw(Events), rw(LiveFrames), rw(Connections), rw(Instance), rw(Executions), rw(DataRows)],
+        sends_to: &[QueueId::Steps, QueueId::Runs],
+        consumes: &[QueueId::Steps],
+        inspects: &[],
+        manages_connections: true,
+        uses_kms: true,
+        calls_model: true,
+    },
+    FunctionDef {
+        id: FunctionId::Executor,
+        logical_id: "ExecutorFunction",
+        package: "executor",
+        timeout_secs: 900,
+        memory_mb: 1024,
+        tables: &[rw(Instance), rw(Executions), rw(DataRows)],
+        sends_to: &[QueueId::Runs],
+        consumes: &[QueueId::Runs],
+        inspects: &[],
+        manages_connections: false,
+        uses_kms: true,
+        calls_model: false,
+    },
+    FunctionDef {
+        id: FunctionId::Sweep,
+        logical_id: "SweepFunction",
+        package: "sweep",
+        timeout_secs: 300,
+        memory_mb: 256,
+        tables: &[rw(Agent), rw(Events), rw(LiveFrames), rw(Connections), rw(Executions)],
+        sends_to: &[QueueId::Runs],
+        consumes: &[],
+        inspects: &[],
+        manages_connections: true,
+        uses_kms: false,
+        calls_model: false,
+    },
+];
+
+impl FunctionId {
+    pub fn def(self) -> &'static FunctionDef {
+        FUNCTIONS.iter().find(|f| f.id == self).expect("every FunctionId has a FunctionDef")
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Method {
+    Get,
+    Post,
+    Head,
+}
+
+impl Method {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Method::Get => "GET",
+            Method::Post => "POST",
+            Method::Head => "HEAD",
+        }
+    }
+}
+
+/// Where a route is served in AWS.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Edge {
+    /// The HTTP API (buffered responses).
+    HttpApi,
+    /// The function's URL with `InvokeMode: RESPONSE_STREAM` (SSE): HTTP
+    /// APIs cannot stream a Lambda response.
+    StreamingUrl,
+}
+
+#[derive(Debug)]
+pub struct RouteDef {
+    pub method: Method,
+    /// API Gateway path syntax: `/instance-ai/chat/{threadId}`.
+    pub path: &'static str,
+    pub function: FunctionId,
+    pub edge: Edge,
+}
+
+pub const ROUTES: &[RouteDef] = &[
+    RouteDef { method: Method::Get, path: "/healthz", function: FunctionId::Health, edge: Edge::HttpApi },
+    RouteDef { method: Method::Post, path: "/instance-ai/chat/{threadId}", function: FunctionId::Chat, edge: Edge::HttpApi },
+    RouteDef { method: Method::Post, path: "/instance-ai/chat/{threadId}/cancel", function: FunctionId::Cancel, edge: Edge::HttpApi },
+    RouteDef { method: Method::Post, path: "/instance-ai/confirm/{requestId}", function: FunctionId::Confirm, edge: Edge::HttpApi },
+    RouteDef { method: Method::Get, path: "/instance-ai/threads/{threadId}/messages", function: FunctionId::Threads, edge: Edge::HttpApi },
+    RouteDef { method: Method::Get, path: "/instance-ai/threads/{threadId}/status", function: FunctionId::Threads, edge: Edge::HttpApi },
+    RouteDef { method: Method::Post, path: "/mcp", function: FunctionId::Mcp, edge: Edge::HttpApi },
+    RouteDef { method: Method::Get, path: "/mcp", function: FunctionId::Mcp, edge: Edge::HttpApi },
+    RouteDef { method: Method::Head, path: "/mcp", function: FunctionId::Mcp, edge: Edge::HttpApi },
+    RouteDef { method: Method::Get, path: "/instance-ai/events/{threadId}", function: FunctionId::Events, edge: Edge::StreamingUrl },
+];
+
+/// WebSocket API route keys, all handled by the gateway function.
+pub const WS_ROUTES: &[&str] = &["$connect", "$disconnect", "$default", "subscribe", "unsubscribe"];
+pub const WS_FUNCTION: FunctionId = FunctionId::Gateway;
+
+/// Scheduled invocations: (function, rate in seconds).
+pub const SCHEDULES: &[(FunctionId, u32)] = &[(FunctionId::Sweep, 60)];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_id_has_exactly_one_definition() {
+        for t in TABLES {
+            assert_eq!(TABLES.iter().filter(|o| o.id == t.id).count(), 1);
+        }
+        for f in FUNCTIONS {
+            assert_eq!(FUNCTIONS.iter().filter(|o| o.id == f.id).count(), 1);
+        }
+    }
+
+    #[test]
+    fn queues_outlive_their_consumers() {
+        for q in QUEUES {
+            let consumer = q.consumer.def();
+            assert!(consumer.consumes.contains(&q.id), "{:?} consumer does not declare it", q.id);
+            assert!(q.visibility_timeout_secs >= consumer.timeout_secs, "{:?}: visibility below timeout", q.id);
+        }
+    }
+}

@@ -1,0 +1,169 @@
+//! Pushes frames to a thread's `live` WebSocket subscribers through the API
+//! Gateway Management API (`PostToConnection`). A connection that answers
+//! 410 Gone is forgotten (its subscription and its record); no failure of a
+//! post ever fails the publisher: live delivery is best-effort, the log is
+//! the truth and clients re-subscribe with their cursor.
+
+use crate::connections::Connections;
+use protocol::events::WsFrame;
+use protocol::ids::{ConnectionId, ThreadId};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// Ephemeral frames may use a subscriber list this old: they are live-only
+/// and best-effort, and a fresh consistent read per delta would double the
+/// cost of streaming text. Durable frames always read the list afresh.
+pub const EPHEMERAL_SUBSCRIBERS_MAX_AGE: Duration = Duration::from_secs(1);
+
+#[derive(Clone, Debug)]
+pub struct Publisher {
+    connections: Connections,
+    client: Option<aws_sdk_apigatewaymanagement::Client>,
+    cache: Arc<Mutex<HashMap<String, (Instant, Vec<ConnectionId>)>>>,
+}
+
+/// What one publish did (for logs and tests).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct PublishReport {
+    pub subscribers: usize,
+    pub posted: usize,
+    pub gone: usize,
+    pub failed: usize,
+}
+
+enum Outcome {
+    Posted,
+    Gone,
+    Failed,
+}
+
+impl Publisher {
+    /// `client` is `AwsClients.connections`; without it nothing is posted.
+    pub fn new(connections: Connections, client: Option<aws_sdk_apigatewaymanagement::Client>) -> Self {
+        Publisher { connections, client, cache: Arc::new(Mutex::new(HashMap::new())) }
+    }
+
+    pub fn connections(&self) -> &Connections {
+        &self.connections
+    }
+
+    /// Posts durable frames (already in the log) to every live subscriber,
+    /// reading the subscriptions consistently *after* the append: that order
+    /// is what makes the subscribe hand-off lossless (see `Connections::go_live`).
+    pub async fn publish_durable(&self, thread: &ThreadId, frames: &[WsFrame]) -> PublishReport {
+        if self.client.is_none() || frames.is_empty() {
+            return PublishReport::default();
+        }
+        let subs = match self.connections.live_subscribers(thread, true).await {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::warn!(thread = %thread, error = %e, "publish: cannot read subscriptions");
+                return PublishReport::default();
+            }
+        };
+        self.remember(thread, &subs);
+        self.post_all(thread, &subs, frames).await
+    }
+
+    /// Posts ephemeral frames to live subscribers (subscriber list cached
+    /// for [`EPHEMERAL_SUBSCRIBERS_MAX_AGE`]).
+    pub async fn publish_ephemeral(&self, thread: &ThreadId, frames: &[WsFrame]) -> PublishReport {
+        if self.client.is_none() || frames.is_empty() {
+            return PublishReport::default();
+        }
+        let cached = self.cache.lock().ok().and_then(|c| {
+            c.get(&thread.0).filter(|(at, _)| at.elapsed() < EPHEMERAL_SUBSCRIBERS_MAX_AGE).map(|(_, s)| s.clone())
+        });
+        let subs = match cached {
+            Some(s) => s,
+            None => match self.connections.live_subscribers(thread, false).await {
+                Ok(s) => {
+                    self.remember(thread, &s);
+                    s
+                }
+                Err(e) => {
+                    tracing::warn!(thread = %thread, error = %e, "publish: cannot read subscriptions");
+                    return PublishReport::default();
+                }
+            },
+        };
+        self.post_all(thread, &subs, frames).await
+    }
+
+    fn remember(&self, thread: &ThreadId, subs: &[ConnectionId]) {
+        if let Ok(mut c) = self.cache.lock() {
+            c.insert(thread.0.clone(), (Instant::now(), subs.to_vec()));
+        }
+    }
+
+    fn forget(&self, thread: &ThreadId, conn: &ConnectionId) {
+        if let Ok(mut c) = self.cache.lock() {
+            if let Some((_, subs)) = c.get_mut(&thread.0) {
+                subs.retain(|s| s != conn);
+            }
+        }
+    }
+
+    async fn post_all(&self, thread: &ThreadId, subs: &[ConnectionId], frames: &[WsFrame]) -> PublishReport {
+        let mut report = PublishReport { subscribers: subs.len(), ..Default::default() };
+        let payloads: Vec<String> = frames.iter().map(WsFrame::to_json).collect();
+        let payloads = &payloads;
+        // Connections are independent: post to them concurrently, each in order.
+        let results = futures::future::join_all(subs.iter().map(|conn| async move {
+            for data in payloads {
+                match self.post(conn, data.as_bytes()).await {
+                    Outcome::Posted => {}
+                    other => return (conn, other, 0usize),
+                }
+            }
+            (conn, Outcome::Posted, payloads.len())
+        }))
+        .await;
+        for (conn, outcome, n) in results {
+            report.posted += n;
+            match outcome {
+                Outcome::Posted => {}
+                Outcome::Failed => report.failed += 1,
+                Outcome::Gone => {
+                    report.gone += 1;
+                    self.forget(thread, conn);
+                    tracing::info!(thread = %thread, connection = %conn, "connection gone; removing its subscription");
+                    if let Err(e) = self.connections.unsubscribe(thread, conn).await {
+                        tracing::warn!(connection = %conn, error = %e, "cannot remove subscription of gone connection");
+                    }
+                    if let Err(e) = self.connections.close(conn).await {
+                        tracing::warn!(connection = %conn, error = %e, "cannot remove gone connection");
+                    }
+                }
+            }
+        }
+        report
+    }
+
+    /// Posts raw bytes to one connection; `true` unless it is gone. Used for
+    /// replies (errors, acknowledgements) outside any thread fan-out.
+    pub async fn post_raw(&self, conn: &ConnectionId, data: &[u8]) -> bool {
+        !matches!(self.post(conn, data).await, Outcome::Gone)
+    }
+
+    async fn post(&self, conn: &ConnectionId, data: &[u8]) -> Outcome {
+        let Some(client) = &self.client else { return Outcome::Failed };
+        let result = client
+            .post_to_connection()
+            .connection_id(&conn.0)
+            .data(aws_sdk_apigatewaymanagement::primitives::Blob::new(data))
+            .send()
+            .await;
+        match result {
+            Ok(_) => Outcome::Posted,
+            Err(e) if e.as_service_error().is_some_and(|s| s.is_gone_exception()) => Outcome::Gone,
+            // A 410 without the typed error body (some emulators) is still gone.
+            Err(e) if e.raw_response().is_some_and(|r| r.status().as_u16() == 410) => Outcome::Gone,
+            Err(e) => {
+                tracing::warn!(connection = %conn, error = %aws_sdk_apigatewaymanagement::error::DisplayErrorContext(&e), "post to connection failed");
+                Outcome::Failed
+            }
+        }
+    }
+}
