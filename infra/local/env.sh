@@ -21,7 +21,7 @@ REQS="$REPO_ROOT/infra/local/requirements.txt"
 STAMP="$VENV/.requirements.sha256"
 want="$(sha256sum "$REQS" | cut -d' ' -f1)"
 if [ ! -x "$VENV/bin/python" ] || [ "$(cat "$STAMP" 2>/dev/null)" != "$want" ]; then
-  log "installing moto, cfn-lint, aws-sam-cli and cargo-lambda into $VENV"
+  log "installing moto, cfn-lint, aws-sam-cli, cargo-lambda and mcp into $VENV"
   python3 -m venv "$VENV"
   "$VENV/bin/pip" install --quiet --disable-pip-version-check --upgrade pip
   "$VENV/bin/pip" install --quiet --disable-pip-version-check -r "$REQS"
@@ -35,6 +35,9 @@ export AWS_DEFAULT_REGION="$AWS_REGION"
 export AWS_ACCESS_KEY_ID="${AWS_ACCESS_KEY_ID:-testing}"
 export AWS_SECRET_ACCESS_KEY="${AWS_SECRET_ACCESS_KEY:-testing}"
 export SAM_CLI_TELEMETRY=0
+
+# The MCP end-to-end tests drive the server with the official Python SDK client.
+export INSTANCE_AI_PYTHON="$VENV/bin/python"
 
 # moto_server on a free port, stopped when the calling script exits.
 MOTO_PORT="${MOTO_PORT:-$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')}"

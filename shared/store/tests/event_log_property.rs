@@ -79,6 +79,11 @@ async fn run(env: &'static TestEnv, case: Case) -> Result<(), TestCaseError> {
         }
         let page = reader.read_after(&thread, cursor, limit).await.map_err(|e| TestCaseError::fail(e.to_string()))?;
         if page.is_empty() {
+            if handles.iter().all(|h| h.is_finished()) && idle_rounds > 20 {
+                for h in handles.drain(..) {
+                    h.await.unwrap().map_err(|e| TestCaseError::fail(format!("writer failed: {e}")))?;
+                }
+            }
             idle_rounds += 1;
             prop_assert!(idle_rounds < 2000, "reader stalled at {cursor} with {} of {total}", seen.len());
             tokio::time::sleep(std::time::Duration::from_millis(5)).await;

@@ -537,36 +537,49 @@ impl Workflows {
             created_at: now.clone(),
             autosaved,
         };
-        let t = &self.table.name;
         let desc = match &description {
             Some(d) => s(d),
             None => AttributeValue::Null(true),
         };
-        let mut tx = vec![tx_update(
-            t,
-            key(wf_pk(&cur.id), "head"),
-            "SET versionId = :new, #n = :name, description = :d, updatedAt = :now, triggerCount = :tc, nodeCount = :nc",
-            Some("versionId = :expected AND isArchived = :f"),
-            &[("#n", "name")],
-            vec![
-                (":new", s(&info.version_id)),
-                (":name", s(&name)),
-                (":d", desc),
-                (":now", s(&now)),
-                (":tc", db::n(body.trigger_count())),
-                (":nc", db::n(body.node_count())),
-                (":expected", s(&cur.version_id)),
-                (":f", AttributeValue::Bool(false)),
-            ],
-        )?];
-        for item in self.version_items(&info, &body)? {
-            tx.push(tx_put(t, item, Some("attribute_not_exists(pk)"))?);
+        // Encode before claiming, so a too-large body fails with nothing written.
+        let version_items = self.version_items(&info, &body)?;
+        let head = HeadChange {
+            version_id: info.version_id.clone(),
+            name: s(&name),
+            description: desc,
+            updated_at: now.clone(),
+            trigger_count: body.trigger_count(),
+            node_count: body.node_count(),
+        };
+        // 1. Claim the successor slot of the version this writer started
+        //    from: one conditional put, so of concurrent writers exactly one
+        //    gets it; the others have written nothing.
+        let mut claim = key(wf_pk(&cur.id), format!("next#{}", cur.version_id));
+        head.write_to(&mut claim);
+        claim.insert("claimedAt".into(), db::n(db::now_secs()));
+        self.table.count();
+        match self
+            .table
+            .client
+            .put_item()
+            .table_name(&self.table.name)
+            .set_item(Some(claim))
+            .condition_expression("attribute_not_exists(pk)")
+            .send()
+            .await
+        {
+            Ok(_) => {}
+            Err(e) if db::is_condition_failed(&e) => {
+                self.recover_claim(&cur.id, &cur.version_id).await?;
+                return Err(stale(&cur.id, &cur.version_id));
+            }
+            Err(e) => return Err(StoreError::dynamo(e)),
         }
-        match self.table.transact(tx, "").await {
-            Ok(()) => {}
-            Err(StoreError::Conflict(_)) => return Err(stale(&cur.id, &cur.version_id)),
-            Err(e) => return Err(e),
-        }
+        // 2. The version itself: fresh keys no one else writes.
+        let reqs = version_items.into_iter().map(db::put_req).collect::<Result<Vec<_>, _>>()?;
+        self.table.batch_write(reqs).await?;
+        // 3. Move the head (conditional on the version we started from).
+        self.finish_claim(&cur.id, &cur.version_id, &head).await?;
         let meta = WorkflowMeta {
             name,
             description,
@@ -694,28 +707,27 @@ impl Workflows {
             return Err(StoreError::Invalid(format!("workflow {id} is archived")));
         }
         let target = version_id.unwrap_or(&cur.version_id).to_owned();
-        let t = &self.table.name;
+        // Versions are immutable and never deleted while the workflow
+        // exists, so checking first and then updating cannot race.
+        if self.table.get_raw(&wf_pk(id), &format!("ver#{target}")).await?.is_none() {
+            return Err(StoreError::NotFound(format!("version {target} of workflow {id}")));
+        }
         // Publishing "the current draft" must publish the draft we read: a
         // save in between makes this a conflict rather than publishing the
         // older one.
-        let cond = if version_id.is_none() {
-            "attribute_exists(pk) AND isArchived = :f AND versionId = :v"
+        let (cond, stale_possible) = if version_id.is_none() {
+            ("isArchived = :f AND versionId = :v", true)
         } else {
-            "attribute_exists(pk) AND isArchived = :f"
+            ("isArchived = :f", false)
         };
-        let tx = vec![
-            tx_check(t, key(wf_pk(id), format!("ver#{target}")), "attribute_exists(pk)", vec![])?,
-            tx_update(
-                t,
-                key(wf_pk(id), "head"),
-                "SET activeVersionId = :v, updatedAt = :now",
-                Some(cond),
-                &[],
-                vec![(":v", s(&target)), (":now", s(db::now_iso())), (":f", AttributeValue::Bool(false))],
-            )?,
-        ];
-        self.table.transact(tx, &format!("cannot publish version {target} of workflow {id}")).await?;
-        Ok(target)
+        match self
+            .update_head(id, "SET activeVersionId = :v, updatedAt = :now", Some(cond), vec![(":v", s(&target)), (":f", AttributeValue::Bool(false))])
+            .await?
+        {
+            true => Ok(target),
+            false if stale_possible => Err(stale(id, &target)),
+            false => Err(StoreError::Invalid(format!("workflow {id} is archived"))),
+        }
     }
 
     pub async fn unpublish(&self, id: &str) -> Result<(), StoreError> {
@@ -968,6 +980,129 @@ impl Workflows {
             list.note = Some(notes.join(" "));
         }
         Ok(list)
+    }
+}
+
+/// What a save changes on the head; also kept on the claim item so a save
+/// whose writer died between claim and head update can be rolled forward.
+struct HeadChange {
+    version_id: String,
+    name: AttributeValue,
+    description: AttributeValue,
+    updated_at: String,
+    trigger_count: usize,
+    node_count: usize,
+}
+
+impl HeadChange {
+    fn write_to(&self, item: &mut Item) {
+        item.insert("newVersionId".into(), s(&self.version_id));
+        item.insert("name".into(), self.name.clone());
+        item.insert("description".into(), self.description.clone());
+        item.insert("updatedAt".into(), s(&self.updated_at));
+        item.insert("triggerCount".into(), db::n(self.trigger_count));
+        item.insert("nodeCount".into(), db::n(self.node_count));
+    }
+
+    fn read_from(item: &Item) -> Option<HeadChange> {
+        let num = |k: &str| match item.get(k) {
+            Some(AttributeValue::N(n)) => n.parse().ok(),
+            _ => None,
+        };
+        Some(HeadChange {
+            version_id: db::get_s(item, "newVersionId")?.to_owned(),
+            name: item.get("name")?.clone(),
+            description: item.get("description").cloned().unwrap_or(AttributeValue::Null(true)),
+            updated_at: db::get_s(item, "updatedAt")?.to_owned(),
+            trigger_count: num("triggerCount")?,
+            node_count: num("nodeCount")?,
+        })
+    }
+}
+
+/// A successor claim older than this whose head never moved belongs to a
+/// writer that died mid-save.
+const CLAIM_STALE_SECS: u64 = 30;
+
+impl Workflows {
+    async fn finish_claim(&self, id: &str, expected: &str, head: &HeadChange) -> Result<(), StoreError> {
+        self.table.count();
+        let res = self
+            .table
+            .client
+            .update_item()
+            .table_name(&self.table.name)
+            .set_key(Some(key(wf_pk(id), "head")))
+            .update_expression("SET versionId = :new, #n = :name, description = :d, updatedAt = :now, triggerCount = :tc, nodeCount = :nc")
+            .condition_expression("versionId = :expected AND isArchived = :f")
+            .expression_attribute_names("#n", "name")
+            .expression_attribute_values(":new", s(&head.version_id))
+            .expression_attribute_values(":name", head.name.clone())
+            .expression_attribute_values(":d", head.description.clone())
+            .expression_attribute_values(":now", s(&head.updated_at))
+            .expression_attribute_values(":tc", db::n(head.trigger_count))
+            .expression_attribute_values(":nc", db::n(head.node_count))
+            .expression_attribute_values(":expected", s(expected))
+            .expression_attribute_values(":f", AttributeValue::Bool(false))
+            .send()
+            .await;
+        match res {
+            Ok(_) => Ok(()),
+            Err(e) if db::is_condition_failed(&e) => match self.meta(id).await? {
+                // Someone rolled this very save forward already.
+                Some(m) if m.version_id == head.version_id => Ok(()),
+                Some(m) if m.is_archived => {
+                    // Archived mid-save: take the save back entirely.
+                    let doomed = vec![
+                        key(wf_pk(id), format!("next#{expected}")),
+                        key(wf_pk(id), format!("ver#{}", head.version_id)),
+                        key(wf_pk(id), format!("body#{}", head.version_id)),
+                    ];
+                    let reqs = doomed.into_iter().map(db::delete_req).collect::<Result<Vec<_>, _>>()?;
+                    self.table.batch_write(reqs).await?;
+                    Err(StoreError::Invalid(format!("workflow {id} was archived while saving; nothing was saved")))
+                }
+                Some(_) => Err(stale(id, expected)),
+                None => Err(StoreError::NotFound(format!("workflow {id}"))),
+            },
+            Err(e) => Err(StoreError::dynamo(e)),
+        }
+    }
+
+    /// A claim on `expected` exists. If it is stale (its writer died before
+    /// moving the head), finish it when its version was fully written, or
+    /// release it otherwise, so the workflow never stays locked.
+    async fn recover_claim(&self, id: &str, expected: &str) -> Result<(), StoreError> {
+        let Some(claim) = self.table.get_raw(&wf_pk(id), &format!("next#{expected}")).await? else { return Ok(()) };
+        let claimed_at = match claim.get("claimedAt") {
+            Some(AttributeValue::N(n)) => n.parse::<u64>().unwrap_or(0),
+            _ => 0,
+        };
+        if db::now_secs().saturating_sub(claimed_at) < CLAIM_STALE_SECS {
+            return Ok(());
+        }
+        let Some(head) = self.meta(id).await? else { return Ok(()) };
+        if head.version_id != expected {
+            return Ok(());
+        }
+        let Some(change) = HeadChange::read_from(&claim) else { return Ok(()) };
+        let has_body = self.table.get_raw(&wf_pk(id), &format!("body#{}", change.version_id)).await?.is_some();
+        let has_meta = self.table.get_raw(&wf_pk(id), &format!("ver#{}", change.version_id)).await?.is_some();
+        if has_body && has_meta {
+            return self.finish_claim(id, expected, &change).await.or(Ok(()));
+        }
+        self.table.count();
+        self.table
+            .client
+            .delete_item()
+            .table_name(&self.table.name)
+            .set_key(Some(key(wf_pk(id), format!("next#{expected}"))))
+            .condition_expression("newVersionId = :v")
+            .expression_attribute_values(":v", s(&change.version_id))
+            .send()
+            .await
+            .map(|_| ())
+            .or_else(|e| if db::is_condition_failed(&e) { Ok(()) } else { Err(StoreError::dynamo(e)) })
     }
 }
 
