@@ -43,7 +43,12 @@ export INSTANCE_AI_PYTHON="$VENV/bin/python"
 MOTO_PORT="${MOTO_PORT:-$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')}"
 "$VENV/bin/moto_server" -H 127.0.0.1 -p "$MOTO_PORT" >"$INSTANCE_AI_HOME/moto.log" 2>&1 &
 MOTO_PID=$!
-trap 'kill $MOTO_PID 2>/dev/null || true' EXIT
+# Whatever the scripts start is stopped when they end, however they end.
+CLEANUP_PIDS=("$MOTO_PID")
+cleanup() { for pid in "${CLEANUP_PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done; }
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
 for _ in $(seq 1 100); do
   if curl -fs "http://127.0.0.1:$MOTO_PORT/moto-api/" >/dev/null 2>&1; then break; fi
   if ! kill -0 "$MOTO_PID" 2>/dev/null; then log "moto_server failed to start: see $INSTANCE_AI_HOME/moto.log"; exit 1; fi

@@ -15,4 +15,6 @@ export INSTANCE_AI_LOG_FORMAT="${INSTANCE_AI_LOG_FORMAT:-text}"
 
 log "building the local cloud"
 cargo build --quiet -p local-cloud
-"$CARGO_TARGET_DIR/debug/local-cloud" serve
+"$CARGO_TARGET_DIR/debug/local-cloud" serve &
+CLEANUP_PIDS+=("$!")
+wait "$!"

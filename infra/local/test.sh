@@ -12,3 +12,22 @@ sam validate --lint --template-file infra/template.yaml --region "$AWS_REGION" >
 
 log "running the workspace tests"
 cargo test --workspace --no-fail-fast "$@"
+
+# The README's other command, as a user runs it: it serves /healthz and
+# refuses an unauthenticated request with 401 in the JSON error shape.
+log "smoke-testing ./infra/local/run.sh"
+PORT="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
+INSTANCE_AI_PORT="$PORT" MOTO_PORT= ./infra/local/run.sh >"$INSTANCE_AI_HOME/run-smoke.log" 2>&1 &
+RUN_PID=$!
+CLEANUP_PIDS+=("$RUN_PID")
+for _ in $(seq 1 600); do
+  curl -fs "http://127.0.0.1:$PORT/healthz" >/dev/null 2>&1 && break
+  kill -0 "$RUN_PID" 2>/dev/null || { cat "$INSTANCE_AI_HOME/run-smoke.log"; log "run.sh exited"; exit 1; }
+  sleep 0.5
+done
+[ "$(curl -s "http://127.0.0.1:$PORT/healthz")" = '{"status":"ok"}' ] || { log "run.sh: /healthz is not ok"; exit 1; }
+code="$(curl -s -o "$INSTANCE_AI_HOME/run-smoke.body" -w '%{http_code}' -X POST "http://127.0.0.1:$PORT/instance-ai/chat/t1" -d '{"message":"hi"}')"
+[ "$code" = 401 ] && grep -q '"code":"unauthorized"' "$INSTANCE_AI_HOME/run-smoke.body" || { log "run.sh: expected a 401 JSON error, got $code"; exit 1; }
+grep -q "API key for local: ia_" "$INSTANCE_AI_HOME/run-smoke.log" || { log "run.sh did not print an API key"; exit 1; }
+kill "$RUN_PID"; wait "$RUN_PID" 2>/dev/null || true
+echo "run.sh smoke: 3 passed, 0 failed"

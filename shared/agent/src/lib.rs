@@ -1,3 +1,18 @@
 //! The agent runtime: the run loop as a chain of short steps (checkpoint,
 //! one streamed model call, tool calls, next step), model providers behind
 //! one trait, the tool registry and the tools of `spec/instance-ai-tools.md`.
+
+pub mod model;
+
+pub mod background;
+pub mod checkpoint;
+pub mod error;
+pub mod finish;
+pub mod run;
+pub mod runtime;
+pub mod step;
+pub mod sweep;
+pub mod tools;
+
+pub use error::AgentError;
+pub use runtime::{Runtime, StepMessage};

@@ -3,7 +3,9 @@
 
 use crate::error::InitError;
 use store::deployment::{FunctionId, TableId};
+use std::sync::Arc;
 use store::{ApiKeys, AwsClients, Config};
+use tokio::sync::OnceCell;
 
 #[derive(Clone, Debug)]
 pub struct App {
@@ -11,6 +13,9 @@ pub struct App {
     pub clients: AwsClients,
     /// `None` in a function that has no API keys table (SQS consumers).
     pub api_keys: Option<ApiKeys>,
+    /// The agent runtime, built on first use and then shared (tests may set
+    /// it first, e.g. with extra tools).
+    pub agent: Arc<OnceCell<Arc<agent::Runtime>>>,
 }
 
 impl App {
@@ -28,6 +33,17 @@ impl App {
     /// An app over an existing configuration (the local cloud, tests).
     pub fn new(config: Config, clients: AwsClients) -> App {
         let api_keys = config.table(TableId::ApiKeys).ok().map(|t| ApiKeys::new(clients.dynamo.clone(), t));
-        App { config, clients, api_keys }
+        App { config, clients, api_keys, agent: Arc::new(OnceCell::new()) }
+    }
+
+    /// The agent runtime of this process.
+    pub async fn agent(&self) -> Result<Arc<agent::Runtime>, crate::ApiError> {
+        let rt = self
+            .agent
+            .get_or_try_init(|| async {
+                agent::Runtime::from_config(&self.config, &self.clients).await.map(Arc::new)
+            })
+            .await?;
+        Ok(rt.clone())
     }
 }

@@ -74,6 +74,19 @@ impl From<StoreError> for ApiError {
     }
 }
 
+impl From<agent::AgentError> for ApiError {
+    fn from(e: agent::AgentError) -> Self {
+        use agent::AgentError as A;
+        match e {
+            A::Store(s) => s.into(),
+            A::Invalid(m) => ApiError::BadRequest(m),
+            A::NotFound(m) => ApiError::NotFound(m),
+            A::Conflict(m) => ApiError::Conflict(m),
+            other => ApiError::Internal(other.to_string()),
+        }
+    }
+}
+
 /// A function failed to start.
 #[derive(Debug, thiserror::Error)]
 pub enum InitError {

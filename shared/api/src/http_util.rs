@@ -41,3 +41,44 @@ pub fn json_body<T: serde::de::DeserializeOwned>(req: &Request) -> Result<T, cra
     }
     serde_json::from_slice(bytes).map_err(|e| crate::ApiError::BadRequest(format!("invalid JSON body: {e}")))
 }
+
+/// A path parameter, also for requests without API Gateway's
+/// `pathParameters` (a Function URL sends only the raw path): matches the
+/// raw path against `pattern` (`/instance-ai/events/{threadId}`).
+pub fn route_param(req: &Request, pattern: &str, name: &str) -> Option<String> {
+    if let Some(v) = path_param(req, name) {
+        return Some(v);
+    }
+    let path = req.raw_http_path();
+    let mut actual = path.trim_matches('/').split('/');
+    for segment in pattern.trim_matches('/').split('/') {
+        let a = actual.next()?;
+        match segment.strip_prefix('{').and_then(|s| s.strip_suffix('}')) {
+            Some(param) if param == name => {
+                return percent_decode(a).filter(|v| !v.is_empty());
+            }
+            Some(_) => {}
+            None if segment == a => {}
+            None => return None,
+        }
+    }
+    None
+}
+
+fn percent_decode(s: &str) -> Option<String> {
+    percent_encoding::percent_decode_str(s).decode_utf8().ok().map(|c| c.into_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn route_params_come_from_the_raw_path_of_a_function_url() {
+        let event = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../events/events.json")).unwrap();
+        let req = lambda_http::request::from_str(&event).unwrap();
+        assert_eq!(route_param(&req, "/instance-ai/events/{threadId}", "threadId").as_deref(), Some("thread-1"));
+        assert_eq!(route_param(&req, "/other/{threadId}", "threadId"), None);
+        assert_eq!(percent_decode("a%20b").as_deref(), Some("a b"));
+    }
+}

@@ -33,7 +33,9 @@ where
     B::Error: Into<Error> + Send + std::fmt::Debug,
 {
     lambda_http::run_with_streaming_response(service_fn(move |req| {
-        let fut = handler(req);
+        // Boxed: the SSE handler's future is deep enough to overflow the
+        // compiler's layout query depth when nested in the runtime's.
+        let fut = Box::pin(handler(req));
         async move { Ok::<_, Infallible>(fut.await) }
     }))
     .await

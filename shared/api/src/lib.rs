@@ -10,6 +10,7 @@ pub mod handlers;
 pub mod http_util;
 pub mod lambda;
 pub mod logging;
+pub mod sse;
 
 pub use app::App;
 pub use error::ApiError;

@@ -17,9 +17,11 @@ pub fn item_from(json: Value, paired: usize) -> Item {
     Item { json, binary: None, paired_item: Some(paired_ref(paired, 0)) }
 }
 
+/// `pairedItem` value; a bare number for input 0 (a valid n8n shape that
+/// costs no allocation per item).
 pub fn paired_ref(item: usize, input: usize) -> Value {
     if input == 0 {
-        json!({ "item": item })
+        Value::from(item)
     } else {
         json!({ "item": item, "input": input })
     }
@@ -97,6 +99,10 @@ pub struct TaskData {
     /// Console lines a Code node wrote (n8n sends them to the browser console).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub console: Vec<String>,
+    /// Item counts per output when lean run data released the items
+    /// (`EngineSettings::lean_run_data`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub released_items: Option<Vec<usize>>,
     /// Set when this run came from pin data or a replayed execution, not from executing.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub origin: Option<RunOrigin>,

@@ -111,19 +111,20 @@ pub fn has_expression(v: &Value) -> bool {
 /// The evaluator, created on first use (most runs of most nodes need none).
 pub struct Expr {
     limits: Limits,
+    timezone: String,
     inner: Option<imp::Inner>,
     /// Evaluations performed, for the benchmark.
     pub evaluations: u64,
 }
 
 impl Expr {
-    pub fn new(limits: Limits) -> Self {
-        Expr { limits, inner: None, evaluations: 0 }
+    pub fn new(limits: Limits, timezone: String) -> Self {
+        Expr { limits, timezone, inner: None, evaluations: 0 }
     }
 
     fn inner(&mut self) -> Result<&mut imp::Inner> {
         if self.inner.is_none() {
-            self.inner = Some(imp::Inner::new(self.limits)?);
+            self.inner = Some(imp::Inner::new(self.limits, &self.timezone)?);
         }
         // just set above
         Ok(self.inner.as_mut().expect("evaluator initialised"))
@@ -149,8 +150,13 @@ mod imp {
     use super::*;
     pub struct Inner(expression::Evaluator);
     impl Inner {
-        pub fn new(limits: Limits) -> Result<Self, ExpressionError> {
-            Ok(Inner(expression::Evaluator::new(limits)?))
+        pub fn new(limits: Limits, timezone: &str) -> Result<Self, ExpressionError> {
+            let mut e = expression::Evaluator::new(limits)?;
+            // $now / Luxon default to the workflow's zone
+            if timezone != "UTC" {
+                e.set_timezone(timezone)?;
+            }
+            Ok(Inner(e))
         }
         pub fn resolve(&mut self, v: &Value, d: &dyn DataProxy) -> Result<Value, ExpressionError> {
             self.0.resolve(v, d)
@@ -169,7 +175,7 @@ mod imp {
     use super::*;
     pub struct Inner;
     impl Inner {
-        pub fn new(_: Limits) -> Result<Self, ExpressionError> {
+        pub fn new(_: Limits, _: &str) -> Result<Self, ExpressionError> {
             Ok(Inner)
         }
         pub fn resolve(&mut self, v: &Value, d: &dyn DataProxy) -> Result<Value, ExpressionError> {

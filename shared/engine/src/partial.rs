@@ -1,2 +1,200 @@
-//! Partial runs: pin data, run-step (one node from the trigger chain, from a
-//! prior execution's run data, or from mock input) and resolved parameters.
+//! Partial runs: run one node (run-step) from the trigger chain, from a
+//! prior execution's run data, or from mock input; and replay parameter
+//! resolution for a node against a past execution.
+
+use std::sync::Arc;
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use crate::data::*;
+use crate::error::{EngineError, Result};
+use crate::expr::{Expr, NodeProxy};
+use crate::run::{Engine, RunOptions, RunStats};
+use crate::workflow::Graph;
+
+/// Where the target node's input comes from.
+#[derive(Debug, Clone)]
+pub enum StepInput {
+    /// Run the trigger chain above the target for real.
+    Chain,
+    /// Replay a prior execution's data for the nodes above the target.
+    Reuse(Box<ExecutionState>),
+    /// Feed these items to the target, skipping every node above it.
+    Mock(Vec<Item>),
+}
+
+impl Engine {
+    /// Runs one node of a workflow (the canvas "Execute step"). The target's
+    /// own pin is dropped so it really executes; nodes after it do not run.
+    pub fn run_node(&self, graph: &Graph, target: &str, input: StepInput, mut opts: RunOptions) -> Result<(ExecutionState, RunStats)> {
+        self.validate(graph)?;
+        graph.node_or_err(target)?;
+        opts.pin_data.remove(target);
+        opts.destination = Some(target.to_string());
+        let parents: Vec<(String, usize, usize)> = graph.parents(target).to_vec();
+        match input {
+            StepInput::Chain => self.run(graph, opts),
+            StepInput::Reuse(prior) => {
+                let mut st = ExecutionState::new(opts.execution_id.clone().unwrap_or_else(|| uuid::Uuid::new_v4().to_string()));
+                st.pin_data = opts.pin_data.clone();
+                for anc in graph.ancestors(target) {
+                    if let Some(runs) = prior.run_data.get(&anc) {
+                        let runs = runs.iter().cloned().map(|mut t| {
+                            t.origin = Some(RunOrigin::Replayed);
+                            t
+                        });
+                        st.run_data.insert(anc.clone(), runs.collect());
+                    }
+                }
+                let entry = entry_from_parents(&st, target, &parents)
+                    .ok_or_else(|| EngineError::InvalidWorkflow(format!("the execution holds no data for any node above \"{target}\"")))?;
+                st.stack.push_back(entry);
+                let stats = self.drive_state(graph, &mut st, &opts);
+                Ok((st, stats))
+            }
+            StepInput::Mock(items) => {
+                let mut st = ExecutionState::new(opts.execution_id.clone().unwrap_or_else(|| uuid::Uuid::new_v4().to_string()));
+                st.pin_data = opts.pin_data.clone();
+                let items: Items = Arc::new(items);
+                if parents.is_empty() {
+                    st.stack.push_back(StackEntry { node: target.to_string(), inputs: vec![Some(items)], source: vec![], resume: false });
+                } else {
+                    // Placeholder runs for the direct parents so `$('Parent')` resolves.
+                    for (p, out, _) in &parents {
+                        let mut main = vec![None; out + 1];
+                        main[*out] = Some(items.clone());
+                        st.run_data.entry(p.clone()).or_default().push(TaskData {
+                            start_time: now_ms(),
+                            execution_time: 0,
+                            execution_status: ExecutionStatus::Success,
+                            source: vec![],
+                            data: Some(TaskOutputs { main }),
+                            error: None,
+                            console: vec![],
+                            released_items: None,
+                            origin: Some(RunOrigin::Mocked),
+                        });
+                    }
+                    let entry = entry_from_parents(&st, target, &parents).ok_or_else(|| EngineError::InvalidWorkflow("no input".into()))?;
+                    st.stack.push_back(entry);
+                }
+                let stats = self.drive_state(graph, &mut st, &opts);
+                Ok((st, stats))
+            }
+        }
+    }
+
+    /// Replays expression resolution of `node`'s parameters against a past
+    /// execution: the resolved tree, failed expressions and empty results.
+    pub fn resolve_parameters(&self, graph: &Graph, state: &ExecutionState, node: &str, item_index: usize, run_index: Option<usize>) -> Result<ResolvedParameters> {
+        let n = graph.node_or_err(node)?;
+        let runs = state.run_data.get(node);
+        let run = run_index.or_else(|| runs.map(|r| r.len().saturating_sub(1))).unwrap_or(0);
+        // The node's input: from its recorded sources, else its parents' last output.
+        let (input, source): (Items, Vec<Option<TaskSource>>) = match runs.and_then(|r| r.get(run)) {
+            Some(task) => {
+                let src = task.source.clone();
+                let items = src
+                    .first()
+                    .and_then(|s| s.as_ref())
+                    .and_then(|s| state.run_data.get(&s.previous_node).and_then(|r| r.get(s.previous_node_run)).and_then(|t| t.output(s.previous_node_output)).cloned())
+                    .unwrap_or_default();
+                (items, src)
+            }
+            None => match entry_from_parents(state, node, graph.parents(node)) {
+                Some(e) => (e.inputs.first().cloned().flatten().unwrap_or_default(), e.source),
+                None => (Items::default(), vec![]),
+            },
+        };
+        let settings = self.settings();
+        let tz = graph.workflow.settings.timezone.clone().unwrap_or_else(|| settings.timezone.clone());
+        let mut expr = Expr::new(settings.limits, tz);
+        let proxy = NodeProxy {
+            graph,
+            run_data: &state.run_data,
+            node: n,
+            input: &input,
+            source: &source,
+            item_index: if input.is_empty() { -1 } else { item_index as i64 },
+            run_index: run,
+            execution_id: &state.execution_id,
+            mode: &settings.mode,
+        };
+        let mut out = ResolvedParameters { parameters: n.parameters.clone(), resolved: Value::Null, failed_expressions: vec![], empty_resolutions: vec![] };
+        out.resolved = walk(&n.parameters, "", &mut expr, &proxy, &mut out.failed_expressions, &mut out.empty_resolutions);
+        Ok(out)
+    }
+}
+
+/// Stack entry for `target` built from its parents' last outputs in `st`.
+fn entry_from_parents(st: &ExecutionState, target: &str, parents: &[(String, usize, usize)]) -> Option<StackEntry> {
+    let width = parents.iter().map(|p| p.2).max()? + 1;
+    let mut inputs = vec![None; width];
+    let mut source = vec![None; width];
+    let mut any = false;
+    for (p, out, idx) in parents {
+        let Some(runs) = st.run_data.get(p) else { continue };
+        let Some(task) = runs.last() else { continue };
+        if inputs[*idx].is_some() {
+            continue;
+        }
+        if let Some(items) = task.output(*out) {
+            inputs[*idx] = Some(items.clone());
+            source[*idx] = Some(TaskSource { previous_node: p.clone(), previous_node_output: *out, previous_node_run: runs.len() - 1 });
+            any = true;
+        }
+    }
+    any.then(|| StackEntry { node: target.to_string(), inputs, source, resume: false })
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct FailedExpression {
+    pub path: String,
+    pub expression: String,
+    pub error: String,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct EmptyResolution {
+    pub path: String,
+    pub expression: String,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ResolvedParameters {
+    pub parameters: Value,
+    pub resolved: Value,
+    pub failed_expressions: Vec<FailedExpression>,
+    pub empty_resolutions: Vec<EmptyResolution>,
+}
+
+fn walk(v: &Value, path: &str, expr: &mut Expr, proxy: &NodeProxy<'_>, failed: &mut Vec<FailedExpression>, empty: &mut Vec<EmptyResolution>) -> Value {
+    let join = |k: &str| if path.is_empty() { k.to_string() } else { format!("{path}.{k}") };
+    match v {
+        Value::String(s) if s.starts_with('=') => match expr.resolve(v, proxy) {
+            Ok(r) => {
+                if r.is_null() || r == Value::String(String::new()) {
+                    empty.push(EmptyResolution { path: path.to_string(), expression: s.clone() });
+                }
+                r
+            }
+            Err(e) => {
+                failed.push(FailedExpression { path: path.to_string(), expression: s.clone(), error: e.to_string() });
+                Value::Null
+            }
+        },
+        Value::Array(a) => Value::Array(a.iter().enumerate().map(|(i, x)| walk(x, &format!("{path}[{i}]"), expr, proxy, failed, empty)).collect()),
+        Value::Object(o) => {
+            let mut m = Map::new();
+            for (k, x) in o {
+                m.insert(k.clone(), walk(x, &join(k), expr, proxy, failed, empty));
+            }
+            Value::Object(m)
+        }
+        other => other.clone(),
+    }
+}

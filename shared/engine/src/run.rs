@@ -37,6 +37,12 @@ pub struct EngineSettings {
     pub timezone: String,
     /// Default HTTP timeout when the node sets none.
     pub http_timeout: Duration,
+    /// Release a node's items from run data once its children have them,
+    /// keeping only counts (leaves keep their items). Applies only when no
+    /// expression can look back at other nodes (`$('…')`, `$node`, paired
+    /// items); otherwise run data stays complete as in n8n. Bounds memory for
+    /// large item counts.
+    pub lean_run_data: bool,
 }
 
 impl Default for EngineSettings {
@@ -50,6 +56,7 @@ impl Default for EngineSettings {
             mode: "manual".into(),
             timezone: "UTC".into(),
             http_timeout: Duration::from_secs(300),
+            lean_run_data: false,
         }
     }
 }
@@ -185,13 +192,15 @@ impl Engine {
     }
 
     fn drive(&self, graph: &Graph, st: &mut ExecutionState, env: &Env, destination: Option<&str>) -> RunStats {
-        let mut expr = Expr::new(env.settings.limits);
+        let tz = graph.workflow.settings.timezone.clone().unwrap_or_else(|| env.settings.timezone.clone());
+        let mut expr = Expr::new(env.settings.limits, tz);
         let mut stats = RunStats::default();
         let allowed: Option<HashSet<String>> = destination.map(|d| {
             let mut s: HashSet<String> = graph.ancestors(d).into_iter().collect();
             s.insert(d.to_string());
             s
         });
+        let lean = env.settings.lean_run_data && destination.is_none() && !looks_back(graph);
         st.status = ExecutionStatus::Running;
         loop {
             if env.cancel.is_canceled() {
@@ -217,6 +226,9 @@ impl Engine {
                         continue;
                     }
                     self.enqueue(graph, st, node, children, allowed.as_ref());
+                    if lean {
+                        release(graph, st, &node.name);
+                    }
                 }
                 Step::Parked => {
                     st.status = ExecutionStatus::Waiting;
@@ -224,7 +236,12 @@ impl Engine {
                     return stats;
                 }
                 Step::Failed(err) => return self.finish(st, ExecutionStatus::Error, Some(err), stats, &expr),
-                Step::Canceled => return self.finish(st, ExecutionStatus::Canceled, None, stats, &expr),
+                Step::Canceled => {
+                    // A deadline that fired mid-node reads as a timeout, not a user cancel.
+                    let timed_out = !env.cancel.is_canceled() && env.deadline.is_some_and(|d| Instant::now() >= d);
+                    let err = timed_out.then(|| NodeError { message: "Workflow execution timed out".into(), ..error_data(&EngineError::Timeout(0), None) });
+                    return self.finish(st, ExecutionStatus::Canceled, err, stats, &expr);
+                }
             }
         }
         self.finish(st, ExecutionStatus::Success, None, stats, &expr)
@@ -241,7 +258,7 @@ impl Engine {
     }
 
     /// Runs one stack entry and records its run data.
-    fn run_entry(&self, graph: &Graph, st: &mut ExecutionState, env: &Env, expr: &mut Expr, node: &Node, entry: StackEntry) -> Step {
+    fn run_entry(&self, graph: &Graph, st: &mut ExecutionState, env: &Env, expr: &mut Expr, node: &Node, mut entry: StackEntry) -> Step {
         let run_index = st.run_data.get(&node.name).map(|r| r.len()).unwrap_or(0);
         let start = now_ms();
         let t0 = Instant::now();
@@ -259,12 +276,10 @@ impl Engine {
                 let e = EngineError::UnknownNodeType { node: node.name.clone(), node_type: node.node_type.clone() };
                 return Step::Failed(error_data(&e, Some(&node.name)));
             };
-            let inputs: Vec<Option<Items>> = if node.execute_once {
-                entry.inputs.iter().map(|i| i.as_ref().map(|v| Arc::new(v.iter().take(1).cloned().collect()))).collect()
-            } else {
-                entry.inputs.clone()
-            };
             let tries = if node.retry_on_fail { node.max_tries.unwrap_or(3).clamp(1, 5) } else { 1 };
+            // The node may consume its input only when nothing needs it after a
+            // failure (no retry, no pass-through on error).
+            let consumable = tries == 1 && node.on_error() == OnError::StopWorkflow;
             let mut node_state = st.node_context.remove(&node.name).unwrap_or(Value::Null);
             let mut res = Err(EngineError::Canceled);
             for attempt in 0..tries {
@@ -274,11 +289,18 @@ impl Engine {
                         return Step::Canceled;
                     }
                 }
+                let inputs: Vec<Option<Items>> = if node.execute_once {
+                    entry.inputs.iter().map(|i| i.as_ref().map(|v| Arc::new(v.iter().take(1).cloned().collect()))).collect()
+                } else if consumable {
+                    std::mem::take(&mut entry.inputs)
+                } else {
+                    entry.inputs.clone()
+                };
                 let mut ctx = NodeContext {
                     graph,
                     node,
                     run_data: &st.run_data,
-                    inputs: &inputs,
+                    inputs,
                     source: &entry.source,
                     run_index,
                     expr: &mut *expr,
@@ -292,6 +314,10 @@ impl Engine {
                     webhook_response: None,
                 };
                 res = f(&mut ctx);
+                if consumable && !node.execute_once {
+                    // what the node did not take (a parked Wait needs it back)
+                    entry.inputs = std::mem::take(&mut ctx.inputs);
+                }
                 console = std::mem::take(&mut ctx.console);
                 error_items = std::mem::take(&mut ctx.error_items);
                 if let Some(r) = ctx.webhook_response.take() {
@@ -314,6 +340,7 @@ impl Engine {
             data: None,
             error: None,
             console,
+            released_items: None,
             origin,
         };
         st.last_node_executed = Some(node.name.clone());
@@ -448,6 +475,28 @@ impl Engine {
                 }
             }
             ExecutionOrder::V0 => st.stack.extend(ready),
+        }
+    }
+}
+
+/// Could any expression or script read another node's run data?
+fn looks_back(graph: &Graph) -> bool {
+    graph.nodes().iter().any(|n| {
+        let s = n.parameters.to_string();
+        ["$(", "$node", "$items", "pairedItem", ".item", "$prevNode"].iter().any(|m| s.contains(m))
+            && !matches!(n.node_type.as_str(), "n8n-nodes-base.stickyNote")
+    })
+}
+
+/// Lean run data: drop the items of `node`'s last run once they are handed on.
+fn release(graph: &Graph, st: &mut ExecutionState, node: &str) {
+    let has_children = (0..graph.output_count(node)).any(|o| !graph.children(node, o).is_empty());
+    if !has_children {
+        return;
+    }
+    if let Some(task) = st.run_data.get_mut(node).and_then(|r| r.last_mut()) {
+        if let Some(data) = task.data.take() {
+            task.released_items = Some(data.main.iter().map(|o| o.as_ref().map(|i| i.len()).unwrap_or(0)).collect());
         }
     }
 }

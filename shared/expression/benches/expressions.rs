@@ -27,7 +27,13 @@ fn rate(label: &str, mut f: impl FnMut(usize)) {
 fn main() {
     let t = Instant::now();
     let mut ev = Evaluator::new(Limits::default()).expect("evaluator");
-    println!("{:<52} {:>12.1} ms", "Evaluator::new (QuickJS + Luxon + prelude)", t.elapsed().as_secs_f64() * 1e3);
+    println!("{:<52} {:>12.1} ms", "Evaluator::new, first (compiles Luxon + prelude)", t.elapsed().as_secs_f64() * 1e3);
+    let t = Instant::now();
+    let n = 20;
+    for _ in 0..n {
+        black_box(Evaluator::new(Limits::default()).expect("evaluator"));
+    }
+    println!("{:<52} {:>12.1} ms", "Evaluator::new, later (loads cached bytecode)", t.elapsed().as_secs_f64() * 1e3 / n as f64);
 
     let items: Vec<StaticData> = (0..1000)
         .map(|i| StaticData::from_json(json!({"id": i, "name": format!("user{i}"), "score": i % 100, "tags": ["a", "b"], "doubled": (i % 100) * 2})))
@@ -58,9 +64,21 @@ fn main() {
     rate("js    ={{ $now.plus(1, 'day').toISODate() }}", |i| {
         black_box(ev.evaluate("={{ $now.plus(1, 'day').toISODate() }}", d(i)).expect("eval"));
     });
+    if std::env::var_os("BENCH_DATES").is_some() {
+        for e in ["={{ $now }}", "={{ DateTime.now().year }}", "={{ DateTime.fromMillis(0).year }}", "={{ DateTime.fromMillis(0).plus({days: 1}).year }}", "={{ DateTime.fromMillis(0).toISODate() }}", "={{ Duration.fromObject({days: 1}).days }}"] {
+            rate(&format!("js    {e}"), |i| {
+                black_box(ev.evaluate(e, d(i)).expect("eval"));
+            });
+        }
+    }
     rate("code  each item: return {json: {x: $json.score + 1}}", |i| {
         black_box(ev.run_code("return {json: {x: $json.score + 1}}", CodeMode::EachItem, d(i)).expect("code"));
     });
+    let gen = "const N = 100000;\nconst out = new Array(N);\nfor (let i = 0; i < N; i++) {\n  out[i] = { json: { id: i, name: 'user' + i, score: i % 100, tags: ['a', 'b'] } };\n}\nreturn out;";
+    let t = Instant::now();
+    let out = ev.run_code(gen, CodeMode::AllItems, &StaticData::from_json(json!({}))).expect("code");
+    black_box(out);
+    println!("{:<52} {:>12.2} ms", "code  bench generator, 100k items", t.elapsed().as_secs_f64() * 1e3);
     let all = StaticData::new((0..1000).map(|i| json!({"score": i})).collect());
     let t = Instant::now();
     let out = ev

@@ -7,6 +7,35 @@
   const G = globalThis;
   const { DateTime, Duration, Interval, Settings } = luxon;
 
+  // Luxon's DateTime#plus/minus convert a 9-unit Duration to milliseconds on
+  // every call, which is slow in an interpreter. For whole values without
+  // calendar units the conversion is a plain exact sum: same result, ~10x faster.
+  const durationAs = Duration.prototype.as;
+  const MS_PER = { weeks: 604800000, days: 86400000, hours: 3600000, minutes: 60000, seconds: 1000, milliseconds: 1 };
+  Object.defineProperty(Duration.prototype, 'as', {
+    configurable: true,
+    writable: true,
+    value: function as(unit) {
+      if (unit === 'milliseconds' && this.isValid) {
+        const v = this.values;
+        let total = 0;
+        let simple = true;
+        for (const k in v) {
+          const x = v[k];
+          if (x === 0) continue;
+          const f = MS_PER[k];
+          if (f === undefined || !Number.isInteger(x)) {
+            simple = false;
+            break;
+          }
+          total += x * f;
+        }
+        if (simple && Number.isSafeInteger(total)) return total;
+      }
+      return durationAs.call(this, unit);
+    },
+  });
+
   // ------------------------------------------------------------ data access
   // Values read during one evaluation are cached so `$json.a + $json.b`
   // converts the item once; Rust bumps `state.gen` before every evaluation.

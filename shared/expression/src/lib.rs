@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 mod fast;
+mod json;
 mod sandbox;
 mod template;
 mod tz;
@@ -211,11 +212,19 @@ impl Evaluator {
     /// Evaluates in QuickJS only (no fast path): for tests and benchmarks.
     pub fn evaluate_js(&mut self, expression: &str, data: &dyn DataProxy) -> Result<Value, ExpressionError> {
         let body = expression.strip_prefix('=').unwrap_or(expression);
-        match plan(body) {
-            Ok(Plan::Literal(v)) => Ok(v),
-            Ok(Plan::Template { js, .. }) => self.eval_js(&js, expression, data),
-            Err(message) => Err(ExpressionError::Runtime { expression: expression.to_string(), message }),
+        if !self.plans.contains_key(body) {
+            let plan = plan(body).map_err(|message| ExpressionError::Runtime {
+                expression: expression.to_string(),
+                message,
+            })?;
+            self.plans.insert(body.to_string(), plan);
         }
+        let js = match self.plans.get(body) {
+            Some(Plan::Literal(v)) => return Ok(v.clone()),
+            Some(Plan::Template { js, .. }) => js.clone(),
+            None => return Err(ExpressionError::Sandbox("template cache lost an entry".into())),
+        };
+        self.eval_js(&js, expression, data)
     }
 
     /// True when `expression` is handled by the native fast path (no QuickJS

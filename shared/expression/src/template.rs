@@ -66,31 +66,31 @@ pub fn prepare_code(code: &str) -> String {
         match c {
             b'\'' | b'"' => {
                 let end = skip_string(b, i);
-                out.push_str(&code[i..end]);
+                out.push_str(code.get(i..end).unwrap_or(""));
                 i = end;
                 prev = b'a';
                 prev_word.clear();
             }
             b'`' => {
                 let end = skip_template(b, i, &mut template_depth);
-                out.push_str(&code[i..end]);
+                out.push_str(code.get(i..end).unwrap_or(""));
                 i = end;
                 prev = b'a';
                 prev_word.clear();
             }
             b'/' if b.get(i + 1) == Some(&b'/') => {
-                let end = code[i..].find('\n').map(|e| i + e).unwrap_or(b.len());
-                out.push_str(&code[i..end]);
+                let end = code.get(i..).unwrap_or("").find('\n').map(|e| i + e).unwrap_or(b.len());
+                out.push_str(code.get(i..end).unwrap_or(""));
                 i = end;
             }
             b'/' if b.get(i + 1) == Some(&b'*') => {
-                let end = code[i + 2..].find("*/").map(|e| i + 2 + e + 2).unwrap_or(b.len());
-                out.push_str(&code[i..end]);
+                let end = code.get(i + 2..).unwrap_or("").find("*/").map(|e| i + 2 + e + 2).unwrap_or(b.len());
+                out.push_str(code.get(i..end).unwrap_or(""));
                 i = end;
             }
             b'/' if regex_allowed(prev, &prev_word) => {
                 let end = skip_regex(b, i);
-                out.push_str(&code[i..end]);
+                out.push_str(code.get(i..end).unwrap_or(""));
                 i = end;
                 prev = b'a';
                 prev_word.clear();
@@ -99,12 +99,12 @@ pub fn prepare_code(code: &str) -> String {
                 // end of a `${ … }` substitution: continue the template literal
                 template_depth.pop();
                 let end = skip_template_rest(b, i + 1, &mut template_depth);
-                out.push_str(&code[i..end]);
+                out.push_str(code.get(i..end).unwrap_or(""));
                 i = end;
                 prev = b'a';
             }
             b'.' => {
-                let rest = &code[i + 1..];
+                let rest = code.get(i + 1..).unwrap_or("");
                 let name = "length";
                 if rest.starts_with(name)
                     && !rest[name.len()..]
@@ -132,8 +132,8 @@ pub fn prepare_code(code: &str) -> String {
                         *d -= 1;
                     }
                 }
-                let ch_len = utf8_len(c);
-                out.push_str(&code[i..i + ch_len]);
+                let ch_len = code.get(i..).and_then(|r| r.chars().next()).map_or(1, char::len_utf8);
+                out.push_str(code.get(i..i + ch_len).unwrap_or(""));
                 if c.is_ascii_alphanumeric() || c == b'_' || c == b'$' {
                     if !(prev.is_ascii_alphanumeric() || prev == b'_' || prev == b'$') {
                         prev_word.clear();
@@ -149,15 +149,6 @@ pub fn prepare_code(code: &str) -> String {
         }
     }
     out
-}
-
-fn utf8_len(c: u8) -> usize {
-    match c {
-        0xF0..=0xFF => 4,
-        0xE0..=0xEF => 3,
-        0xC0..=0xDF => 2,
-        _ => 1,
-    }
 }
 
 fn regex_allowed(prev: u8, prev_word: &str) -> bool {

@@ -33,6 +33,9 @@ pub const VARIABLES: &[Variable] = &[
     Variable { name: "WS_MANAGEMENT_URL", purpose: "API Gateway Management API endpoint for pushing WebSocket frames (`https://{api}.execute-api.{region}.amazonaws.com/{stage}` in AWS, the local cloud's URL locally)", default: None },
     Variable { name: "INSTANCE_AI_MODEL", purpose: "model provider: `anthropic:<model>`, `openai:<model>`, `openai-compatible:<base-url>:<model>`, `bedrock:<model-id>` or `scripted:<path>`", default: None },
     Variable { name: "INSTANCE_AI_MAX_STEPS", purpose: "maximum agent steps (model calls) per run", default: Some("50") },
+    Variable { name: "INSTANCE_AI_STEP_LEASE_SECS", purpose: "how long a queued or running agent step may go silent before the sweep finishes its run as interrupted", default: Some("960") },
+    Variable { name: "INSTANCE_AI_STEP_BUDGET_SECS", purpose: "wall time one agent step may use before it checkpoints and re-enqueues itself (below the step function's 900 s limit)", default: Some("600") },
+    Variable { name: "INSTANCE_AI_CONFIRMATION_TIMEOUT_SECS", purpose: "deny a pending confirmation request after this many seconds (unset: wait for the user forever)", default: None },
     Variable { name: "INSTANCE_AI_LOCAL_DATA_KEY", purpose: "base64 of 32 bytes: the key that encrypts credential secrets in development (use KMS in AWS)", default: None },
     Variable { name: "INSTANCE_AI_KMS_KEY_ID", purpose: "KMS key id/ARN for credential envelope encryption in AWS", default: None },
     Variable { name: "INSTANCE_AI_BOOTSTRAP_KEYS", purpose: "`user:key,user:key` pairs seeded as API keys when the local cloud starts", default: None },
@@ -50,6 +53,9 @@ pub struct Config {
     pub ws_management_url: Option<String>,
     pub model: Option<String>,
     pub max_steps: u32,
+    pub step_lease_secs: u64,
+    pub step_budget_secs: u64,
+    pub confirmation_timeout_secs: Option<u64>,
     pub local_data_key: Option<[u8; 32]>,
     pub kms_key_id: Option<String>,
     pub bootstrap_keys: Vec<(String, String)>,
@@ -69,6 +75,9 @@ impl fmt::Debug for Config {
             .field("ws_management_url", &self.ws_management_url)
             .field("model", &self.model)
             .field("max_steps", &self.max_steps)
+            .field("step_lease_secs", &self.step_lease_secs)
+            .field("step_budget_secs", &self.step_budget_secs)
+            .field("confirmation_timeout_secs", &self.confirmation_timeout_secs)
             .field("local_data_key", &self.local_data_key.map(|_| "<set>"))
             .field("kms_key_id", &self.kms_key_id)
             .field("bootstrap_keys", &self.bootstrap_keys.len())
@@ -103,6 +112,17 @@ impl Config {
                 _ => return Err(malformed("INSTANCE_AI_MAX_STEPS", format!("expected a positive integer, got {v:?}"))),
             },
         };
+        let secs = |name: &'static str| -> Result<Option<u64>, ConfigError> {
+            get(name)
+                .map(|v| match v.trim().parse::<u64>() {
+                    Ok(n) if n > 0 => Ok(n),
+                    _ => Err(malformed(name, format!("expected a positive number of seconds, got {v:?}"))),
+                })
+                .transpose()
+        };
+        let step_lease_secs = secs("INSTANCE_AI_STEP_LEASE_SECS")?.unwrap_or(960);
+        let step_budget_secs = secs("INSTANCE_AI_STEP_BUDGET_SECS")?.unwrap_or(600);
+        let confirmation_timeout_secs = secs("INSTANCE_AI_CONFIRMATION_TIMEOUT_SECS")?;
         let local_data_key = get("INSTANCE_AI_LOCAL_DATA_KEY").map(parse_data_key).transpose()?;
         let kms_key_id = get("INSTANCE_AI_KMS_KEY_ID");
         let bootstrap_keys =
@@ -135,6 +155,9 @@ impl Config {
             ws_management_url,
             model,
             max_steps,
+            step_lease_secs,
+            step_budget_secs,
+            confirmation_timeout_secs,
             local_data_key,
             kms_key_id,
             bootstrap_keys,

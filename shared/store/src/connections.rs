@@ -241,6 +241,21 @@ impl Connections {
         }
     }
 
+    /// The token of the current subscribe attempt of `conn` to `thread`, if any.
+    pub async fn subscription_token(&self, thread: &ThreadId, conn: &ConnectionId) -> Result<Option<String>, StoreError> {
+        let out = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .key("pk", sub_pk(thread))
+            .key("sk", sub_sk(conn))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(StoreError::dynamo)?;
+        Ok(out.item.as_ref().and_then(|i| get_s(i, "token")).map(str::to_owned))
+    }
+
     /// The subscriptions of `thread` (read consistently when `consistent`).
     pub async fn subscriptions(&self, thread: &ThreadId, consistent: bool) -> Result<Vec<Subscription>, StoreError> {
         let mut out = Vec::new();

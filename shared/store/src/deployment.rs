@@ -403,7 +403,8 @@ pub const FUNCTIONS: &[FunctionDef] = &[
         timeout_secs: 300,
         memory_mb: 256,
         tables: &[rw(Agent), rw(Events), rw(LiveFrames), rw(Connections), rw(Executions)],
-        sends_to: &[QueueId::Runs],
+        // Steps: an expired confirmation is resumed as denied.
+        sends_to: &[QueueId::Steps, QueueId::Runs],
         consumes: &[],
         inspects: &[],
         manages_connections: true,

@@ -8,12 +8,17 @@
 //! `TransactWriteItems` of consecutive seqs. Seq N+1 is written only by a
 //! writer that knows N exists, so a reader that sees N has everything below.
 //!
+//! A conditional failure can also be our own write: the SDK retries a
+//! request whose answer was lost after it committed. Every item carries the
+//! writer's `writeId`, returned with the failure (`ALL_OLD`), so a writer
+//! recognises its own commit instead of appending the event twice.
+//!
 //! The head is cached per thread in the `EventLog` value (share it, e.g. in
 //! an `Arc` or by `Clone`: clones share the cache), so the common case is one
 //! request per durable event.
 
 use crate::error::StoreError;
-use aws_sdk_dynamodb::types::{AttributeValue, Put, TransactWriteItem};
+use aws_sdk_dynamodb::types::{AttributeValue, Put, ReturnValuesOnConditionCheckFailure, TransactWriteItem};
 use protocol::events::{Event, StoredEvent};
 use protocol::ids::ThreadId;
 use std::collections::HashMap;
@@ -30,11 +35,55 @@ const WALK_BEFORE_REREAD: u32 = 2;
 /// Gives up on a thread so contended that no slot was won in this many tries.
 const MAX_ATTEMPTS: u32 = 10_000;
 
+/// How a batch of events is written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BatchMode {
+    /// One `TransactWriteItems` per batch: consecutive ids, all or nothing,
+    /// one request. The mode for DynamoDB.
+    Transaction,
+    /// One conditional put per event: each event still gets the next free id
+    /// (the invariant holds per event), but another writer's events may
+    /// interleave and a failure can leave a prefix written. For emulators:
+    /// moto's `TransactWriteItems` is not isolated — a cancelled transaction
+    /// restores whole tables from a snapshot taken when it began, erasing
+    /// writes other clients committed meanwhile.
+    Sequential,
+}
+
+impl BatchMode {
+    /// `Sequential` when talking to an emulator (`AWS_ENDPOINT_URL` set),
+    /// `Transaction` in AWS.
+    pub fn for_config(config: &crate::config::Config) -> BatchMode {
+        if config.endpoint_url.is_some() {
+            BatchMode::Sequential
+        } else {
+            BatchMode::Transaction
+        }
+    }
+}
+
+/// Serialises appends and subscription hand-offs inside this process, only
+/// against an emulator. moto runs requests on threads without isolating
+/// transactions: a cancelled `TransactWriteItems` restores whole tables from
+/// a snapshot taken when it began, erasing writes that landed meanwhile. The
+/// local cloud is one process, so holding this lock around appends and
+/// around `go_live` (whose pre-checks then make cancellation impossible)
+/// keeps moto consistent. In AWS (`active == false`) it is a no-op.
+pub async fn emulator_guard(active: bool) -> Option<tokio::sync::MutexGuard<'static, ()>> {
+    static LOCK: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+    if active {
+        Some(LOCK.lock().await)
+    } else {
+        None
+    }
+}
+
 #[derive(Clone, Debug)]
 pub struct EventLog {
     client: aws_sdk_dynamodb::Client,
     table: String,
     heads: Arc<Mutex<HashMap<String, u64>>>,
+    batch_mode: BatchMode,
 }
 
 fn s(v: impl Into<String>) -> AttributeValue {
@@ -51,7 +100,36 @@ fn now_ms() -> u64 {
 
 impl EventLog {
     pub fn new(client: aws_sdk_dynamodb::Client, table: impl Into<String>) -> Self {
-        EventLog { client, table: table.into(), heads: Arc::new(Mutex::new(HashMap::new())) }
+        EventLog {
+            client,
+            table: table.into(),
+            heads: Arc::new(Mutex::new(HashMap::new())),
+            batch_mode: BatchMode::Transaction,
+        }
+    }
+
+    /// The log of a deployment: its Events table and the batch mode its
+    /// endpoint supports.
+    pub fn from_config(
+        client: aws_sdk_dynamodb::Client,
+        config: &crate::config::Config,
+    ) -> Result<Self, StoreError> {
+        let table = config.table(crate::deployment::TableId::Events)?;
+        Ok(EventLog::new(client, table).with_batch_mode(BatchMode::for_config(config)))
+    }
+
+    pub fn with_batch_mode(mut self, mode: BatchMode) -> Self {
+        self.batch_mode = mode;
+        self
+    }
+
+    pub fn batch_mode(&self) -> BatchMode {
+        self.batch_mode
+    }
+
+    /// Talking to an emulator (see [`BatchMode::Sequential`], [`emulator_guard`]).
+    pub fn emulated(&self) -> bool {
+        self.batch_mode == BatchMode::Sequential
     }
 
     pub fn table(&self) -> &str {
@@ -122,6 +200,12 @@ impl EventLog {
             bodies.push((e.event_type().as_str(), e.run_id.0.as_str(), e.ts.unwrap_or_else(now_ms), json));
         }
         let mut ids = Vec::with_capacity(events.len());
+        if self.batch_mode == BatchMode::Sequential {
+            for body in &bodies {
+                ids.push(self.append_chunk(thread, std::slice::from_ref(body)).await?);
+            }
+            return Ok(ids);
+        }
         for chunk in bodies.chunks(MAX_BATCH) {
             let first = self.append_chunk(thread, chunk).await?;
             ids.extend(first..first + chunk.len() as u64);
@@ -129,8 +213,15 @@ impl EventLog {
         Ok(ids)
     }
 
-    fn item(&self, thread: &ThreadId, seq: u64, body: &(&str, &str, u64, String)) -> HashMap<String, AttributeValue> {
+    fn item(
+        &self,
+        thread: &ThreadId,
+        seq: u64,
+        write_id: &str,
+        body: &(&str, &str, u64, String),
+    ) -> HashMap<String, AttributeValue> {
         HashMap::from([
+            ("writeId".to_owned(), s(write_id)),
             ("threadId".to_owned(), s(&thread.0)),
             ("seq".to_owned(), n(seq)),
             ("type".to_owned(), s(body.0)),
@@ -142,17 +233,19 @@ impl EventLog {
 
     /// Writes `chunk` at head+1.. and returns the first id.
     async fn append_chunk(&self, thread: &ThreadId, chunk: &[(&str, &str, u64, String)]) -> Result<u64, StoreError> {
+        let _serialised = emulator_guard(self.emulated()).await;
         let mut head = match self.cached_head(thread) {
             Some(h) => h,
             None => self.head(thread).await?,
         };
+        let write_id = uuid::Uuid::new_v4().simple().to_string();
         let mut misses = 0u32;
         for _ in 0..MAX_ATTEMPTS {
             let first = head + 1;
             let won = if chunk.len() == 1 {
-                self.put_one(thread, first, &chunk[0]).await?
+                self.put_one(thread, first, &write_id, &chunk[0]).await?
             } else {
-                self.put_many(thread, first, chunk).await?
+                self.put_many(thread, first, &write_id, chunk).await?
             };
             if won {
                 self.remember(thread, first + chunk.len() as u64 - 1);
@@ -171,36 +264,69 @@ impl EventLog {
         Err(StoreError::Conflict(format!("thread {thread}: no free event slot after {MAX_ATTEMPTS} attempts")))
     }
 
-    /// `Ok(false)` when `seq` is taken.
-    async fn put_one(&self, thread: &ThreadId, seq: u64, body: &(&str, &str, u64, String)) -> Result<bool, StoreError> {
+    /// `Ok(false)` when `seq` is taken by another writer.
+    async fn put_one(
+        &self,
+        thread: &ThreadId,
+        seq: u64,
+        write_id: &str,
+        body: &(&str, &str, u64, String),
+    ) -> Result<bool, StoreError> {
         let result = self
             .client
             .put_item()
             .table_name(&self.table)
-            .set_item(Some(self.item(thread, seq, body)))
+            .set_item(Some(self.item(thread, seq, write_id, body)))
             .condition_expression("attribute_not_exists(seq)")
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
             .send()
             .await;
+        use aws_sdk_dynamodb::operation::put_item::PutItemError;
         match result {
             Ok(_) => Ok(true),
-            Err(e) if e.as_service_error().is_some_and(|s| s.is_conditional_check_failed_exception()) => Ok(false),
-            Err(e) => Err(StoreError::dynamo(e)),
+            Err(e) => match e.as_service_error() {
+                Some(PutItemError::ConditionalCheckFailedException(c)) => match c.item() {
+                    Some(old) => Ok(is_ours(old, write_id)),
+                    None => self.written_by(thread, seq, write_id).await,
+                },
+                _ => Err(StoreError::dynamo(e)),
+            },
         }
     }
 
-    /// `Ok(false)` when any of `first..` is taken (nothing was written).
+    /// Whether the item at `seq` was written by `write_id` (a consistent read;
+    /// only needed when a failure did not return the existing item).
+    async fn written_by(&self, thread: &ThreadId, seq: u64, write_id: &str) -> Result<bool, StoreError> {
+        let out = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .key("threadId", s(&thread.0))
+            .key("seq", n(seq))
+            .consistent_read(true)
+            .projection_expression("writeId")
+            .send()
+            .await
+            .map_err(StoreError::dynamo)?;
+        Ok(out.item.is_some_and(|i| is_ours(&i, write_id)))
+    }
+
+    /// `Ok(false)` when any of `first..` is taken by another writer (then
+    /// nothing was written).
     async fn put_many(
         &self,
         thread: &ThreadId,
         first: u64,
+        write_id: &str,
         chunk: &[(&str, &str, u64, String)],
     ) -> Result<bool, StoreError> {
         let mut items = Vec::with_capacity(chunk.len());
         for (i, body) in chunk.iter().enumerate() {
             let put = Put::builder()
                 .table_name(&self.table)
-                .set_item(Some(self.item(thread, first + i as u64, body)))
+                .set_item(Some(self.item(thread, first + i as u64, write_id, body)))
                 .condition_expression("attribute_not_exists(seq)")
+                .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
                 .build()
                 .map_err(StoreError::dynamo)?;
             items.push(TransactWriteItem::builder().put(put).build());
@@ -209,17 +335,19 @@ impl EventLog {
         match result {
             Ok(_) => Ok(true),
             Err(e) => {
-                let conflict = e.as_service_error().is_some_and(|se| match se {
-                    aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError::TransactionCanceledException(c) => c
-                        .cancellation_reasons()
-                        .iter()
-                        .any(|r| r.code() == Some("ConditionalCheckFailed")),
-                    _ => false,
-                });
-                if conflict {
-                    Ok(false)
-                } else {
-                    Err(StoreError::dynamo(e))
+                use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
+                let Some(TransactWriteItemsError::TransactionCanceledException(c)) = e.as_service_error() else {
+                    return Err(StoreError::dynamo(e));
+                };
+                let failed: Vec<_> =
+                    c.cancellation_reasons().iter().filter(|r| r.code() == Some("ConditionalCheckFailed")).collect();
+                if failed.is_empty() {
+                    return Err(StoreError::dynamo(e));
+                }
+                // All-or-nothing: if any slot holds our writeId, all of them do.
+                match failed.iter().find_map(|r| r.item()) {
+                    Some(old) => Ok(is_ours(old, write_id)),
+                    None => self.written_by(thread, first, write_id).await,
                 }
             }
         }
@@ -278,6 +406,10 @@ impl EventLog {
         }
         Ok(all)
     }
+}
+
+fn is_ours(item: &HashMap<String, AttributeValue>, write_id: &str) -> bool {
+    matches!(item.get("writeId"), Some(AttributeValue::S(w)) if w == write_id)
 }
 
 fn seq_of(item: &HashMap<String, AttributeValue>) -> Result<u64, StoreError> {

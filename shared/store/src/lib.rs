@@ -18,6 +18,8 @@ pub mod fake_ws;
 pub mod live_frames;
 pub mod provision;
 pub mod publisher;
+pub mod runs;
+pub mod suspensions;
 #[cfg(feature = "test-support")]
 pub mod testing;
 pub mod threads;
@@ -30,4 +32,6 @@ pub use event_log::EventLog;
 pub use event_writer::EventWriter;
 pub use live_frames::LiveFrames;
 pub use publisher::Publisher;
+pub use runs::Runs;
+pub use suspensions::Suspensions;
 pub use threads::Threads;

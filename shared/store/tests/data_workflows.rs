@@ -4,9 +4,9 @@
 mod data_support;
 
 use serde_json::{json, Value};
-use store::data::workflows::{FolderSelector, NewWorkflow, StatusFilter, WorkflowBody, WorkflowQuery, WorkflowUpdate};
 use store::data::folders::ResolutionFailure;
 use store::data::users_projects::ProjectRole;
+use store::data::workflows::{FolderSelector, NewWorkflow, StatusFilter, WorkflowBody, WorkflowQuery, WorkflowUpdate};
 use store::StoreError;
 
 fn body(extra_node: Option<&str>) -> WorkflowBody {
@@ -74,7 +74,8 @@ async fn concurrent_stale_updates_have_exactly_one_winner() {
             let data = data.clone();
             let (id, base, alice) = (wf.meta.id.clone(), base.clone(), alice.clone());
             tokio::spawn(async move {
-                let update = WorkflowUpdate { body: Some(body(Some(&format!("Writer {round}-{i}")))), ..Default::default() };
+                let update =
+                    WorkflowUpdate { body: Some(body(Some(&format!("Writer {round}-{i}")))), ..Default::default() };
                 data.workflows.update(&id, &base, update, &alice).await
             })
         });
@@ -92,7 +93,10 @@ async fn concurrent_stale_updates_have_exactly_one_winner() {
         assert_eq!(now.body, winners[0].body);
     }
     // A writer still holding the first version is refused, not merged.
-    let stale = data.workflows.update(&wf.meta.id, &v0, WorkflowUpdate { name: Some("late".into()), ..Default::default() }, &alice).await;
+    let stale = data
+        .workflows
+        .update(&wf.meta.id, &v0, WorkflowUpdate { name: Some("late".into()), ..Default::default() }, &alice)
+        .await;
     assert!(matches!(stale, Err(StoreError::Conflict(_))));
     assert_eq!(data.workflows.list_versions(&wf.meta.id, Some(100), 0).await.unwrap().len(), 4);
 }
@@ -105,7 +109,12 @@ async fn versions_restore_publish_archive() {
     let v1 = wf.meta.version_id.clone();
     let w2 = data
         .workflows
-        .update(&wf.meta.id, &v1, WorkflowUpdate { body: Some(body(Some("Second"))), autosaved: true, ..Default::default() }, &alice)
+        .update(
+            &wf.meta.id,
+            &v1,
+            WorkflowUpdate { body: Some(body(Some("Second"))), autosaved: true, ..Default::default() },
+            &alice,
+        )
         .await
         .unwrap();
     let v2 = w2.meta.version_id.clone();
@@ -125,7 +134,10 @@ async fn versions_restore_publish_archive() {
     assert!(rows.iter().any(|r| r.is_active && r.info.version_id == v1));
 
     // Named versions.
-    data.workflows.update_version(&wf.meta.id, &v1, Some(Some("Go-live".into())), Some(Some("first release".into()))).await.unwrap();
+    data.workflows
+        .update_version(&wf.meta.id, &v1, Some(Some("Go-live".into())), Some(Some("first release".into())))
+        .await
+        .unwrap();
     let named = data.workflows.get_version(&wf.meta.id, &v1).await.unwrap().unwrap();
     assert_eq!(named.info.name.as_deref(), Some("Go-live"));
     assert_eq!(named.body, body(None));
@@ -166,7 +178,12 @@ async fn listing_filters_folders_tags_and_scopes() {
     let deep = data.folders.create(&team.id, "Invoices", Some(&acme.id)).await.unwrap();
 
     let mut ids = Vec::new();
-    for (name, folder) in [("CRM sync", None), ("Acme invoices", Some(&deep.id)), ("Acme onboarding", Some(&acme.id)), ("Clients digest", Some(&clients.id))] {
+    for (name, folder) in [
+        ("CRM sync", None),
+        ("Acme invoices", Some(&deep.id)),
+        ("Acme onboarding", Some(&acme.id)),
+        ("Clients digest", Some(&clients.id)),
+    ] {
         let mut n = new_wf(&team.id, name);
         n.folder_id = folder.cloned();
         ids.push(data.workflows.create(n, &alice).await.unwrap().meta.id);
@@ -178,9 +195,20 @@ async fn listing_filters_folders_tags_and_scopes() {
     let all = data.workflows.list(&alice, &WorkflowQuery::default()).await.unwrap();
     assert_eq!(all.total, 4);
     assert!(all.workflows.iter().all(|r| r.project.is_some()));
-    let archived = data.workflows.list(&alice, &WorkflowQuery { status: StatusFilter::Archived, ..Default::default() }).await.unwrap();
+    let archived = data
+        .workflows
+        .list(&alice, &WorkflowQuery { status: StatusFilter::Archived, ..Default::default() })
+        .await
+        .unwrap();
     assert_eq!(archived.workflows.len(), 1);
-    assert_eq!(data.workflows.list(&alice, &WorkflowQuery { status: StatusFilter::All, ..Default::default() }).await.unwrap().total, 5);
+    assert_eq!(
+        data.workflows
+            .list(&alice, &WorkflowQuery { status: StatusFilter::All, ..Default::default() })
+            .await
+            .unwrap()
+            .total,
+        5
+    );
 
     // Name filter: total vs totalInScope, and a note.
     let q = WorkflowQuery { query: Some("acme".into()), project_id: Some(team.id.clone()), ..Default::default() };
@@ -189,13 +217,18 @@ async fn listing_filters_folders_tags_and_scopes() {
     assert!(page.note.is_some());
     assert!(page.workflows.iter().all(|r| r.project.is_none()), "narrowed to one project");
     // Description matches only when asked (search_workflows).
-    let by_desc = WorkflowQuery { query: Some("digest description".into()), match_description: true, ..Default::default() };
+    let by_desc =
+        WorkflowQuery { query: Some("digest description".into()), match_description: true, ..Default::default() };
     assert_eq!(data.workflows.list(&alice, &by_desc).await.unwrap().total, 1);
     let limited = data.workflows.list(&alice, &WorkflowQuery { limit: 1, ..Default::default() }).await.unwrap();
     assert_eq!((limited.workflows.len(), limited.total), (1, 4));
 
     // Folder by path: recursive by default, rows carry the folder path.
-    let in_acme = WorkflowQuery { project_id: Some(team.id.clone()), folder: Some(FolderSelector::Path("Clients/Acme".into())), ..Default::default() };
+    let in_acme = WorkflowQuery {
+        project_id: Some(team.id.clone()),
+        folder: Some(FolderSelector::Path("Clients/Acme".into())),
+        ..Default::default()
+    };
     let page = data.workflows.list(&alice, &in_acme).await.unwrap();
     assert_eq!(page.total, 2);
     assert!(page.workflows.iter().any(|r| r.folder.as_ref().is_some_and(|f| f.path == "Clients/Acme/Invoices")));
@@ -218,7 +251,11 @@ async fn listing_filters_folders_tags_and_scopes() {
     let bobs = data.workflows.list(&bob, &WorkflowQuery::default()).await.unwrap();
     assert_eq!(bobs.total, 3);
     assert!(bobs.workflows.iter().all(|r| !r.can_execute && r.scopes == vec!["workflow:read".to_owned()]));
-    let alices = data.workflows.list(&alice, &WorkflowQuery { project_id: Some(team.id.clone()), ..Default::default() }).await.unwrap();
+    let alices = data
+        .workflows
+        .list(&alice, &WorkflowQuery { project_id: Some(team.id.clone()), ..Default::default() })
+        .await
+        .unwrap();
     assert!(alices.workflows.iter().all(|r| r.can_execute && r.scopes.contains(&"workflow:publish".to_owned())));
 
     // Move, tags, availableInMCP.
@@ -230,7 +267,11 @@ async fn listing_filters_folders_tags_and_scopes() {
     let got = data.workflows.get(&ids[3]).await.unwrap().unwrap();
     assert_eq!(got.tags.len(), 2);
     assert!(got.meta.available_in_mcp && got.meta.parent_folder_id.is_none());
-    let mcp = data.workflows.list(&alice, &WorkflowQuery { available_in_mcp: Some(true), ..Default::default() }).await.unwrap();
+    let mcp = data
+        .workflows
+        .list(&alice, &WorkflowQuery { available_in_mcp: Some(true), ..Default::default() })
+        .await
+        .unwrap();
     assert_eq!(mcp.total, 1);
 
     // Deleting a folder subtree moves its workflows elsewhere.

@@ -1,8 +1,264 @@
-//! the SSE event stream.
+//! `GET /instance-ai/events/{threadId}`: the SSE event stream.
+//!
+//! Bearer auth and an owner check (a stranger's thread is 404), then a
+//! streamed body: a `retry:` hint, the replay of `seq > cursor` (cursor from
+//! `Last-Event-ID`, else `?lastEventId=`, else 0), then a tail that polls
+//! the log with short consistent queries and the LiveFrames feed for
+//! ephemeral frames. Only durable frames carry `id:`. Idle streams get
+//! keep-alive comments. The stream ends cleanly before the Lambda deadline
+//! (the client reconnects with `Last-Event-ID`) and stops as soon as the
+//! client disconnects (the body is dropped, the channel closes).
 
-use crate::App;
-use lambda_http::{Body, Request, Response};
+use crate::sse::SseBody;
+use crate::{ApiError, App};
+use bytes::Bytes;
+use lambda_http::{Request, RequestExt, Response};
+use protocol::events::sse_frame;
+use protocol::ids::ThreadId;
+use std::collections::{BTreeSet, HashSet};
+use std::time::{Duration, Instant};
+use store::deployment::{FunctionId, TableId};
+use store::live_frames::{at_cursor, at_millis, LiveFrames};
+use store::{EventLog, Threads};
+use tokio::sync::mpsc::Sender;
 
-pub async fn handle(app: &App, req: Request) -> Response<Body> {
-    super::not_yet(app, &req, "the SSE event stream").await
+/// Knobs of one stream; [`SseOptions::default`] fits the `events` Lambda.
+#[derive(Debug, Clone)]
+pub struct SseOptions {
+    /// End the stream this long after it started (before the function's limit).
+    pub max_duration: Duration,
+    /// Comment line after this much silence, so proxies keep the connection.
+    pub keep_alive: Duration,
+    /// Sleep between polls when nothing new arrived.
+    pub poll_interval: Duration,
+    /// The `retry:` hint (ms) the client waits before reconnecting.
+    pub retry_ms: u64,
+    /// Live frames are read from this far behind the newest one seen: a
+    /// writer's 100 ms batch can land after a later-stamped frame.
+    pub live_lag: Duration,
+}
+
+impl Default for SseOptions {
+    fn default() -> Self {
+        // Leave 30 s of the function's timeout for the goodbye and slack.
+        let limit = u64::from(FunctionId::Events.def().timeout_secs);
+        SseOptions {
+            max_duration: Duration::from_secs(limit.saturating_sub(30).max(10)),
+            keep_alive: Duration::from_secs(15),
+            poll_interval: Duration::from_millis(200),
+            retry_ms: 1000,
+            live_lag: Duration::from_secs(2),
+        }
+    }
+}
+
+/// Durable events per log query.
+const PAGE: u32 = 200;
+/// Consecutive store failures after which the stream ends (the client
+/// reconnects with its cursor, maybe to a healthier instance).
+const MAX_FAILURES: u32 = 5;
+
+pub async fn handle(app: &App, req: Request) -> Response<SseBody> {
+    handle_with(app, req, SseOptions::default()).await
+}
+
+pub async fn handle_with(app: &App, req: Request, options: SseOptions) -> Response<SseBody> {
+    match start(app, &req, options).await {
+        Ok(resp) => resp,
+        Err(e) => {
+            let resp = e.into_response();
+            let (parts, body) = resp.into_parts();
+            Response::from_parts(parts, SseBody::full(body_bytes(body)))
+        }
+    }
+}
+
+fn body_bytes(body: lambda_http::Body) -> Bytes {
+    match body {
+        lambda_http::Body::Text(t) => Bytes::from(t),
+        lambda_http::Body::Binary(b) => Bytes::from(b),
+        _ => Bytes::new(),
+    }
+}
+
+async fn start(app: &App, req: &Request, options: SseOptions) -> Result<Response<SseBody>, ApiError> {
+    if req.method() != http::Method::GET {
+        return Err(ApiError::MethodNotAllowed("use GET".into()));
+    }
+    let user = crate::auth::authenticate(app, req.headers()).await?;
+    let raw = path_thread(req).ok_or_else(|| ApiError::NotFound("thread not found".into()))?;
+    if !protocol::ids::is_valid_path_id(&raw) {
+        return Err(ApiError::NotFound("thread not found".into()));
+    }
+    let thread = ThreadId(raw);
+    let cursor = cursor(req)?;
+    let internal = |e: store::config::ConfigError| ApiError::Internal(e.to_string());
+    let threads = Threads::new(app.clients.dynamo.clone(), app.config.table(TableId::Agent).map_err(internal)?);
+    threads.check_owner(&thread, &user).await?;
+    let log = EventLog::from_config(app.clients.dynamo.clone(), &app.config).map_err(|e| ApiError::Internal(e.to_string()))?;
+    let live = LiveFrames::new(app.clients.dynamo.clone(), app.config.table(TableId::LiveFrames).map_err(internal)?);
+
+    let (tx, body) = SseBody::channel();
+    tokio::spawn(stream(log, live, thread, cursor, options, tx));
+    Response::builder()
+        .status(200)
+        .header(http::header::CONTENT_TYPE, "text/event-stream; charset=UTF-8")
+        .header(http::header::CACHE_CONTROL, "no-cache, no-transform")
+        .header(http::header::CONNECTION, "keep-alive")
+        .header("X-Accel-Buffering", "no")
+        .body(body)
+        .map_err(|e| ApiError::Internal(e.to_string()))
+}
+
+/// `{threadId}` from the route, or the last path segment when the caller
+/// did not fill in path parameters.
+fn path_thread(req: &Request) -> Option<String> {
+    crate::http_util::path_param(req, "threadId").or_else(|| {
+        let path = req.uri().path().trim_end_matches('/');
+        path.strip_prefix("/instance-ai/events/").filter(|s| !s.contains('/')).map(str::to_owned)
+    })
+}
+
+/// The replay cursor: `Last-Event-ID` wins over `?lastEventId=`; neither is 0.
+fn cursor(req: &Request) -> Result<u64, ApiError> {
+    if let Some(h) = req.headers().get("last-event-id") {
+        let s = h.to_str().map_err(|_| ApiError::BadRequest("Last-Event-ID is not text".into()))?;
+        return protocol::events::parse_cursor(s).map_err(ApiError::BadRequest);
+    }
+    let from_ext = req.query_string_parameters_ref().and_then(|q| q.first("lastEventId").map(str::to_owned));
+    let from_uri = || {
+        req.uri().query().and_then(|q| {
+            q.split('&').find_map(|kv| kv.strip_prefix("lastEventId=").map(str::to_owned))
+        })
+    };
+    match from_ext.or_else(from_uri) {
+        Some(v) => protocol::events::parse_cursor(&v).map_err(ApiError::BadRequest),
+        None => Ok(0),
+    }
+}
+
+/// The text segment a delta or block belongs to: (agent, responseId, reasoning?).
+fn segment(e: &protocol::Event) -> Option<(String, Option<String>, bool)> {
+    use protocol::EventType as T;
+    let reasoning = match e.event_type() {
+        T::TextDelta | T::TextBlock => false,
+        T::ReasoningDelta | T::ReasoningBlock => true,
+        _ => return None,
+    };
+    Some((e.agent_id.0.clone(), e.response_id.clone(), reasoning))
+}
+
+/// Sends one chunk; `false` once the client is gone.
+async fn send(tx: &Sender<Bytes>, chunk: String) -> bool {
+    tx.send(Bytes::from(chunk)).await.is_ok()
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or_default()
+}
+
+async fn stream(log: EventLog, live: LiveFrames, thread: ThreadId, mut cursor: u64, o: SseOptions, tx: Sender<Bytes>) {
+    let started = Instant::now();
+    let mut last_sent = Instant::now();
+    if !send(&tx, format!("retry: {}\n\n", o.retry_ms)).await {
+        return;
+    }
+    // Ephemeral frames stamped from now on; earlier ones are covered by blocks.
+    let lag_ms = o.live_lag.as_millis() as u64;
+    let live_floor = at_cursor(now_ms());
+    let mut live_newest = now_ms();
+    let mut live_seen: BTreeSet<String> = BTreeSet::new();
+    // Segments whose block this stream already sent: a late delta of one of
+    // them would be appended after the block's replace and show text twice.
+    let mut closed: HashSet<(String, Option<String>, bool)> = HashSet::new();
+    let mut failures = 0u32;
+    tracing::info!(thread = %thread, cursor, "sse stream started");
+    loop {
+        if tx.is_closed() {
+            tracing::info!(thread = %thread, "sse client gone");
+            return;
+        }
+        if started.elapsed() >= o.max_duration {
+            // Ask the client to come back at once with its Last-Event-ID.
+            let _ = send(&tx, format!(": deadline, reconnect\nretry: {}\n\n", o.retry_ms)).await;
+            tracing::info!(thread = %thread, cursor, "sse stream ended at its deadline");
+            return;
+        }
+        let mut sent_any = false;
+        // Live frames first: the writer stores deltas before the block that
+        // ends their segment, so this order never shows a delta after its block.
+        match live.read_after(&thread, &at_cursor(live_newest.saturating_sub(lag_ms)), 500).await {
+            Ok(frames) => {
+                failures = 0;
+                for f in frames {
+                    if f.at < live_floor || !live_seen.insert(f.at.clone()) {
+                        continue;
+                    }
+                    live_newest = live_newest.max(at_millis(&f.at));
+                    if let Some(key) = segment(&f.event) {
+                        if closed.contains(&key) {
+                            continue;
+                        }
+                    }
+                    sent_any = true;
+                    if !send(&tx, sse_frame(None, &f.event)).await {
+                        return;
+                    }
+                }
+                // Keys older than the look-back window are never read again.
+                let floor = at_cursor(live_newest.saturating_sub(lag_ms));
+                live_seen = live_seen.split_off(&floor);
+            }
+            Err(e) => {
+                failures += 1;
+                tracing::warn!(thread = %thread, error = %e, "sse: live frames read failed");
+            }
+        }
+        match log.read_after(&thread, cursor, PAGE).await {
+            Ok(events) => {
+                failures = 0;
+                let full = events.len() == PAGE as usize;
+                for stored in events {
+                    if let Some(key) = segment(&stored.event) {
+                        closed.insert(key);
+                    }
+                    cursor = stored.seq;
+                    sent_any = true;
+                    if !send(&tx, sse_frame(Some(stored.seq), &stored.event)).await {
+                        return;
+                    }
+                }
+                if full {
+                    // Still replaying: no sleep.
+                    last_sent = Instant::now();
+                    continue;
+                }
+            }
+            Err(e) => {
+                failures += 1;
+                tracing::warn!(thread = %thread, error = %e, "sse: log read failed");
+            }
+        }
+        if failures >= MAX_FAILURES {
+            let _ = send(&tx, format!(": store unavailable, reconnect\nretry: {}\n\n", o.retry_ms)).await;
+            return;
+        }
+        if sent_any {
+            last_sent = Instant::now();
+            continue;
+        }
+        if last_sent.elapsed() >= o.keep_alive {
+            if !send(&tx, ": keep-alive\n\n".to_owned()).await {
+                return;
+            }
+            last_sent = Instant::now();
+        }
+        tokio::select! {
+            _ = tx.closed() => {
+                tracing::info!(thread = %thread, "sse client gone");
+                return;
+            }
+            _ = tokio::time::sleep(o.poll_interval) => {}
+        }
+    }
 }

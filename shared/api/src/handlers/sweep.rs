@@ -1,8 +1,13 @@
-//! The scheduled sweep: finishes runs whose step died.
+//! The scheduled sweep: finishes runs whose step died (lease expired),
+//! writes late `run-finish` events and expires timed-out confirmations.
 
 use crate::{ApiError, App};
 
-pub async fn handle(_app: &App) -> Result<(), ApiError> {
-    // Nothing to sweep until the agent runtime lands (no runs exist yet).
+pub async fn handle(app: &App) -> Result<(), ApiError> {
+    let rt = app.agent().await?;
+    let report = agent::sweep::sweep(&rt).await?;
+    if report != agent::sweep::SweepReport::default() {
+        tracing::info!(?report, "sweep acted");
+    }
     Ok(())
 }

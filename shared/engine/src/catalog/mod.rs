@@ -1,1 +1,164 @@
-//! Node catalog.
+//! Node catalog: each implemented node's description as data (properties,
+//! defaults, options, displayOptions, credentials, inputs/outputs), with
+//! list / describe / search and TypeScript type generation.
+
+mod typescript;
+
+use std::sync::OnceLock;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+pub use typescript::typescript;
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeProperty {
+    pub display_name: String,
+    pub name: String,
+    #[serde(rename = "type")]
+    pub prop_type: String,
+    #[serde(default)]
+    pub default: Value,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Option values (`{name, value}`), or nested properties for collections.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub options: Option<Vec<Value>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub display_options: Option<Value>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub required: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub type_options: Option<Value>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeDescription {
+    /// Full type name, e.g. `n8n-nodes-base.set`.
+    pub name: String,
+    pub display_name: String,
+    pub description: String,
+    pub group: Vec<String>,
+    /// One version or a list of supported versions.
+    pub version: Value,
+    pub defaults: Value,
+    pub inputs: Vec<String>,
+    pub outputs: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_names: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dynamic_outputs: Option<String>,
+    pub properties: Vec<NodeProperty>,
+    #[serde(default)]
+    pub credentials: Vec<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub codex: Option<Value>,
+}
+
+impl NodeDescription {
+    pub fn versions(&self) -> Vec<f64> {
+        match &self.version {
+            Value::Array(a) => a.iter().filter_map(|v| v.as_f64()).collect(),
+            v => v.as_f64().into_iter().collect(),
+        }
+    }
+    pub fn latest_version(&self) -> f64 {
+        self.versions().into_iter().fold(1.0, f64::max)
+    }
+    pub fn is_trigger(&self) -> bool {
+        self.group.iter().any(|g| g == "trigger")
+    }
+    fn aliases(&self) -> Vec<String> {
+        self.codex
+            .as_ref()
+            .and_then(|c| c.get("alias"))
+            .and_then(|a| a.as_array())
+            .map(|a| a.iter().filter_map(|x| x.as_str().map(str::to_string)).collect())
+            .unwrap_or_default()
+    }
+}
+
+/// Short form for listings and search results.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeSummary {
+    pub name: String,
+    pub display_name: String,
+    pub description: String,
+    pub group: Vec<String>,
+    pub version: f64,
+    pub is_trigger: bool,
+}
+
+fn summary(d: &NodeDescription) -> NodeSummary {
+    NodeSummary {
+        name: d.name.clone(),
+        display_name: d.display_name.clone(),
+        description: d.description.clone(),
+        group: d.group.clone(),
+        version: d.latest_version(),
+        is_trigger: d.is_trigger(),
+    }
+}
+
+/// All descriptions (parsed once from the bundled data).
+pub fn all() -> &'static [NodeDescription] {
+    static CATALOG: OnceLock<Vec<NodeDescription>> = OnceLock::new();
+    CATALOG.get_or_init(|| serde_json::from_str(include_str!("nodes.json")).unwrap_or_default())
+}
+
+pub fn list() -> Vec<NodeSummary> {
+    all().iter().map(summary).collect()
+}
+
+/// Description of a node type; the short name (`set`) is accepted too.
+pub fn describe(node_type: &str) -> Option<&'static NodeDescription> {
+    all()
+        .iter()
+        .find(|d| d.name == node_type)
+        .or_else(|| all().iter().find(|d| d.name.rsplit('.').next() == Some(node_type)))
+}
+
+/// Ranked keyword search over names, display names, aliases and descriptions.
+pub fn search(query: &str, limit: usize) -> Vec<NodeSummary> {
+    let q = query.to_lowercase();
+    let terms: Vec<&str> = q.split_whitespace().collect();
+    if terms.is_empty() {
+        return list().into_iter().take(limit).collect();
+    }
+    let mut scored: Vec<(u32, &NodeDescription)> = all()
+        .iter()
+        .filter_map(|d| {
+            let name = d.name.to_lowercase();
+            let display = d.display_name.to_lowercase();
+            let desc = d.description.to_lowercase();
+            let aliases: Vec<String> = d.aliases().iter().map(|a| a.to_lowercase()).collect();
+            let mut score = 0;
+            for t in &terms {
+                let mut s = 0;
+                if display == *t || name.rsplit('.').next() == Some(t) {
+                    s += 100;
+                } else if display.contains(t) || name.contains(t) {
+                    s += 40;
+                }
+                if aliases.iter().any(|a| a == t) {
+                    s += 30;
+                } else if aliases.iter().any(|a| a.contains(t)) {
+                    s += 10;
+                }
+                if desc.contains(t) {
+                    s += 5;
+                }
+                if s == 0 {
+                    return None;
+                }
+                score += s;
+            }
+            Some((score, d))
+        })
+        .collect();
+    scored.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.display_name.cmp(&b.1.display_name)));
+    scored.into_iter().take(limit).map(|(_, d)| summary(d)).collect()
+}

@@ -57,7 +57,7 @@ pub fn execute(ctx: &mut NodeContext<'_>) -> Result<NodeOutput> {
             let rename = f.get("renameField").and_then(|v| v.as_bool()).unwrap_or(false);
             let key = if rename { f.get("outputFieldName").and_then(|v| v.as_str()).unwrap_or(&name).to_string() } else { name.clone() };
             let mut values = vec![];
-            for it in input {
+            for it in input.iter() {
                 match get_path(&it.json, &name) {
                     Some(Value::Array(a)) if merge_lists => values.extend(a.iter().cloned()),
                     Some(Value::Null) | None if !keep_missing => {}

@@ -232,10 +232,19 @@ pub struct FilterOptions {
 
 /// Evaluates one resolved filter value (`{conditions, combinator, options}`).
 pub fn execute_filter(value: &Value, opts: &FilterOptions, item_index: usize) -> Result<bool> {
-    let conds = value.get("conditions").and_then(|c| c.as_array()).cloned().unwrap_or_default();
+    execute_filter_with(value, opts, item_index, &mut |v| Ok(v.clone()))
+}
+
+/// Evaluates a raw filter value, resolving only the operands (not the whole
+/// structure) through `resolve`, and only the conditions the combinator needs.
+pub fn execute_filter_with(value: &Value, opts: &FilterOptions, item_index: usize, resolve: &mut dyn FnMut(&Value) -> Result<Value>) -> Result<bool> {
+    let empty = vec![];
+    let conds = value.get("conditions").and_then(|c| c.as_array()).unwrap_or(&empty);
     let any = value.get("combinator").and_then(|c| c.as_str()) == Some("or");
     for (i, c) in conds.iter().enumerate() {
-        let pass = execute_condition(c, opts, i, item_index)?;
+        let lv = resolve(c.get("leftValue").unwrap_or(&Value::Null))?;
+        let rv = resolve(c.get("rightValue").unwrap_or(&Value::Null))?;
+        let pass = execute_condition(c, lv, rv, opts, i, item_index)?;
         if any && pass {
             return Ok(true);
         }
@@ -246,14 +255,13 @@ pub fn execute_filter(value: &Value, opts: &FilterOptions, item_index: usize) ->
     Ok(!any)
 }
 
-fn execute_condition(c: &Value, opts: &FilterOptions, index: usize, item_index: usize) -> Result<bool> {
-    let op = c.get("operator").cloned().unwrap_or(Value::Null);
+fn execute_condition(c: &Value, lv: Value, rv: Value, opts: &FilterOptions, index: usize, item_index: usize) -> Result<bool> {
+    let null = Value::Null;
+    let op = c.get("operator").unwrap_or(&null);
     let ty = op.get("type").and_then(|t| t.as_str()).unwrap_or("string");
     let operation = op.get("operation").and_then(|t| t.as_str()).unwrap_or("equals");
     let right_ty = op.get("rightType").and_then(|t| t.as_str()).unwrap_or(ty);
     let single = op.get("singleValue").and_then(|v| v.as_bool()).unwrap_or(false);
-    let lv = c.get("leftValue").cloned().unwrap_or(Value::Null);
-    let rv = c.get("rightValue").cloned().unwrap_or(Value::Null);
     let suffix = format!("[condition {index}, item {item_index}]");
     let invalid = |t: &str, v: &Value| {
         let article = |n: &str| if "aeiou".contains(&n[..1]) { format!("an {n}") } else { format!("a {n}") };

@@ -89,8 +89,6 @@ fn one(ctx: &mut NodeContext<'_>, item: &Item, i: usize) -> Result<Item> {
     let action = ctx.param_str("action", i, "hash")?;
     let prop = ctx.param_str("dataPropertyName", i, "data")?;
     let binary = ctx.param_bool("binaryData", i, false)?;
-    let data = || -> Result<Vec<u8>> { Ok(vec![]) };
-    let _ = data;
     let input: Vec<u8> = if action == "generate" {
         vec![]
     } else if binary {

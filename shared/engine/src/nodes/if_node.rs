@@ -2,7 +2,7 @@
 
 use serde_json::Value;
 
-use super::conditions::{self, execute_filter, js_to_number, FilterOptions};
+use super::conditions::{self, execute_filter_with, js_to_number, FilterOptions};
 use super::{NodeContext, NodeOutput};
 use crate::data::{with_pair, Item};
 use crate::error::Result;
@@ -27,21 +27,27 @@ pub fn filter_options(ctx: &mut NodeContext<'_>, cond_path: &str) -> FilterOptio
 }
 
 /// Evaluates the filter at `path` for every input item: (passed, failed).
+/// Items are moved, not copied, when the node owns its input.
 fn split(ctx: &mut NodeContext<'_>, path: &str) -> Result<(Vec<Item>, Vec<Item>)> {
-    let input = ctx.input(0);
     let opts = filter_options(ctx, path);
     let raw = ctx.raw(path).cloned().unwrap_or(Value::Null);
-    let (mut yes, mut no) = (vec![], vec![]);
-    for (i, item) in input.iter().enumerate() {
-        let pass = ctx.resolve(&raw, i).and_then(|v| execute_filter(&v, &opts, i));
-        match pass {
-            Ok(true) => yes.push(with_pair(item, i)),
-            Ok(false) => no.push(with_pair(item, i)),
-            Err(e) if ctx.continue_on_fail() => {
-                let _ = e;
-                no.push(with_pair(item, i))
-            }
+    let items = ctx.take_input(0);
+    let mut pass = Vec::with_capacity(items.len());
+    for i in 0..items.len() {
+        let r = execute_filter_with(&raw, &opts, i, &mut |v| ctx.resolve_in(&items, v, i));
+        match r {
+            Ok(p) => pass.push(p),
+            Err(_) if ctx.continue_on_fail() => pass.push(false),
             Err(e) => return Err(e),
+        }
+    }
+    let (mut yes, mut no) = (vec![], vec![]);
+    for (i, (mut item, p)) in items.into_iter().zip(pass).enumerate() {
+        item.paired_item = Some(crate::data::paired_ref(i, 0));
+        if p {
+            yes.push(item);
+        } else {
+            no.push(item);
         }
     }
     Ok((yes, no))

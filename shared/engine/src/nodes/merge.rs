@@ -26,7 +26,7 @@ pub fn execute(ctx: &mut NodeContext<'_>) -> Result<NodeOutput> {
                 "specifiedInput" => (ctx.param_f64("useDataOfInput", 0, 1.0)? as usize).saturating_sub(1),
                 _ => 0,
             };
-            Ok(NodeOutput::Data(vec![ctx.input_arc(pick).cloned().unwrap_or_default()]))
+            Ok(NodeOutput::Data(vec![ctx.input_arc(pick).unwrap_or_default()]))
         }
         "combine" | "mergeByKey" | "mergeByIndex" | "multiplex" => {
             let by = if v3 {
@@ -36,7 +36,7 @@ pub fn execute(ctx: &mut NodeContext<'_>) -> Result<NodeOutput> {
             };
             let clash = clash_options(ctx)?;
             match by.as_str() {
-                "combineByPosition" | "mergeByPosition" => by_position(ctx, in1, in2, &clash),
+                "combineByPosition" | "mergeByPosition" => by_position(ctx, &in1, &in2, &clash),
                 "combineAll" | "multiplex" => {
                     let mut out = vec![];
                     for (i, a) in in1.iter().enumerate() {
@@ -46,16 +46,19 @@ pub fn execute(ctx: &mut NodeContext<'_>) -> Result<NodeOutput> {
                     }
                     Ok(NodeOutput::one(out))
                 }
-                _ => by_fields(ctx, in1, in2, &clash),
+                _ => by_fields(ctx, &in1, &in2, &clash),
             }
         }
         _ => {
             // append: every input in order
+            drop((in1, in2));
             let n = ctx.inputs.len().max(2);
-            let mut out = vec![];
+            let total = ctx.inputs.iter().flatten().map(|i| i.len()).sum();
+            let mut out = Vec::with_capacity(total);
             for k in 0..n {
-                for (i, it) in ctx.input(k).iter().enumerate() {
-                    out.push(Item { json: it.json.clone(), binary: it.binary.clone(), paired_item: Some(paired_ref(i, k)) });
+                for (i, mut it) in ctx.take_input(k).into_iter().enumerate() {
+                    it.paired_item = Some(paired_ref(i, k));
+                    out.push(it);
                 }
             }
             Ok(NodeOutput::one(out))

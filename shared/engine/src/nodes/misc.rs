@@ -32,7 +32,7 @@ pub fn test_data(ctx: &mut NodeContext<'_>) -> Result<NodeOutput> {
 
 /// Passes its input through without copying it.
 pub fn no_op(ctx: &mut NodeContext<'_>) -> Result<NodeOutput> {
-    Ok(NodeOutput::Data(vec![ctx.input_arc(0).cloned().unwrap_or_default()]))
+    Ok(NodeOutput::Data(vec![ctx.input_arc(0).unwrap_or_default()]))
 }
 
 pub fn stop_and_error(ctx: &mut NodeContext<'_>) -> Result<NodeOutput> {
@@ -82,7 +82,7 @@ pub fn respond_to_webhook(ctx: &mut NodeContext<'_>) -> Result<NodeOutput> {
         _ => Value::Null,
     };
     ctx.webhook_response = Some(json!({ "statusCode": code, "headers": headers, "body": body }));
-    Ok(NodeOutput::Data(vec![ctx.input_arc(0).cloned().unwrap_or_default()]))
+    Ok(NodeOutput::Data(vec![ctx.input_arc(0).unwrap_or_default()]))
 }
 
 fn mime_for(path: &str) -> &'static str {

@@ -102,7 +102,8 @@ pub struct NodeContext<'a> {
     pub graph: &'a Graph,
     pub node: &'a Node,
     pub run_data: &'a RunData,
-    pub inputs: &'a [Option<Items>],
+    /// Owned so a node that is the last reader can take its input without copying.
+    pub inputs: Vec<Option<Items>>,
     pub source: &'a [Option<TaskSource>],
     pub run_index: usize,
     pub expr: &'a mut Expr,
@@ -123,15 +124,49 @@ pub struct NodeContext<'a> {
 static EMPTY: [Item; 0] = [];
 
 impl<'a> NodeContext<'a> {
-    pub fn input(&self, i: usize) -> &'a [Item] {
-        match self.inputs.get(i) {
-            Some(Some(items)) => items.as_slice(),
-            _ => &EMPTY,
+    /// Items on input `i` (a shared handle; empty when the input got nothing).
+    pub fn input(&self, i: usize) -> Items {
+        self.inputs.get(i).cloned().flatten().unwrap_or_default()
+    }
+
+    pub fn input_arc(&self, i: usize) -> Option<Items> {
+        self.inputs.get(i).cloned().flatten()
+    }
+
+    /// Takes input `i` by value: free when nothing else holds it (lean run
+    /// data, single reader), a copy otherwise. Expressions evaluated after
+    /// this must use `resolve_in` with the taken items.
+    pub fn take_input(&mut self, i: usize) -> Vec<Item> {
+        match self.inputs.get_mut(i).and_then(|s| s.take()) {
+            Some(arc) => Arc::try_unwrap(arc).unwrap_or_else(|a| a.as_ref().clone()),
+            None => vec![],
         }
     }
 
-    pub fn input_arc(&self, i: usize) -> Option<&'a Items> {
-        self.inputs.get(i).and_then(|o| o.as_ref())
+    /// Resolves `v` for item `item` of `input` (the node's first input, possibly taken).
+    pub fn resolve_in(&mut self, input: &[Item], v: &Value, item: usize) -> Result<Value> {
+        if !crate::expr::has_expression(v) {
+            return Ok(v.clone());
+        }
+        let proxy = NodeProxy {
+            graph: self.graph,
+            run_data: self.run_data,
+            node: self.node,
+            input,
+            source: self.source,
+            item_index: if input.is_empty() { -1 } else { item as i64 },
+            run_index: self.run_index,
+            execution_id: self.execution_id,
+            mode: &self.env.settings.mode,
+        };
+        self.expr.resolve(v, &proxy)
+    }
+
+    /// True when expressions of this node may read items other than their own
+    /// (then inputs must not be modified in place).
+    pub fn reads_other_items(&self) -> bool {
+        let s = self.node.parameters.to_string();
+        ["$input", "$items", "$(", "$node", "items[", "$prevNode"].iter().any(|m| s.contains(m))
     }
 
     pub fn version(&self) -> f64 {
@@ -302,6 +337,12 @@ fn split_path(path: &str) -> Vec<String> {
 
 /// Sets `a.b.c` in an object, creating intermediate objects.
 pub fn set_path(v: &mut Value, path: &str, value: Value) {
+    if !path.contains(['.', '[']) {
+        if let Value::Object(o) = v {
+            o.insert(path.to_string(), value);
+            return;
+        }
+    }
     let segs = split_path(path);
     let mut cur = v;
     for (i, seg) in segs.iter().enumerate() {

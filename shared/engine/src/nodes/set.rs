@@ -12,10 +12,19 @@ pub fn execute(ctx: &mut NodeContext<'_>) -> Result<NodeOutput> {
     if ctx.version() < 3.0 {
         return execute_v1(ctx);
     }
-    let input = ctx.input(0);
-    let mut out = Vec::with_capacity(input.len());
-    for (i, item) in input.iter().enumerate() {
-        match set_item(ctx, item, i) {
+    // In place when expressions only read their own item: the input item's
+    // object becomes the output object without a copy.
+    let in_place = !ctx.reads_other_items();
+    let mut items = ctx.take_input(0);
+    let mut out = Vec::with_capacity(items.len());
+    // Parameters without expressions are read once, not per item.
+    let fixed = |ctx: &NodeContext<'_>, keys: &[&str]| keys.iter().all(|k| ctx.raw(k).is_none_or(|v| !crate::expr::has_expression(v)));
+    let consts = Consts {
+        raw_mode: if fixed(ctx, &["mode"]) { Some(p_str(ctx, &[], "mode", 0, "manual")? == "raw") } else { None },
+        include: if fixed(ctx, &["includeOtherFields", "include"]) { Some(include_mode(ctx, &[], 0)?) } else { None },
+    };
+    for i in 0..items.len() {
+        match set_item(ctx, &mut items, i, in_place, &consts) {
             Ok(it) => out.push(it),
             Err(e) if ctx.continue_on_fail() => ctx.error_item(&mut out, &e, i),
             Err(e) => return Err(e),
@@ -24,57 +33,54 @@ pub fn execute(ctx: &mut NodeContext<'_>) -> Result<NodeOutput> {
     Ok(NodeOutput::one(out))
 }
 
-/// Fields of the input item that survive, per `include` / `includeOtherFields`.
-fn base_object(ctx: &mut NodeContext<'_>, item: &Item, i: usize) -> Result<Map<String, Value>> {
-    let v = ctx.version();
-    let include = if v >= 3.3 {
-        if ctx.param_bool("includeOtherFields", i, false)? {
-            ctx.param_str("include", i, "all")?
-        } else {
-            "none".into()
-        }
-    } else {
-        ctx.param_str("include", i, "all")?
-    };
-    let src = item.json.as_object();
-    Ok(match include.as_str() {
-        "all" => src.cloned().unwrap_or_default(),
-        "selected" => {
-            let fields = string_list(ctx.param_opt("includeFields", i)?.as_ref());
-            let mut m = Map::new();
-            for f in fields {
-                if let Some(x) = src.and_then(|s| s.get(&f)) {
-                    m.insert(f, x.clone());
-                }
-            }
-            m
-        }
-        "except" => {
-            let fields = string_list(ctx.param_opt("excludeFields", i)?.as_ref());
-            let mut m = src.cloned().unwrap_or_default();
-            for f in fields {
-                m.shift_remove(&f);
-            }
-            m
-        }
-        _ => Map::new(),
+fn p_str(ctx: &mut NodeContext<'_>, items: &[Item], path: &str, i: usize, default: &str) -> Result<String> {
+    Ok(match ctx.raw(path) {
+        Some(v) => match ctx.resolve_in(items, v, i)? {
+            Value::String(s) => s,
+            Value::Null => default.to_string(),
+            other => crate::nodes::js_string(&other),
+        },
+        None => default.to_string(),
     })
 }
 
-fn set_item(ctx: &mut NodeContext<'_>, item: &Item, i: usize) -> Result<Item> {
-    let mut obj = Value::Object(base_object(ctx, item, i)?);
-    let dot = ctx.raw("options.dotNotation").and_then(|v| v.as_bool()).unwrap_or(true);
-    let ignore = ctx.raw("options.ignoreConversionErrors").and_then(|v| v.as_bool()).unwrap_or(false);
-    let v = ctx.version();
-    let put = |obj: &mut Value, name: &str, value: Value| {
-        if dot {
-            set_path(obj, name, value)
-        } else if let Value::Object(o) = obj {
-            o.insert(name.to_string(), value);
+fn p_bool(ctx: &mut NodeContext<'_>, items: &[Item], path: &str, i: usize, default: bool) -> Result<bool> {
+    Ok(match ctx.raw(path) {
+        Some(v) => super::conditions::truthy(&ctx.resolve_in(items, v, i)?),
+        None => default,
+    })
+}
+
+struct Consts {
+    raw_mode: Option<bool>,
+    include: Option<String>,
+}
+
+fn include_mode(ctx: &mut NodeContext<'_>, items: &[Item], i: usize) -> Result<String> {
+    if ctx.version() >= 3.3 {
+        if p_bool(ctx, items, "includeOtherFields", i, false)? {
+            p_str(ctx, items, "include", i, "all")
+        } else {
+            Ok("none".into())
         }
+    } else {
+        p_str(ctx, items, "include", i, "all")
+    }
+}
+
+/// The fields an item gets: `(name, value)` pairs, evaluated against the unmodified input.
+fn writes(ctx: &mut NodeContext<'_>, items: &[Item], i: usize, ignore: bool, consts: &Consts) -> Result<Vec<(String, Value)>> {
+    let v = ctx.version();
+    let mut out = vec![];
+    let raw_mode = match consts.raw_mode {
+        Some(r) => r,
+        None => p_str(ctx, items, "mode", i, "manual")? == "raw",
     };
-    if ctx.param_str("mode", i, "manual")? == "raw" {
-        let raw = ctx.param("jsonOutput", i, Value::String("{}".into()))?;
+    if raw_mode {
+        let raw = match ctx.raw("jsonOutput") {
+            Some(r) => ctx.resolve_in(items, r, i)?,
+            None => Value::String("{}".into()),
+        };
         let parsed = match raw {
             Value::String(s) => serde_json::from_str::<Value>(&s)
                 .map_err(|_| EngineError::node_with(format!("The 'JSON Output' in item {i} contains invalid JSON"), s))?,
@@ -83,39 +89,79 @@ fn set_item(ctx: &mut NodeContext<'_>, item: &Item, i: usize) -> Result<Item> {
         let Value::Object(add) = parsed else {
             return Err(EngineError::node(format!("The 'JSON Output' in item {i} does not contain a valid JSON object")));
         };
-        for (k, x) in add {
-            put(&mut obj, &k, x);
-        }
-    } else if v >= 3.3 {
-        let assignments = ctx.raw("assignments.assignments").and_then(|a| a.as_array()).map(|a| a.as_slice()).unwrap_or(&[]);
-        for a in assignments {
-            let name = match a.get("name") {
-                Some(n) => crate::nodes::js_string(&ctx.resolve(n, i)?),
-                None => continue,
+        out.extend(add);
+        return Ok(out);
+    }
+    let (list_path, v33) = if v >= 3.3 { ("assignments.assignments", true) } else { ("fields.values", false) };
+    let list = ctx.raw(list_path).and_then(|a| a.as_array()).map(|a| a.as_slice()).unwrap_or(&[]);
+    for a in list {
+        let name = match a.get("name") {
+            Some(Value::String(n)) if !n.starts_with('=') => n.clone(),
+            Some(n) => crate::nodes::js_string(&ctx.resolve_in(items, n, i)?),
+            None => continue,
+        };
+        let (ty, value_key) = if v33 {
+            (a.get("type").and_then(|t| t.as_str()).unwrap_or("string"), "value")
+        } else {
+            let k = a.get("type").and_then(|t| t.as_str()).unwrap_or("stringValue");
+            (k.trim_end_matches("Value"), k)
+        };
+        let value = ctx.resolve_in(items, a.get(value_key).unwrap_or(&Value::Null), i)?;
+        let value = convert(&name, ty, value, i, ignore, v)?;
+        out.push((name, value));
+    }
+    Ok(out)
+}
+
+fn set_item(ctx: &mut NodeContext<'_>, items: &mut [Item], i: usize, in_place: bool, consts: &Consts) -> Result<Item> {
+    let ignore = ctx.raw("options.ignoreConversionErrors").and_then(|v| v.as_bool()).unwrap_or(false);
+    let dot = ctx.raw("options.dotNotation").and_then(|v| v.as_bool()).unwrap_or(true);
+    let fields = writes(ctx, items, i, ignore, consts)?;
+    let include = match &consts.include {
+        Some(s) => s.clone(),
+        None => include_mode(ctx, items, i)?,
+    };
+    let mut obj = match include.as_str() {
+        "all" if in_place => std::mem::take(&mut items[i].json),
+        "all" => items[i].json.clone(),
+        "selected" | "except" => {
+            let key = if include == "selected" { "includeFields" } else { "excludeFields" };
+            let list = match ctx.raw(key) {
+                Some(v) => string_list(Some(&ctx.resolve_in(items, v, i)?)),
+                None => vec![],
             };
-            let ty = a.get("type").and_then(|t| t.as_str()).unwrap_or("string");
-            let value = ctx.resolve(a.get("value").unwrap_or(&Value::Null), i)?;
-            let value = convert(&name, ty, value, i, ignore, v)?;
-            put(&mut obj, &name, value);
+            let src = items[i].json.as_object();
+            let mut m = Map::new();
+            if include == "selected" {
+                for f in list {
+                    if let Some(x) = src.and_then(|s| s.get(&f)) {
+                        m.insert(f, x.clone());
+                    }
+                }
+            } else {
+                m = src.cloned().unwrap_or_default();
+                for f in list {
+                    m.shift_remove(&f);
+                }
+            }
+            Value::Object(m)
         }
-    } else {
-        let fields = ctx.raw("fields.values").and_then(|a| a.as_array()).cloned().unwrap_or_default();
-        for f in &fields {
-            let name = match f.get("name") {
-                Some(n) => crate::nodes::js_string(&ctx.resolve(n, i)?),
-                None => continue,
-            };
-            let ty_key = f.get("type").and_then(|t| t.as_str()).unwrap_or("stringValue");
-            let ty = ty_key.trim_end_matches("Value");
-            let value = ctx.resolve(f.get(ty_key).unwrap_or(&Value::Null), i)?;
-            let value = convert(&name, ty, value, i, ignore, v)?;
-            put(&mut obj, &name, value);
+        _ => Value::Object(Map::new()),
+    };
+    if !obj.is_object() {
+        obj = Value::Object(Map::new());
+    }
+    for (name, value) in fields {
+        if dot {
+            set_path(&mut obj, &name, value);
+        } else if let Value::Object(o) = &mut obj {
+            o.insert(name, value);
         }
     }
     let include_binary = ctx.raw("options.includeBinary").and_then(|v| v.as_bool()).unwrap_or(true);
     let mut it = item_from(obj, i);
     if include_binary {
-        it.binary = item.binary.clone();
+        it.binary = items[i].binary.clone();
     }
     Ok(it)
 }

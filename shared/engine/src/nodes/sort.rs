@@ -5,7 +5,7 @@ use std::cmp::Ordering;
 use serde_json::Value;
 
 use super::{get_path, NodeContext, NodeOutput};
-use crate::data::{with_pair, Item};
+use crate::data::Item;
 use crate::error::{EngineError, Result};
 
 /// Compares two JSON values the way JavaScript's `<` orders them.
@@ -58,10 +58,14 @@ pub fn execute(ctx: &mut NodeContext<'_>) -> Result<NodeOutput> {
                     )
                 })
                 .collect();
-            let get = |it: &Item, f: &str| if no_dot { it.json.get(f).cloned() } else { get_path(&it.json, f).cloned() };
+            // Sort keys extracted once per item, not per comparison.
+            let keys: Vec<Vec<Option<Value>>> = input
+                .iter()
+                .map(|it| fields.iter().map(|(f, _)| if no_dot { it.json.get(f).cloned() } else { get_path(&it.json, f).cloned() }).collect())
+                .collect();
             idx.sort_by(|&x, &y| {
-                for (f, desc) in &fields {
-                    let o = js_cmp(get(&input[x], f).as_ref(), get(&input[y], f).as_ref());
+                for (k, (_, desc)) in fields.iter().enumerate() {
+                    let o = js_cmp(keys[x][k].as_ref(), keys[y][k].as_ref());
                     let o = if *desc { o.reverse() } else { o };
                     if o != Ordering::Equal {
                         return o;
@@ -71,7 +75,17 @@ pub fn execute(ctx: &mut NodeContext<'_>) -> Result<NodeOutput> {
             });
         }
     }
-    Ok(NodeOutput::one(idx.into_iter().map(|i| with_pair(&input[i], i)).collect()))
+    drop(input);
+    let mut items: Vec<Option<Item>> = ctx.take_input(0).into_iter().map(Some).collect();
+    let out = idx
+        .into_iter()
+        .filter_map(|i| {
+            let mut it = items.get_mut(i)?.take()?;
+            it.paired_item = Some(crate::data::paired_ref(i, 0));
+            Some(it)
+        })
+        .collect();
+    Ok(NodeOutput::one(out))
 }
 
 /// Tiny shuffle without pulling in an RNG crate: uuid v4 bytes are random.

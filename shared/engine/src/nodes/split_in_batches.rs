@@ -2,7 +2,6 @@
 //! versions `[loop, done]`. State lives in the node context between runs.
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 use super::{NodeContext, NodeOutput};
 use crate::data::{with_pair, Item};
@@ -54,6 +53,3 @@ fn outputs(version: f64, done: Vec<Item>, looped: Vec<Item>) -> NodeOutput {
         NodeOutput::many(vec![looped, done])
     }
 }
-
-#[allow(dead_code)]
-fn _unused(_: Value) {}

@@ -2,7 +2,7 @@
 
 use serde_json::Value;
 
-use super::conditions::{execute_filter, js_to_number};
+use super::conditions::{execute_filter_with, js_to_number};
 use super::if_node::filter_options;
 use super::{NodeContext, NodeOutput};
 use crate::data::{with_pair, Item};
@@ -38,8 +38,7 @@ pub fn execute(ctx: &mut NodeContext<'_>) -> Result<NodeOutput> {
             if let Some(s) = cond.pointer("/options/caseSensitive").and_then(|v| v.as_bool()) {
                 opts.case_sensitive = s && ctx.raw("options.ignoreCase").and_then(|v| v.as_bool()) != Some(true);
             }
-            let resolved = ctx.resolve(&cond, i)?;
-            if execute_filter(&resolved, &opts, i)? {
+            if execute_filter_with(&cond, &opts, i, &mut |v| ctx.resolve(v, i))? {
                 outs[r].push(with_pair(item, i));
                 matched = true;
                 if !all_matching {

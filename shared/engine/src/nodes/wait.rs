@@ -8,7 +8,7 @@ use crate::error::{EngineError, Result};
 
 pub fn execute(ctx: &mut NodeContext<'_>) -> Result<NodeOutput> {
     if ctx.resumed {
-        return Ok(NodeOutput::Data(vec![ctx.input_arc(0).cloned().unwrap_or_default()]));
+        return Ok(NodeOutput::Data(vec![ctx.input_arc(0).unwrap_or_default()]));
     }
     let resume = ctx.param_str("resume", 0, "timeInterval")?;
     let till = match resume.as_str() {

@@ -226,10 +226,24 @@ impl AgentRecords {
         }
         let pk = format!("user#{user}");
         let hash = content_hash(content);
-        let pref = Preference { id: db::new_id(), content: content.to_owned(), scope: "user".into(), created_at: db::now_iso() };
+        let pref = Preference {
+            id: db::new_id(),
+            content: content.to_owned(),
+            scope: "user".into(),
+            created_at: db::now_iso(),
+        };
         let t = &self.table.name;
         let items = vec![
-            tx_put(t, to_item(&PrefItem { pk: pk.clone(), sk: format!("pref#{}", pref.id), pref: pref.clone(), hash: hash.clone() })?, None)?,
+            tx_put(
+                t,
+                to_item(&PrefItem {
+                    pk: pk.clone(),
+                    sk: format!("pref#{}", pref.id),
+                    pref: pref.clone(),
+                    hash: hash.clone(),
+                })?,
+                None,
+            )?,
             tx_put(t, key(&pk, format!("prefhash#{hash}")), Some("attribute_not_exists(pk)"))?,
             db::tx_update(
                 t,
@@ -272,14 +286,25 @@ impl AgentRecords {
     /// Removes a preference (the "undo" of the card).
     pub async fn delete_preference(&self, user: &UserId, id: &str) -> Result<(), StoreError> {
         let pk = format!("user#{user}");
-        let item: PrefItem = self.table.get(&pk, &format!("pref#{id}")).await?.ok_or_else(|| StoreError::NotFound(format!("preference {id}")))?;
+        let item: PrefItem = self
+            .table
+            .get(&pk, &format!("pref#{id}"))
+            .await?
+            .ok_or_else(|| StoreError::NotFound(format!("preference {id}")))?;
         let t = &self.table.name;
         self.table
             .transact(
                 vec![
                     db::tx_delete(t, key(&pk, format!("pref#{id}")), Some("attribute_exists(pk)"))?,
                     db::tx_delete(t, key(&pk, format!("prefhash#{}", item.hash)), None)?,
-                    db::tx_update(t, key(&pk, "prefcount"), "SET n = n - :one", Some("n > :zero"), &[], vec![(":one", db::n(1)), (":zero", db::n(0))])?,
+                    db::tx_update(
+                        t,
+                        key(&pk, "prefcount"),
+                        "SET n = n - :one",
+                        Some("n > :zero"),
+                        &[],
+                        vec![(":one", db::n(1)), (":zero", db::n(0))],
+                    )?,
                 ],
                 &format!("preference {id} changed"),
             )
@@ -289,7 +314,13 @@ impl AgentRecords {
     // ---- conversation index -----------------------------------------
 
     /// Creates or retitles a thread's index entry.
-    pub async fn index_thread(&self, user: &UserId, project_id: &str, thread: &ThreadId, title: &str) -> Result<(), StoreError> {
+    pub async fn index_thread(
+        &self,
+        user: &UserId,
+        project_id: &str,
+        thread: &ThreadId,
+        title: &str,
+    ) -> Result<(), StoreError> {
         self.table.count();
         self.table
             .client
@@ -416,7 +447,11 @@ impl AgentRecords {
             let mut in_answers = false;
             for m in &msgs {
                 if m.role == "user" && m.text.to_lowercase().contains(n.as_str()) {
-                    excerpts.push(Excerpt { message_id: m.message_id.clone(), text: excerpt(&m.text, n), created_at: m.created_at.clone() });
+                    excerpts.push(Excerpt {
+                        message_id: m.message_id.clone(),
+                        text: excerpt(&m.text, n),
+                        created_at: m.created_at.clone(),
+                    });
                 }
                 for a in &m.user_answers {
                     if a.answer.to_lowercase().contains(n.as_str()) || a.question.to_lowercase().contains(n.as_str()) {
@@ -429,7 +464,11 @@ impl AgentRecords {
                     }
                 }
             }
-            if excerpts.iter().any(|x| msgs.iter().any(|m| m.message_id == x.message_id && m.role == "user" && m.text.to_lowercase().contains(n.as_str()))) {
+            if excerpts.iter().any(|x| {
+                msgs.iter().any(|m| {
+                    m.message_id == x.message_id && m.role == "user" && m.text.to_lowercase().contains(n.as_str())
+                })
+            }) {
                 matched_in.push("messages");
             }
             if in_answers {
@@ -440,7 +479,10 @@ impl AgentRecords {
             }
             excerpts.truncate(3);
             hits.push(ConversationHit {
-                first_message_excerpt: msgs.iter().find(|m| m.role == "user").map(|m| m.text.chars().take(120).collect()),
+                first_message_excerpt: msgs
+                    .iter()
+                    .find(|m| m.role == "user")
+                    .map(|m| m.text.chars().take(120).collect()),
                 thread_id: e.thread_id,
                 title: e.title,
                 updated_at: e.updated_at,
@@ -471,13 +513,18 @@ impl AgentRecords {
         let msgs = self.messages(thread).await?;
         let (from, to) = match around {
             Some(anchor) => {
-                let at = msgs.iter().position(|m| m.message_id == anchor).ok_or_else(|| StoreError::NotFound(format!("message {anchor}")))?;
+                let at = msgs
+                    .iter()
+                    .position(|m| m.message_id == anchor)
+                    .ok_or_else(|| StoreError::NotFound(format!("message {anchor}")))?;
                 let b = before.unwrap_or(2).min(5);
                 let a = after.unwrap_or(2).min(5);
                 (at.saturating_sub(b), (at + a + 1).min(msgs.len()))
             }
             None => match (before, after) {
-                (Some(_), Some(_)) => return Err(StoreError::Invalid("before and after together need aroundMessageId".into())),
+                (Some(_), Some(_)) => {
+                    return Err(StoreError::Invalid("before and after together need aroundMessageId".into()))
+                }
                 (_, Some(a)) => (0, a.min(5).min(msgs.len())),
                 (b, None) => {
                     let b = b.unwrap_or(5).min(5);
@@ -499,12 +546,27 @@ impl AgentRecords {
     pub async fn write_file(&self, thread: &ThreadId, path: &str, content: &str) -> Result<WorkspaceEntry, StoreError> {
         check_workspace_path(path)?;
         if content.len() > MAX_WORKSPACE_FILE {
-            return Err(StoreError::Invalid(format!("workspace file {path:?} is {} bytes; the limit is {MAX_WORKSPACE_FILE}", content.len())));
+            return Err(StoreError::Invalid(format!(
+                "workspace file {path:?} is {} bytes; the limit is {MAX_WORKSPACE_FILE}",
+                content.len()
+            )));
         }
-        let file = WorkspaceFile { path: path.to_owned(), content: content.to_owned(), size: content.len(), updated_at: db::now_iso() };
+        let file = WorkspaceFile {
+            path: path.to_owned(),
+            content: content.to_owned(),
+            size: content.len(),
+            updated_at: db::now_iso(),
+        };
         let item = to_item(&FileItem { pk: format!("ws#{thread}"), sk: format!("file#{path}"), file: file.clone() })?;
         self.table.count();
-        self.table.client.put_item().table_name(&self.table.name).set_item(Some(item)).send().await.map_err(StoreError::dynamo)?;
+        self.table
+            .client
+            .put_item()
+            .table_name(&self.table.name)
+            .set_item(Some(item))
+            .send()
+            .await
+            .map_err(StoreError::dynamo)?;
         Ok(WorkspaceEntry { path: file.path, size: file.size, updated_at: file.updated_at })
     }
 
@@ -515,7 +577,8 @@ impl AgentRecords {
 
     /// Files under `prefix` (`""` for all), by path.
     pub async fn list_files(&self, thread: &ThreadId, prefix: &str) -> Result<Vec<WorkspaceEntry>, StoreError> {
-        let items: Vec<Item> = self.table.query_prefix(&format!("ws#{thread}"), &format!("file#{prefix}"), false).await?;
+        let items: Vec<Item> =
+            self.table.query_prefix(&format!("ws#{thread}"), &format!("file#{prefix}"), false).await?;
         Ok(items
             .iter()
             .filter_map(|i| {

@@ -172,7 +172,8 @@ impl Credentials {
     }
 
     async fn secret_item(&self, id: &str, secret: &SecretData) -> Result<Item, StoreError> {
-        let plain = serde_json::to_vec(secret.expose()).map_err(|e| StoreError::Invalid(format!("secret data: {e}")))?;
+        let plain =
+            serde_json::to_vec(secret.expose()).map_err(|e| StoreError::Invalid(format!("secret data: {e}")))?;
         let dk = self.keys.generate(id).await?;
         let ciphertext = seal(&dk.plaintext, &plain, id.as_bytes())?;
         let mut item = key(pk(id), "secret");
@@ -270,7 +271,10 @@ impl Credentials {
                         "SET sharedWithProjectIds = list_append(sharedWithProjectIds, :p), updatedAt = :now",
                         Some("attribute_exists(pk)"),
                         &[],
-                        vec![(":p", aws_sdk_dynamodb::types::AttributeValue::L(vec![s(project_id)])), (":now", s(db::now_iso()))],
+                        vec![
+                            (":p", aws_sdk_dynamodb::types::AttributeValue::L(vec![s(project_id)])),
+                            (":now", s(db::now_iso())),
+                        ],
                     )?,
                 ],
                 &format!("credential {id} or project {project_id} changed"),
@@ -279,7 +283,12 @@ impl Credentials {
     }
 
     /// Renames or re-describes (`Some(None)` clears the description).
-    pub async fn update_meta(&self, id: &str, name: Option<&str>, description: Option<Option<&str>>) -> Result<Credential, StoreError> {
+    pub async fn update_meta(
+        &self,
+        id: &str,
+        name: Option<&str>,
+        description: Option<Option<&str>>,
+    ) -> Result<Credential, StoreError> {
         let mut c = self.get(id).await?.ok_or_else(|| StoreError::NotFound(format!("credential {id}")))?;
         if let Some(n) = name {
             check(n, &c.kind)?;
@@ -330,7 +339,11 @@ impl Credentials {
     /// The decrypted secret. The only way to it: call it where the secret is
     /// used, never to answer a request.
     pub async fn decrypt_secret(&self, id: &str) -> Result<SecretData, StoreError> {
-        let item = self.table.get_raw(&pk(id), "secret").await?.ok_or_else(|| StoreError::NotFound(format!("credential {id}")))?;
+        let item = self
+            .table
+            .get_raw(&pk(id), "secret")
+            .await?
+            .ok_or_else(|| StoreError::NotFound(format!("credential {id}")))?;
         let provider = get_s(&item, "keyProvider").unwrap_or_default();
         if provider != self.keys.name() {
             return Err(StoreError::Invalid(format!(
@@ -338,8 +351,10 @@ impl Credentials {
                 self.keys.name()
             )));
         }
-        let wrapped = get_b(&item, "wrappedKey").ok_or_else(|| StoreError::Corrupt(format!("credential {id}: no wrapped key")))?;
-        let ciphertext = get_b(&item, "ciphertext").ok_or_else(|| StoreError::Corrupt(format!("credential {id}: no ciphertext")))?;
+        let wrapped = get_b(&item, "wrappedKey")
+            .ok_or_else(|| StoreError::Corrupt(format!("credential {id}: no wrapped key")))?;
+        let ciphertext =
+            get_b(&item, "ciphertext").ok_or_else(|| StoreError::Corrupt(format!("credential {id}: no ciphertext")))?;
         let dk = self.keys.unwrap(&wrapped, id).await?;
         let plain = open(&dk, &ciphertext, id.as_bytes())?;
         serde_json::from_slice(&plain).map(SecretData).map_err(|e| StoreError::Corrupt(format!("credential {id}: {e}")))
@@ -422,9 +437,11 @@ impl Credentials {
                 if kind.as_ref().is_some_and(|k| !c.kind.to_lowercase().contains(k.as_str())) {
                     return None;
                 }
-                let home_project = project_by_id
-                    .get(&c.home_project_id)
-                    .map(|(p, _)| HomeProject { id: p.id.clone(), name: p.name.clone(), kind: p.kind });
+                let home_project = project_by_id.get(&c.home_project_id).map(|(p, _)| HomeProject {
+                    id: p.id.clone(),
+                    name: p.name.clone(),
+                    kind: p.kind,
+                });
                 Some(CredentialRow {
                     description: preview(&c.description),
                     id: c.id,

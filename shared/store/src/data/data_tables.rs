@@ -5,10 +5,12 @@
 //! holding the columns, a revision (column changes are conditional on it,
 //! so two concurrent column edits cannot lose one another) and the row id
 //! counter. Its name is claimed by a name item (`pk=project#<p>,
-//! sk=dtname#<name>`) written with `attribute_not_exists` in the same
-//! transaction: of two racing creates or renames to one name, exactly one
-//! wins. Rows live in one partition per table (`pk=dt#<table>,
-//! sk=r#<zero-padded id>`), values keyed by *column id* (`c_<columnId>`), so
+//! sk=dtname#<name>`) written with `attribute_not_exists` *before* the
+//! table: of two racing creates or renames to one name, exactly one wins and
+//! the loser has written nothing. (A claim whose writer died before writing
+//! its table is recognised — its table does not carry the name — and taken
+//! over after a grace period.) Rows live in one partition per table (`pk=dt#<table>,
+//! sk=r#<zero-padded id>`), values keyed by *column id* (`c<columnId>`, ids a per-table sequence), so
 //! renaming a column touches no row and a deleted column's values can never
 //! reappear under a new column of the same name (they stay on the items,
 //! ignored, until the row is next rewritten).
@@ -20,18 +22,24 @@
 //! only the page it returns (plus a `Select=COUNT` pass for the total).
 //!
 //! **The size this serves well.** Up to roughly 10–50 thousand rows per
-//! table of a few hundred bytes each (a few MB): a filtered query is then a
-//! handful of Query pages, tens of milliseconds in AWS, and costs about
-//! `table size / 8 KB` read units (eventually consistent reads would halve
-//! it; we read consistently so a query sees the insert that preceded it).
-//! Past that, the cost grows linearly with the table: at 100k rows × 200 B a
-//! filtered query reads ~20 MB (~20 requests, ~2,500 RCU, on the order of a
-//! second in Lambda) and the whole partition shares one partition's
-//! throughput (3,000 RCU / 1,000 WCU per second). Nothing breaks or
-//! truncates, it just gets slower and costlier per query; the next step for
-//! large tables is per-column index items (or export to a real query
-//! engine), not more in-memory filtering. Inserts are cheap at any size:
-//! 1 counter update + ⌈rows/25⌉ BatchWriteItem requests per call.
+//! table of a couple of hundred bytes each (a row of five short columns is
+//! ~190 B with keys and timestamps): a filtered query then reads 2–10 MB in
+//! 2–10 Query pages of 1 MB, tens to a few hundred milliseconds in AWS, at
+//! `table size / 4 KB` read units (strongly consistent, so a query sees the
+//! insert that preceded it; eventually consistent reads would halve it).
+//! Past that, time and cost grow linearly with the table: at 100k rows a
+//! filtered query reads ~19 MB (~20 sequential requests, ~4,700 RCU, on the
+//! order of one to two seconds in Lambda, plus the memory to hold the rows),
+//! and every row of a table shares one partition's throughput (3,000 RCU /
+//! 1,000 WCU per second, so ~a query every 1.5 s at 100k rows before
+//! throttling). Nothing breaks or truncates; it gets slower and costlier per
+//! query. The next steps for large tables: spread rows over N partition
+//! shards read in parallel (time / N, throughput × N), then per-column index
+//! items for selective filters (or export to a real query engine). Inserts
+//! stay cheap at any size: 1 definition read + 1 counter update +
+//! ⌈rows/25⌉ BatchWriteItem requests per call. (Against moto every Query
+//! page costs time proportional to the whole partition, so the benchmark's
+//! 100k-row queries take minutes there; that is moto, not this design.)
 //!
 //! **Atomicity.** Validation happens before any write: a bad row (unknown
 //! column, wrong type) fails the whole call and nothing is written. Once
@@ -39,7 +47,7 @@
 //! (DynamoDB transactions stop at 100 items); an AWS failure mid-way can
 //! leave a prefix of the batch written, and the error says so.
 
-use super::db::{self, get_s, key, s, to_item, tx_delete, tx_put, tx_update, Item, Table};
+use super::db::{self, get_s, key, s, to_item, Item, Table};
 use super::users_projects::project_pk;
 use crate::error::StoreError;
 use aws_sdk_dynamodb::types::AttributeValue;
@@ -52,6 +60,8 @@ use std::cmp::Ordering;
 pub const MAX_TABLE_NAME: usize = 128;
 pub const MAX_COLUMN_NAME: usize = 63;
 pub const MAX_ROWS_PER_INSERT: usize = 1000;
+/// A name claim whose table does not carry the name is abandoned after this.
+const NAME_CLAIM_GRACE_SECS: u64 = 60;
 pub const SYSTEM_COLUMNS: &[&str] = &["id", "createdAt", "updatedAt"];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -205,6 +215,11 @@ struct DefItem {
     rev: u64,
     #[serde(default)]
     next_row_id: u64,
+    /// Column ids are a per-table sequence, never reused: short attribute
+    /// names (`c7`) keep rows small, and a deleted column's leftover values
+    /// can never be read as a new column's.
+    #[serde(default)]
+    col_seq: u64,
 }
 
 fn def_pk(id: &str) -> String {
@@ -252,11 +267,13 @@ fn encode_value(kind: ColumnType, v: &Value) -> Result<Option<AttributeValue>, S
     match (kind, v) {
         (_, Value::Null) => Ok(None),
         (ColumnType::String, Value::String(s)) => Ok(Some(AttributeValue::S(s.clone()))),
-        (ColumnType::Number, Value::Number(n)) if n.as_f64().is_some_and(f64::is_finite) => Ok(Some(AttributeValue::N(n.to_string()))),
-        (ColumnType::Boolean, Value::Bool(b)) => Ok(Some(AttributeValue::Bool(*b))),
-        (ColumnType::Date, Value::String(s)) => {
-            db::parse_iso(s).map(|d| Some(AttributeValue::S(d))).ok_or_else(|| format!("expected an ISO 8601 date, got {s:?}"))
+        (ColumnType::Number, Value::Number(n)) if n.as_f64().is_some_and(f64::is_finite) => {
+            Ok(Some(AttributeValue::N(n.to_string())))
         }
+        (ColumnType::Boolean, Value::Bool(b)) => Ok(Some(AttributeValue::Bool(*b))),
+        (ColumnType::Date, Value::String(s)) => db::parse_iso(s)
+            .map(|d| Some(AttributeValue::S(d)))
+            .ok_or_else(|| format!("expected an ISO 8601 date, got {s:?}")),
         _ => Err(wrong()),
     }
 }
@@ -290,7 +307,7 @@ fn decode_row(table: &DataTable, item: &Item) -> Row {
     let mut row = Map::new();
     row.insert("id".into(), decode_value(item.get("id")));
     for c in &table.columns {
-        row.insert(c.name.clone(), decode_value(item.get(&format!("c_{}", c.id))));
+        row.insert(c.name.clone(), decode_value(item.get(&format!("c{}", c.id))));
     }
     row.insert("createdAt".into(), decode_value(item.get("createdAt")));
     row.insert("updatedAt".into(), decode_value(item.get("updatedAt")));
@@ -307,7 +324,11 @@ fn column_type(table: &DataTable, name: &str) -> Option<ColumnType> {
 
 /// Validates values for insert/update: known, non-system columns of the
 /// right type. `row` names the row in errors.
-fn encode_values(table: &DataTable, values: &Map<String, Value>, row: Option<usize>) -> Result<Vec<(String, Option<AttributeValue>)>, StoreError> {
+fn encode_values(
+    table: &DataTable,
+    values: &Map<String, Value>,
+    row: Option<usize>,
+) -> Result<Vec<(String, Option<AttributeValue>)>, StoreError> {
     let at = |col: &str| match row {
         Some(i) => format!("row {i}, column {col:?}"),
         None => format!("column {col:?}"),
@@ -317,13 +338,12 @@ fn encode_values(table: &DataTable, values: &Map<String, Value>, row: Option<usi
         if SYSTEM_COLUMNS.contains(&name.as_str()) {
             return Err(StoreError::Invalid(format!("{}: system columns are set automatically", at(name))));
         }
-        let col = table
-            .columns
-            .iter()
-            .find(|c| &c.name == name)
-            .ok_or_else(|| StoreError::Invalid(format!("{}: unknown column in table {:?}", at(name), table.name)))?;
+        let col =
+            table.columns.iter().find(|c| &c.name == name).ok_or_else(|| {
+                StoreError::Invalid(format!("{}: unknown column in table {:?}", at(name), table.name))
+            })?;
         let av = encode_value(col.kind, v).map_err(|e| StoreError::Invalid(format!("{}: {e}", at(name))))?;
-        out.push((format!("c_{}", col.id), av));
+        out.push((format!("c{}", col.id), av));
     }
     Ok(out)
 }
@@ -390,7 +410,9 @@ fn cmp_values(a: &Value, b: &Value) -> Ordering {
         (Value::Null, Value::Null) => Ordering::Equal,
         (Value::Null, _) => Ordering::Greater,
         (_, Value::Null) => Ordering::Less,
-        (Value::Number(x), Value::Number(y)) => x.as_f64().unwrap_or(f64::NAN).partial_cmp(&y.as_f64().unwrap_or(f64::NAN)).unwrap_or(Ordering::Equal),
+        (Value::Number(x), Value::Number(y)) => {
+            x.as_f64().unwrap_or(f64::NAN).partial_cmp(&y.as_f64().unwrap_or(f64::NAN)).unwrap_or(Ordering::Equal)
+        }
         (Value::Bool(x), Value::Bool(y)) => x.cmp(y),
         (Value::String(x), Value::String(y)) => x.cmp(y),
         _ => Ordering::Equal,
@@ -413,11 +435,22 @@ fn compile(table: &DataTable, filter: Option<&Filter>) -> Result<Compiled, Store
             Op::IsEmpty | Op::IsNotEmpty => Value::Null,
             Op::Like | Op::Ilike => {
                 if kind != ColumnType::String {
-                    return Err(StoreError::Invalid(format!("{:?} applies to string columns; {:?} is {}", c.condition, c.column_name, kind.as_str())));
+                    return Err(StoreError::Invalid(format!(
+                        "{:?} applies to string columns; {:?} is {}",
+                        c.condition,
+                        c.column_name,
+                        kind.as_str()
+                    )));
                 }
                 match &c.value {
                     Value::String(_) => c.value.clone(),
-                    other => return Err(StoreError::Invalid(format!("like pattern for {:?} must be a string, got {}", c.column_name, json_type(other)))),
+                    other => {
+                        return Err(StoreError::Invalid(format!(
+                            "like pattern for {:?} must be a string, got {}",
+                            c.column_name,
+                            json_type(other)
+                        )))
+                    }
                 }
             }
             _ => match encode_value(kind, &c.value) {
@@ -445,8 +478,20 @@ impl Compiled {
             match op {
                 Op::IsEmpty => have.is_null() || have.as_str() == Some(""),
                 Op::IsNotEmpty => !(have.is_null() || have.as_str() == Some("")),
-                Op::Eq => if want.is_null() { have.is_null() } else { !have.is_null() && cmp_values(have, want) == Ordering::Equal },
-                Op::Neq => if want.is_null() { !have.is_null() } else { have.is_null() || cmp_values(have, want) != Ordering::Equal },
+                Op::Eq => {
+                    if want.is_null() {
+                        have.is_null()
+                    } else {
+                        !have.is_null() && cmp_values(have, want) == Ordering::Equal
+                    }
+                }
+                Op::Neq => {
+                    if want.is_null() {
+                        !have.is_null()
+                    } else {
+                        have.is_null() || cmp_values(have, want) != Ordering::Equal
+                    }
+                }
                 Op::Like | Op::Ilike => match (have.as_str(), want.as_str()) {
                     (Some(h), Some(p)) => like_matches(h, p, *op == Op::Ilike),
                     _ => false,
@@ -518,7 +563,10 @@ impl DataTables {
     }
 
     async fn def(&self, id: &str) -> Result<DefItem, StoreError> {
-        self.defs.get::<DefItem>(&def_pk(id), "dt").await?.ok_or_else(|| StoreError::NotFound(format!("data table {id}")))
+        self.defs
+            .get::<DefItem>(&def_pk(id), "dt")
+            .await?
+            .ok_or_else(|| StoreError::NotFound(format!("data table {id}")))
     }
 
     pub async fn get(&self, id: &str) -> Result<Option<DataTable>, StoreError> {
@@ -538,7 +586,7 @@ impl DataTables {
             if cols.iter().any(|x: &Column| x.name.eq_ignore_ascii_case(&c.name)) {
                 return Err(StoreError::Invalid(format!("column {:?} is defined twice", c.name)));
             }
-            cols.push(Column { id: db::new_id(), name: c.name.clone(), kind: c.kind, index: i });
+            cols.push(Column { id: (i + 1).to_string(), name: c.name.clone(), kind: c.kind, index: i });
         }
         let now = db::now_iso();
         let table = DataTable {
@@ -557,25 +605,99 @@ impl DataTables {
             table: table.clone(),
             rev: 0,
             next_row_id: 0,
+            col_seq: columns.len() as u64,
         };
-        let mut name_item = key(project_pk(project_id), name_sk(&name));
-        name_item.insert("dataTableId".into(), s(&table.id));
-        let t = &self.defs.name;
-        self.defs
-            .transact(
-                vec![
-                    db::tx_check(t, key(project_pk(project_id), "project"), "attribute_exists(pk)", vec![])?,
-                    tx_put(t, name_item, Some("attribute_not_exists(pk)"))?,
-                    tx_put(t, to_item(&def)?, Some("attribute_not_exists(pk)"))?,
-                ],
-                &format!("a data table named {name:?} already exists in project {project_id} (or the project does not exist)"),
-            )
-            .await?;
+        if self.defs.get_raw(&project_pk(project_id), "project").await?.is_none() {
+            return Err(StoreError::NotFound(format!("project {project_id}")));
+        }
+        // The name claim is one conditional put: of racing creates exactly
+        // one wins, and the losers have written nothing.
+        self.claim_name(project_id, &name, &table.id).await?;
+        self.defs.count();
+        let put = self
+            .defs
+            .client
+            .put_item()
+            .table_name(&self.defs.name)
+            .set_item(Some(to_item(&def)?))
+            .condition_expression("attribute_not_exists(pk)")
+            .send()
+            .await;
+        if let Err(e) = put {
+            self.release_name(project_id, &name, &table.id).await.ok();
+            return Err(StoreError::dynamo(e));
+        }
         Ok(table)
     }
 
+    /// Claims `name` in the project for table `id`. A claim left by a
+    /// writer that died before writing (or renaming) its table, i.e. one
+    /// whose table does not carry that name, is taken over after a grace
+    /// period.
+    async fn claim_name(&self, project_id: &str, name: &str, id: &str) -> Result<(), StoreError> {
+        for _ in 0..2 {
+            let mut item = key(project_pk(project_id), name_sk(name));
+            item.insert("dataTableId".into(), s(id));
+            item.insert("claimedAt".into(), db::n(db::now_secs()));
+            self.defs.count();
+            match self
+                .defs
+                .client
+                .put_item()
+                .table_name(&self.defs.name)
+                .set_item(Some(item))
+                .condition_expression("attribute_not_exists(pk)")
+                .send()
+                .await
+            {
+                Ok(_) => return Ok(()),
+                Err(e) if db::is_condition_failed(&e) => {}
+                Err(e) => return Err(StoreError::dynamo(e)),
+            }
+            let taken =
+                || StoreError::Conflict(format!("a data table named {name:?} already exists in project {project_id}"));
+            let Some(cur) = self.defs.get_raw(&project_pk(project_id), &name_sk(name)).await? else { continue };
+            let owner = get_s(&cur, "dataTableId").unwrap_or_default().to_owned();
+            let age = match cur.get("claimedAt") {
+                Some(AttributeValue::N(n)) => db::now_secs().saturating_sub(n.parse().unwrap_or(0)),
+                _ => u64::MAX,
+            };
+            let live = self.get(&owner).await?.is_some_and(|t| t.name == name && t.project_id == project_id);
+            if live || age < NAME_CLAIM_GRACE_SECS {
+                return Err(taken());
+            }
+            self.release_name(project_id, name, &owner).await?;
+        }
+        Err(StoreError::Conflict(format!("the name {name:?} is being claimed concurrently; try again")))
+    }
+
+    /// Deletes a name claim if it still belongs to table `id`.
+    async fn release_name(&self, project_id: &str, name: &str, id: &str) -> Result<(), StoreError> {
+        self.defs.count();
+        match self
+            .defs
+            .client
+            .delete_item()
+            .table_name(&self.defs.name)
+            .set_key(Some(key(project_pk(project_id), name_sk(name))))
+            .condition_expression("dataTableId = :id")
+            .expression_attribute_values(":id", s(id))
+            .send()
+            .await
+        {
+            Ok(_) => Ok(()),
+            Err(e) if db::is_condition_failed(&e) => Ok(()),
+            Err(e) => Err(StoreError::dynamo(e)),
+        }
+    }
+
     /// `search_data_tables` over the given (readable) projects.
-    pub async fn search(&self, project_ids: &[String], query: Option<&str>, limit: Option<usize>) -> Result<DataTablePage, StoreError> {
+    pub async fn search(
+        &self,
+        project_ids: &[String],
+        query: Option<&str>,
+        limit: Option<usize>,
+    ) -> Result<DataTablePage, StoreError> {
         let q = query.map(str::to_lowercase).filter(|q| !q.is_empty());
         let mut all = Vec::new();
         for p in project_ids {
@@ -586,7 +708,7 @@ impl DataTables {
                 }
             }
         }
-        all.sort_by(|a, b| a.name.to_lowercase().cmp(&b.name.to_lowercase()));
+        all.sort_by_key(|a| a.name.to_lowercase());
         let count = all.len();
         all.truncate(limit.unwrap_or(100).clamp(1, 100));
         Ok(DataTablePage { data: all, count })
@@ -599,45 +721,59 @@ impl DataTables {
         if def.table.name == new_name {
             return Ok(def.table);
         }
-        let p = &def.table.project_id;
-        let mut name_item = key(project_pk(p), name_sk(&new_name));
-        name_item.insert("dataTableId".into(), s(id));
+        let p = def.table.project_id.clone();
+        self.claim_name(&p, &new_name, id).await?;
         let now = db::now_iso();
-        let t = &self.defs.name;
-        self.defs
-            .transact(
-                vec![
-                    tx_put(t, name_item, Some("attribute_not_exists(pk)"))?,
-                    tx_delete(t, key(project_pk(p), name_sk(&def.table.name)), Some("dataTableId = :id"))
-                        .and_then(|d| with_values(d, vec![(":id", s(id))]))?,
-                    tx_update(
-                        t,
-                        key(def_pk(id), "dt"),
-                        "SET #n = :n, updatedAt = :now",
-                        Some("#n = :old"),
-                        &[("#n", "name")],
-                        vec![(":n", s(&new_name)), (":now", s(&now)), (":old", s(&def.table.name))],
-                    )?,
-                ],
-                &format!("a data table named {new_name:?} already exists in the project, or the table was renamed meanwhile"),
-            )
-            .await?;
+        self.defs.count();
+        let res = self
+            .defs
+            .client
+            .update_item()
+            .table_name(&self.defs.name)
+            .set_key(Some(key(def_pk(id), "dt")))
+            .update_expression("SET #n = :n, updatedAt = :now")
+            .condition_expression("#n = :old")
+            .expression_attribute_names("#n", "name")
+            .expression_attribute_values(":n", s(&new_name))
+            .expression_attribute_values(":now", s(&now))
+            .expression_attribute_values(":old", s(&def.table.name))
+            .send()
+            .await;
+        match res {
+            Ok(_) => {}
+            Err(e) => {
+                self.release_name(&p, &new_name, id).await.ok();
+                return Err(if db::is_condition_failed(&e) {
+                    StoreError::Conflict(format!("data table {id} was renamed or deleted meanwhile"))
+                } else {
+                    StoreError::dynamo(e)
+                });
+            }
+        }
+        self.release_name(&p, &def.table.name, id).await?;
         Ok(DataTable { name: new_name, updated_at: now, ..def.table })
     }
 
     /// Deletes the table, its name and all its rows.
     pub async fn delete(&self, id: &str) -> Result<(), StoreError> {
         let def = self.def(id).await?;
-        let t = &self.defs.name;
+        self.defs.count();
         self.defs
-            .transact(
-                vec![
-                    tx_delete(t, key(def_pk(id), "dt"), Some("attribute_exists(pk)"))?,
-                    tx_delete(t, key(project_pk(&def.table.project_id), name_sk(&def.table.name)), None)?,
-                ],
-                &format!("data table {id} changed"),
-            )
-            .await?;
+            .client
+            .delete_item()
+            .table_name(&self.defs.name)
+            .set_key(Some(key(def_pk(id), "dt")))
+            .condition_expression("attribute_exists(pk)")
+            .send()
+            .await
+            .map_err(|e| {
+                if db::is_condition_failed(&e) {
+                    StoreError::NotFound(format!("data table {id}"))
+                } else {
+                    StoreError::dynamo(e)
+                }
+            })?;
+        self.release_name(&def.table.project_id, &def.table.name, id).await?;
         let items = self.rows.query_prefix(&def_pk(id), "r#", false).await?;
         let reqs = items
             .iter()
@@ -651,17 +787,18 @@ impl DataTables {
     /// condition that the revision is unchanged; retried on a race.
     async fn change_columns<F>(&self, id: &str, mut change: F) -> Result<(DataTable, Column), StoreError>
     where
-        F: FnMut(&mut Vec<Column>) -> Result<Column, StoreError>,
+        F: FnMut(&mut Vec<Column>, String) -> Result<Column, StoreError>,
     {
         for _ in 0..5 {
             let def = self.def(id).await?;
             let mut cols = def.table.columns.clone();
-            let touched = change(&mut cols)?;
+            let touched = change(&mut cols, (def.col_seq + 1).to_string())?;
             for (i, c) in cols.iter_mut().enumerate() {
                 c.index = i;
             }
             let now = db::now_iso();
-            let cols_av = serde_dynamo::to_attribute_value(&cols).map_err(|e| StoreError::Invalid(format!("columns: {e}")))?;
+            let cols_av =
+                serde_dynamo::to_attribute_value(&cols).map_err(|e| StoreError::Invalid(format!("columns: {e}")))?;
             self.defs.count();
             let res = self
                 .defs
@@ -669,11 +806,12 @@ impl DataTables {
                 .update_item()
                 .table_name(&self.defs.name)
                 .set_key(Some(key(def_pk(id), "dt")))
-                .update_expression("SET #c = :c, rev = :next, updatedAt = :now")
+                .update_expression("SET #c = :c, rev = :next, colSeq = :seq, updatedAt = :now")
                 .condition_expression("rev = :rev")
                 .expression_attribute_names("#c", "columns")
                 .expression_attribute_values(":c", cols_av)
                 .expression_attribute_values(":next", db::n(def.rev + 1))
+                .expression_attribute_values(":seq", db::n(def.col_seq + 1))
                 .expression_attribute_values(":rev", db::n(def.rev))
                 .expression_attribute_values(":now", s(&now))
                 .send()
@@ -689,13 +827,12 @@ impl DataTables {
 
     pub async fn add_column(&self, id: &str, column: &NewColumn) -> Result<Column, StoreError> {
         check_column_name(&column.name)?;
-        let col_id = db::new_id();
         let (_, c) = self
-            .change_columns(id, |cols| {
+            .change_columns(id, |cols, col_id| {
                 if cols.iter().any(|c| c.name.eq_ignore_ascii_case(&column.name)) {
                     return Err(StoreError::Conflict(format!("column {:?} already exists", column.name)));
                 }
-                let c = Column { id: col_id.clone(), name: column.name.clone(), kind: column.kind, index: cols.len() };
+                let c = Column { id: col_id, name: column.name.clone(), kind: column.kind, index: cols.len() };
                 cols.push(c.clone());
                 Ok(c)
             })
@@ -708,11 +845,14 @@ impl DataTables {
     pub async fn rename_column(&self, id: &str, column_id: &str, new_name: &str) -> Result<Column, StoreError> {
         check_column_name(new_name)?;
         let (_, c) = self
-            .change_columns(id, |cols| {
+            .change_columns(id, |cols, _| {
                 if cols.iter().any(|c| c.id != column_id && c.name.eq_ignore_ascii_case(new_name)) {
                     return Err(StoreError::Conflict(format!("column {new_name:?} already exists")));
                 }
-                let c = cols.iter_mut().find(|c| c.id == column_id).ok_or_else(|| StoreError::NotFound(format!("column {column_id}")))?;
+                let c = cols
+                    .iter_mut()
+                    .find(|c| c.id == column_id)
+                    .ok_or_else(|| StoreError::NotFound(format!("column {column_id}")))?;
                 c.name = new_name.to_owned();
                 Ok(c.clone())
             })
@@ -722,8 +862,11 @@ impl DataTables {
 
     pub async fn delete_column(&self, id: &str, column_id: &str) -> Result<Column, StoreError> {
         let (_, c) = self
-            .change_columns(id, |cols| {
-                let pos = cols.iter().position(|c| c.id == column_id).ok_or_else(|| StoreError::NotFound(format!("column {column_id}")))?;
+            .change_columns(id, |cols, _| {
+                let pos = cols
+                    .iter()
+                    .position(|c| c.id == column_id)
+                    .ok_or_else(|| StoreError::NotFound(format!("column {column_id}")))?;
                 Ok(cols.remove(pos))
             })
             .await?;
@@ -756,9 +899,17 @@ impl DataTables {
             .return_values(aws_sdk_dynamodb::types::ReturnValue::UpdatedNew)
             .send()
             .await
-            .map_err(|e| if db::is_condition_failed(&e) { StoreError::NotFound(format!("data table {id}")) } else { StoreError::dynamo(e) })?;
+            .map_err(|e| {
+                if db::is_condition_failed(&e) {
+                    StoreError::NotFound(format!("data table {id}"))
+                } else {
+                    StoreError::dynamo(e)
+                }
+            })?;
         let last: u64 = match out.attributes.as_ref().and_then(|a| a.get("nextRowId")) {
-            Some(AttributeValue::N(n)) => n.parse().map_err(|_| StoreError::Corrupt("row counter is not a number".into()))?,
+            Some(AttributeValue::N(n)) => {
+                n.parse().map_err(|_| StoreError::Corrupt("row counter is not a number".into()))?
+            }
             _ => return Err(StoreError::Corrupt("row counter missing".into())),
         };
         let first = last + 1 - rows.len() as u64;
@@ -782,7 +933,10 @@ impl DataTables {
         self.rows.batch_write(reqs).await.map_err(|e| match e {
             StoreError::Aws { service, message } => StoreError::Aws {
                 service,
-                message: format!("{message} (insert interrupted: some of the {} rows may have been written)", rows.len()),
+                message: format!(
+                    "{message} (insert interrupted: some of the {} rows may have been written)",
+                    rows.len()
+                ),
             },
             other => other,
         })?;
@@ -790,7 +944,13 @@ impl DataTables {
     }
 
     async fn all_rows(&self, table: &DataTable) -> Result<Vec<Row>, StoreError> {
-        Ok(self.rows.query_prefix(&def_pk(&table.id), "r#", false).await?.iter().map(|i| decode_row(table, i)).collect())
+        Ok(self
+            .rows
+            .query_prefix(&def_pk(&table.id), "r#", false)
+            .await?
+            .iter()
+            .map(|i| decode_row(table, i))
+            .collect())
     }
 
     /// Rows matching the filter, sorted and paged.
@@ -825,7 +985,11 @@ impl DataTables {
         };
         let data: Vec<Row> = rows[start..].iter().take(limit).cloned().collect();
         let next_cursor = (start + data.len() < count)
-            .then(|| data.last().map(|r| encode_cursor(&Cursor { v: r.get(&sort_col).cloned().unwrap_or(Value::Null), id: row_id(r) })))
+            .then(|| {
+                data.last().map(|r| {
+                    encode_cursor(&Cursor { v: r.get(&sort_col).cloned().unwrap_or(Value::Null), id: row_id(r) })
+                })
+            })
             .flatten();
         Ok(RowPage { count, data, next_cursor })
     }
@@ -867,7 +1031,10 @@ impl DataTables {
         let count = self.count_rows(&table.id).await?;
         // A full page may have been the last one: the count settles it.
         let next_cursor = (more && data.last().is_some_and(|r| row_id(r) < u64::MAX) && count > data.len())
-            .then(|| data.last().map(|r| encode_cursor(&Cursor { v: r.get("id").cloned().unwrap_or(Value::Null), id: row_id(r) })))
+            .then(|| {
+                data.last()
+                    .map(|r| encode_cursor(&Cursor { v: r.get("id").cloned().unwrap_or(Value::Null), id: row_id(r) }))
+            })
             .flatten();
         Ok(RowPage { count, data, next_cursor })
     }
@@ -902,7 +1069,12 @@ impl DataTables {
     /// Sets `values` on every row matching `filter` (which must not be
     /// empty); returns the updated rows. A row deleted meanwhile is skipped,
     /// never resurrected.
-    pub async fn update_rows(&self, id: &str, filter: &Filter, values: &Map<String, Value>) -> Result<Vec<Row>, StoreError> {
+    pub async fn update_rows(
+        &self,
+        id: &str,
+        filter: &Filter,
+        values: &Map<String, Value>,
+    ) -> Result<Vec<Row>, StoreError> {
         if filter.conditions.is_empty() {
             return Err(StoreError::Invalid("update needs a non-empty filter".into()));
         }
@@ -916,7 +1088,12 @@ impl DataTables {
         self.update_matching(&table, matches, &encoded).await
     }
 
-    async fn update_matching(&self, table: &DataTable, rows: Vec<Row>, encoded: &[(String, Option<AttributeValue>)]) -> Result<Vec<Row>, StoreError> {
+    async fn update_matching(
+        &self,
+        table: &DataTable,
+        rows: Vec<Row>,
+        encoded: &[(String, Option<AttributeValue>)],
+    ) -> Result<Vec<Row>, StoreError> {
         let now = db::now_iso();
         let mut sets = vec!["updatedAt = :now".to_owned()];
         let mut removes = Vec::new();
@@ -984,17 +1161,20 @@ impl DataTables {
         let table = self.def(id).await?.table;
         let compiled = compile(&table, Some(filter))?;
         let doomed: Vec<Row> = self.all_rows(&table).await?.into_iter().filter(|r| compiled.matches(r)).collect();
-        let reqs = doomed
-            .iter()
-            .map(|r| db::delete_req(key(def_pk(id), row_sk(row_id(r)))))
-            .collect::<Result<Vec<_>, _>>()?;
+        let reqs =
+            doomed.iter().map(|r| db::delete_req(key(def_pk(id), row_sk(row_id(r))))).collect::<Result<Vec<_>, _>>()?;
         self.rows.batch_write(reqs).await?;
         Ok(doomed)
     }
 
     /// Updates the rows matching `filter`, or inserts one row of `values`
     /// when none match.
-    pub async fn upsert(&self, id: &str, filter: &Filter, values: &Map<String, Value>) -> Result<UpsertResult, StoreError> {
+    pub async fn upsert(
+        &self,
+        id: &str,
+        filter: &Filter,
+        values: &Map<String, Value>,
+    ) -> Result<UpsertResult, StoreError> {
         if filter.conditions.is_empty() {
             return Err(StoreError::Invalid("upsert needs a non-empty filter".into()));
         }
@@ -1008,23 +1188,6 @@ impl DataTables {
         }
         Ok(UpsertResult { inserted: false, rows: self.update_matching(&table, matches, &encoded).await? })
     }
-}
-
-/// Adds expression values to a transactional delete (its builder was
-/// already built by `tx_delete`).
-fn with_values(
-    item: aws_sdk_dynamodb::types::TransactWriteItem,
-    values: Vec<(&str, AttributeValue)>,
-) -> Result<aws_sdk_dynamodb::types::TransactWriteItem, StoreError> {
-    let Some(d) = item.delete else { return Ok(item) };
-    let mut b = aws_sdk_dynamodb::types::Delete::builder()
-        .table_name(d.table_name)
-        .set_key(Some(d.key))
-        .set_condition_expression(d.condition_expression);
-    for (k, v) in values {
-        b = b.expression_attribute_values(k, v);
-    }
-    Ok(aws_sdk_dynamodb::types::TransactWriteItem::builder().delete(b.build().map_err(StoreError::dynamo)?).build())
 }
 
 #[cfg(test)]

@@ -77,12 +77,9 @@ where
 /// is something else). Each entry is the code for one action, in order.
 pub fn cancel_reasons<R>(err: &SdkError<TransactWriteItemsError, R>) -> Option<Vec<String>> {
     match err.as_service_error() {
-        Some(TransactWriteItemsError::TransactionCanceledException(e)) => Some(
-            e.cancellation_reasons()
-                .iter()
-                .map(|r| r.code().unwrap_or("None").to_owned())
-                .collect(),
-        ),
+        Some(TransactWriteItemsError::TransactionCanceledException(e)) => {
+            Some(e.cancellation_reasons().iter().map(|r| r.code().unwrap_or("None").to_owned()).collect())
+        }
         _ => None,
     }
 }
@@ -177,16 +174,15 @@ impl Table {
         let mut start: Option<Item> = None;
         loop {
             self.count();
-            let req = self
-                .client
-                .query()
-                .table_name(&self.name)
-                .key_condition_expression("pk = :pk AND begins_with(sk, :prefix)")
-                .expression_attribute_values(":pk", s(pk))
-                .expression_attribute_values(":prefix", s(prefix))
-                .scan_index_forward(!backwards)
-                .consistent_read(true)
-                .set_exclusive_start_key(start.take());
+            let mut req = self.client.query().table_name(&self.name).expression_attribute_values(":pk", s(pk));
+            // DynamoDB refuses an empty `begins_with` operand: no prefix, whole partition.
+            req = if prefix.is_empty() {
+                req.key_condition_expression("pk = :pk")
+            } else {
+                req.key_condition_expression("pk = :pk AND begins_with(sk, :prefix)")
+                    .expression_attribute_values(":prefix", s(prefix))
+            };
+            let req = req.scan_index_forward(!backwards).consistent_read(true).set_exclusive_start_key(start.take());
             let page = req.send().await.map_err(StoreError::dynamo)?;
             out.extend(page.items.unwrap_or_default());
             match page.last_evaluated_key {
@@ -293,15 +289,105 @@ impl Table {
     }
 }
 
+/// The outcome of claiming a unique key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Claim {
+    Won,
+    /// Someone holds it: their id and how long ago they claimed it.
+    Held {
+        owner: String,
+        age_secs: u64,
+    },
+}
+
+/// A claim whose owner never materialised (its writer died between the
+/// claim and the write) may be taken over after this long.
+pub const CLAIM_GRACE_SECS: u64 = 60;
+
+impl Table {
+    /// Claims `(pk, sk)` for `owner` with one conditional put: of racing
+    /// claimers exactly one wins (single-item conditions are atomic in
+    /// DynamoDB, and unlike failed transactions they do not roll back other
+    /// writers' work in moto).
+    pub async fn try_claim(&self, pk: &str, sk: &str, owner: &str) -> Result<Claim, StoreError> {
+        let mut item = key(pk, sk);
+        item.insert("owner".into(), s(owner));
+        item.insert("claimedAt".into(), n(now_secs()));
+        self.count();
+        match self
+            .client
+            .put_item()
+            .table_name(&self.name)
+            .set_item(Some(item))
+            .condition_expression("attribute_not_exists(pk)")
+            .send()
+            .await
+        {
+            Ok(_) => Ok(Claim::Won),
+            Err(e) if is_condition_failed(&e) => {
+                let cur = self.get_raw(pk, sk).await?.unwrap_or_default();
+                let age = match cur.get("claimedAt") {
+                    Some(AttributeValue::N(v)) => now_secs().saturating_sub(v.parse().unwrap_or(0)),
+                    _ => u64::MAX,
+                };
+                Ok(Claim::Held { owner: get_s(&cur, "owner").unwrap_or_default().to_owned(), age_secs: age })
+            }
+            Err(e) => Err(StoreError::dynamo(e)),
+        }
+    }
+
+    /// Deletes a claim if `owner` still holds it.
+    pub async fn release_claim(&self, pk: &str, sk: &str, owner: &str) -> Result<(), StoreError> {
+        self.count();
+        match self
+            .client
+            .delete_item()
+            .table_name(&self.name)
+            .set_key(Some(key(pk, sk)))
+            .condition_expression("#o = :o")
+            .expression_attribute_names("#o", "owner")
+            .expression_attribute_values(":o", s(owner))
+            .send()
+            .await
+        {
+            Ok(_) => Ok(()),
+            Err(e) if is_condition_failed(&e) => Ok(()),
+            Err(e) => Err(StoreError::dynamo(e)),
+        }
+    }
+
+    /// Puts `item` (a new entity) on condition it does not exist yet.
+    pub async fn put_new(&self, item: Item) -> Result<(), StoreError> {
+        self.count();
+        match self
+            .client
+            .put_item()
+            .table_name(&self.name)
+            .set_item(Some(item))
+            .condition_expression("attribute_not_exists(pk)")
+            .send()
+            .await
+        {
+            Ok(_) => Ok(()),
+            Err(e) if is_condition_failed(&e) => Err(StoreError::Conflict("id collision".into())),
+            Err(e) => Err(StoreError::dynamo(e)),
+        }
+    }
+}
+
 pub fn put_req(item: Item) -> Result<WriteRequest, StoreError> {
     Ok(WriteRequest::builder()
-        .put_request(aws_sdk_dynamodb::types::PutRequest::builder().set_item(Some(item)).build().map_err(StoreError::dynamo)?)
+        .put_request(
+            aws_sdk_dynamodb::types::PutRequest::builder().set_item(Some(item)).build().map_err(StoreError::dynamo)?,
+        )
         .build())
 }
 
 pub fn delete_req(k: Item) -> Result<WriteRequest, StoreError> {
     Ok(WriteRequest::builder()
-        .delete_request(aws_sdk_dynamodb::types::DeleteRequest::builder().set_key(Some(k)).build().map_err(StoreError::dynamo)?)
+        .delete_request(
+            aws_sdk_dynamodb::types::DeleteRequest::builder().set_key(Some(k)).build().map_err(StoreError::dynamo)?,
+        )
         .build())
 }
 
@@ -348,7 +434,12 @@ pub fn tx_update(
     Ok(TransactWriteItem::builder().update(up.build().map_err(StoreError::dynamo)?).build())
 }
 
-pub fn tx_check(table: &str, k: Item, condition: &str, values: Vec<(&str, AttributeValue)>) -> Result<TransactWriteItem, StoreError> {
+pub fn tx_check(
+    table: &str,
+    k: Item,
+    condition: &str,
+    values: Vec<(&str, AttributeValue)>,
+) -> Result<TransactWriteItem, StoreError> {
     let mut c = aws_sdk_dynamodb::types::ConditionCheck::builder()
         .table_name(table)
         .set_key(Some(k))

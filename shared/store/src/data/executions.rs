@@ -66,7 +66,10 @@ impl ExecutionStatus {
     }
 
     pub fn is_finished(self) -> bool {
-        matches!(self, ExecutionStatus::Success | ExecutionStatus::Error | ExecutionStatus::Canceled | ExecutionStatus::Crashed)
+        matches!(
+            self,
+            ExecutionStatus::Success | ExecutionStatus::Error | ExecutionStatus::Canceled | ExecutionStatus::Crashed
+        )
     }
 }
 
@@ -207,7 +210,9 @@ impl Executions {
 
     pub async fn create(&self, new: NewExecution) -> Result<Execution, StoreError> {
         let started_at = match new.started_at {
-            Some(t) => Some(db::parse_iso(&t).ok_or_else(|| StoreError::Invalid(format!("startedAt {t:?} is not ISO 8601")))?),
+            Some(t) => {
+                Some(db::parse_iso(&t).ok_or_else(|| StoreError::Invalid(format!("startedAt {t:?} is not ISO 8601")))?)
+            }
             None => None,
         };
         let execution = Execution {
@@ -256,7 +261,12 @@ impl Executions {
 
     /// Sets the status; finished statuses stamp `stoppedAt`. `wait_till`
     /// `Some(None)` clears it.
-    pub async fn set_status(&self, id: &str, status: ExecutionStatus, wait_till: Option<Option<String>>) -> Result<Execution, StoreError> {
+    pub async fn set_status(
+        &self,
+        id: &str,
+        status: ExecutionStatus,
+        wait_till: Option<Option<String>>,
+    ) -> Result<Execution, StoreError> {
         let mut sets = vec!["#st = :st"];
         let mut values = vec![(":st", s(status.as_str()))];
         if status.is_finished() {
@@ -268,10 +278,12 @@ impl Executions {
             values.push((":started", s(db::now_iso())));
         }
         if let Some(w) = wait_till {
-            let v = match w {
-                Some(t) => s(db::parse_iso(&t).ok_or_else(|| StoreError::Invalid(format!("waitTill {t:?} is not ISO 8601")))?),
-                None => AttributeValue::Null(true),
-            };
+            let v =
+                match w {
+                    Some(t) => s(db::parse_iso(&t)
+                        .ok_or_else(|| StoreError::Invalid(format!("waitTill {t:?} is not ISO 8601")))?),
+                    None => AttributeValue::Null(true),
+                };
             sets.push("waitTill = :wt");
             values.push((":wt", v));
         }
@@ -282,7 +294,12 @@ impl Executions {
         self.update_meta(id, "SET retrySuccessId = :r", vec![(":r", s(retry_id))]).await
     }
 
-    async fn update_meta(&self, id: &str, update: &str, values: Vec<(&str, AttributeValue)>) -> Result<Execution, StoreError> {
+    async fn update_meta(
+        &self,
+        id: &str,
+        update: &str,
+        values: Vec<(&str, AttributeValue)>,
+    ) -> Result<Execution, StoreError> {
         let mut req = self
             .table
             .client
@@ -328,7 +345,8 @@ impl Executions {
         items.extend(parts(id, &gen, "base", &base_json)?);
         let mut nodes = Vec::with_capacity(run_data.len());
         for (i, (name, runs)) in run_data.iter().enumerate() {
-            let json = serde_json::to_vec(runs).map_err(|e| StoreError::Invalid(format!("run data of {name:?}: {e}")))?;
+            let json =
+                serde_json::to_vec(runs).map_err(|e| StoreError::Invalid(format!("run data of {name:?}: {e}")))?;
             total += json.len() as u64;
             items.extend(parts(id, &gen, &format!("n{i:05}"), &json)?);
             nodes.push(name.clone());
@@ -339,7 +357,11 @@ impl Executions {
             nodes.clear();
         }
         let reqs = items.into_iter().map(db::put_req).collect::<Result<Vec<_>, _>>()?;
-        self.table.batch_write(reqs).await?;
+        if let Err(e) = self.table.batch_write(reqs).await {
+            // Readers still see the previous generation; drop our partial one.
+            self.delete_generation(id, &gen).await.ok();
+            return Err(e);
+        }
         let nodes_av = AttributeValue::L(nodes.iter().map(s).collect());
         self.table.count();
         let res = self
@@ -381,7 +403,12 @@ impl Executions {
     }
 
     /// Sets the status to a finished one and stores the run data.
-    pub async fn finish(&self, id: &str, status: ExecutionStatus, data: Option<&Value>) -> Result<Execution, StoreError> {
+    pub async fn finish(
+        &self,
+        id: &str,
+        status: ExecutionStatus,
+        data: Option<&Value>,
+    ) -> Result<Execution, StoreError> {
         if let Some(d) = data {
             self.save_data(id, d).await?;
         }
@@ -408,7 +435,8 @@ impl Executions {
             let all = self.table.query_prefix(&pk(id), &format!("{prefix}n"), false).await?;
             for (i, name) in &wanted {
                 let slot = format!("{prefix}n{i:05}#");
-                let mine: Vec<Item> = all.iter().filter(|it| get_s(it, "sk").is_some_and(|sk| sk.starts_with(&slot))).cloned().collect();
+                let mine: Vec<Item> =
+                    all.iter().filter(|it| get_s(it, "sk").is_some_and(|sk| sk.starts_with(&slot))).cloned().collect();
                 run_data.insert((*name).clone(), join_parts(&mine)?);
             }
         } else {
@@ -444,7 +472,9 @@ impl Executions {
         let before = q
             .started_before
             .as_deref()
-            .map(|t| db::parse_iso(t).ok_or_else(|| StoreError::Invalid(format!("startedBefore {t:?} is not ISO 8601"))))
+            .map(|t| {
+                db::parse_iso(t).ok_or_else(|| StoreError::Invalid(format!("startedBefore {t:?} is not ISO 8601")))
+            })
             .transpose()?;
         let mut conds = Vec::new();
         let mut values: Vec<(String, AttributeValue)> = Vec::new();
@@ -498,7 +528,9 @@ impl Executions {
                 .set_exclusive_start_key(start.take())
                 .set_filter_expression(filter.map(str::to_owned));
             req = match last_id {
-                Some(l) => req.key_condition_expression("gsi1pk = :pk AND gsi1sk < :last").expression_attribute_values(":last", s(l)),
+                Some(l) => req
+                    .key_condition_expression("gsi1pk = :pk AND gsi1sk < :last")
+                    .expression_attribute_values(":last", s(l)),
                 None => req.key_condition_expression("gsi1pk = :pk"),
             };
             if filter.is_some_and(|f| f.contains("#st")) {
@@ -522,7 +554,12 @@ impl Executions {
         }
     }
 
-    async fn count_index(&self, workflow_id: &str, filter: Option<&str>, values: &[(String, AttributeValue)]) -> Result<usize, StoreError> {
+    async fn count_index(
+        &self,
+        workflow_id: &str,
+        filter: Option<&str>,
+        values: &[(String, AttributeValue)],
+    ) -> Result<usize, StoreError> {
         let mut total = 0usize;
         let mut start: Option<Item> = None;
         loop {

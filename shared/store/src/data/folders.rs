@@ -1,14 +1,14 @@
 //! Folders nest inside one project. A folder's path is root-relative
 //! (`Clients/Acme`); names cannot contain `/`, so a path is unambiguous.
 //! Names are unique (case-insensitively) among siblings, enforced by a
-//! name item written in the same transaction as the folder.
+//! name claim written (conditionally) before the folder.
 //!
 //! Items (Instance table, in the project's partition, so one Query reads
 //! the whole tree and paths are computed in memory):
 //! - folder: `pk=project#<p>, sk=folder#<id>`
 //! - sibling name: `pk=project#<p>, sk=foldername#<parent|root>#<lowercase name>`
 
-use super::db::{self, key, s, to_item, tx_check, tx_delete, tx_put, tx_update, Table};
+use super::db::{self, key, s, to_item, tx_delete, tx_put, tx_update, Claim, Table, CLAIM_GRACE_SECS};
 use super::users_projects::project_pk;
 use crate::error::StoreError;
 use serde::{Deserialize, Serialize};
@@ -153,7 +153,9 @@ pub fn subtree(folders: &[Folder], root: &str) -> Vec<String> {
     let mut i = 0;
     while i < out.len() {
         let parent = out[i].clone();
-        out.extend(folders.iter().filter(|f| f.parent_folder_id.as_deref() == Some(parent.as_str())).map(|f| f.id.clone()));
+        out.extend(
+            folders.iter().filter(|f| f.parent_folder_id.as_deref() == Some(parent.as_str())).map(|f| f.id.clone()),
+        );
         i += 1;
     }
     out
@@ -185,18 +187,35 @@ impl Folders {
             updated_at: now,
         };
         let item = FolderItem { sk: format!("folder#{}", item.id), ..item };
-        let t = &self.table.name;
-        let mut tx = vec![
-            tx_check(t, key(project_pk(project_id), "project"), "attribute_exists(pk)", vec![])?,
-            tx_put(t, to_item(&item)?, Some("attribute_not_exists(pk)"))?,
-            tx_put(t, key(project_pk(project_id), name_sk(parent, &name)), Some("attribute_not_exists(pk)"))?,
-        ];
-        if let Some(p) = parent {
-            tx.push(tx_check(t, key(project_pk(project_id), format!("folder#{p}")), "attribute_exists(pk)", vec![])?);
+        let pk = project_pk(project_id);
+        if self.table.get_raw(&pk, "project").await?.is_none() {
+            return Err(StoreError::NotFound(format!("project {project_id}")));
         }
-        self.table
-            .transact(tx, &format!("folder {name:?} already exists there, or the project or parent folder does not exist"))
-            .await?;
+        if let Some(p) = parent {
+            if self.table.get_raw(&pk, &format!("folder#{p}")).await?.is_none() {
+                return Err(StoreError::NotFound(format!("parent folder {p}")));
+            }
+        }
+        // Claim the sibling name first (one conditional put: of racing
+        // creates exactly one wins), then write the folder.
+        let sk = name_sk(parent, &name);
+        for attempt in 0..2 {
+            match self.table.try_claim(&pk, &sk, &item.id).await? {
+                Claim::Won => break,
+                Claim::Held { owner, age_secs } => {
+                    let live = self.table.get_raw(&pk, &format!("folder#{owner}")).await?.is_some();
+                    if live || age_secs < CLAIM_GRACE_SECS || attempt == 1 {
+                        return Err(StoreError::Conflict(format!("a folder named {name:?} already exists there")));
+                    }
+                    // Abandoned by a writer that died before writing its folder.
+                    self.table.release_claim(&pk, &sk, &owner).await?;
+                }
+            }
+        }
+        if let Err(e) = self.table.put_new(to_item(&item)?).await {
+            self.table.release_claim(&pk, &sk, &item.id).await.ok();
+            return Err(e);
+        }
         let all = self.list(project_id).await?;
         all.into_iter()
             .find(|f| f.id == item.id)
@@ -236,7 +255,7 @@ impl Folders {
                 }
             })
             .collect();
-        out.sort_by(|a, b| a.path.to_lowercase().cmp(&b.path.to_lowercase()));
+        out.sort_by_key(|a| a.path.to_lowercase());
         Ok(out)
     }
 
@@ -250,7 +269,12 @@ impl Folders {
     }
 
     /// `search_folders`: case-insensitive substring on the name, max 100.
-    pub async fn search(&self, project_id: &str, query: Option<&str>, limit: Option<usize>) -> Result<FolderPage, StoreError> {
+    pub async fn search(
+        &self,
+        project_id: &str,
+        query: Option<&str>,
+        limit: Option<usize>,
+    ) -> Result<FolderPage, StoreError> {
         let q = query.map(str::to_lowercase).filter(|q| !q.is_empty());
         let all: Vec<FolderSummary> = self
             .list(project_id)
@@ -279,7 +303,10 @@ impl Folders {
         )?];
         if cur.name.to_lowercase() != new_name.to_lowercase() {
             tx.push(tx_delete(t, key(&pk, name_sk(parent, &cur.name)), None)?);
-            tx.push(tx_put(t, key(&pk, name_sk(parent, &new_name)), Some("attribute_not_exists(pk)"))?);
+            let mut claim = key(&pk, name_sk(parent, &new_name));
+            claim.insert("owner".into(), s(id));
+            claim.insert("claimedAt".into(), db::n(db::now_secs()));
+            tx.push(tx_put(t, claim, Some("attribute_not_exists(pk)"))?);
         }
         self.table.transact(tx, &format!("folder {new_name:?} already exists there, or the folder changed")).await?;
         self.get(project_id, id).await?.ok_or_else(|| StoreError::NotFound(format!("folder {id}")))
@@ -333,7 +360,10 @@ mod tests {
         let without_root: Vec<Folder> = all.iter().filter(|x| x.id != "4").cloned().collect();
         let amb = resolve_path(&without_root, "Acme").unwrap_err();
         assert_eq!(amb.reason, ResolutionFailure::Ambiguous);
-        assert_eq!(amb.candidates.iter().map(|c| c.path.as_str()).collect::<Vec<_>>(), ["Clients/Acme", "Partners/Acme"]);
+        assert_eq!(
+            amb.candidates.iter().map(|c| c.path.as_str()).collect::<Vec<_>>(),
+            ["Clients/Acme", "Partners/Acme"]
+        );
         assert_eq!(resolve_path(&all, "Acm").unwrap_err().reason, ResolutionFailure::NotFound);
     }
 }

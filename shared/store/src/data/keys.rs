@@ -162,7 +162,10 @@ impl KeyProvider for KmsKeyProvider {
                 .unwrap_or_default()
                 .try_into()
                 .map_err(|_| StoreError::Corrupt("KMS returned a data key that is not 32 bytes".into()))?;
-            let wrapped = out.ciphertext_blob().map(|b| b.as_ref().to_vec()).ok_or_else(|| StoreError::Corrupt("KMS returned no wrapped key".into()))?;
+            let wrapped = out
+                .ciphertext_blob()
+                .map(|b| b.as_ref().to_vec())
+                .ok_or_else(|| StoreError::Corrupt("KMS returned no wrapped key".into()))?;
             Ok(DataKey { plaintext, wrapped })
         })
     }

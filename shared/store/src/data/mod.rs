@@ -54,8 +54,13 @@ impl InstanceData {
         Self::with_keys(clients, config, keys)
     }
 
-    pub fn with_keys(clients: &AwsClients, config: &Config, keys: Arc<dyn keys::KeyProvider>) -> Result<Self, StoreError> {
-        let table = |id| -> Result<db::Table, StoreError> { Ok(db::Table::new(clients.dynamo.clone(), config.table(id)?)) };
+    pub fn with_keys(
+        clients: &AwsClients,
+        config: &Config,
+        keys: Arc<dyn keys::KeyProvider>,
+    ) -> Result<Self, StoreError> {
+        let table =
+            |id| -> Result<db::Table, StoreError> { Ok(db::Table::new(clients.dynamo.clone(), config.table(id)?)) };
         let instance = table(TableId::Instance)?;
         let projects = Projects::new(instance.clone());
         let folders = Folders::new(instance.clone());

@@ -1,10 +1,11 @@
-//! Tags, per instance. Names are unique case-insensitively (a name item in
-//! the same transaction), so two racing creates of `Sales` make one tag.
+//! Tags, per instance. Names are unique case-insensitively (a name claim
+//! written before the tag), so two racing creates of `Sales` make one tag.
 //!
-//! Items (Instance table): `pk=tags, sk=tag#<id>` and `pk=tags,
-//! sk=tagname#<lowercase name>` (carrying the id).
+//! Items (Instance table): `pk=tags, sk=tag#<id>` and the name claim
+//! `pk=tags, sk=tagname#<lowercase name>` (its `owner` is the tag id),
+//! written first with a condition.
 
-use super::db::{self, key, s, to_item, tx_put, Table};
+use super::db::{self, to_item, Claim, Table, CLAIM_GRACE_SECS};
 use crate::error::StoreError;
 use serde::{Deserialize, Serialize};
 
@@ -62,18 +63,28 @@ impl Tags {
     pub async fn create(&self, name: &str) -> Result<Tag, StoreError> {
         let name = check(name)?;
         let tag = Tag { id: db::new_id(), name: name.clone(), created_at: db::now_iso() };
-        let mut name_item = key("tags", format!("tagname#{}", name.to_lowercase()));
-        name_item.insert("tagId".into(), s(&tag.id));
-        let t = &self.table.name;
-        self.table
-            .transact(
-                vec![
-                    tx_put(t, to_item(&TagItem { pk: "tags".into(), sk: format!("tag#{}", tag.id), tag: tag.clone() })?, None)?,
-                    tx_put(t, name_item, Some("attribute_not_exists(pk)"))?,
-                ],
-                &format!("tag {name:?} already exists"),
-            )
-            .await?;
+        let sk = format!("tagname#{}", name.to_lowercase());
+        let taken = || StoreError::Conflict(format!("tag {name:?} already exists"));
+        // Claim the name first (one conditional put: racing creates have
+        // exactly one winner), then write the tag.
+        for attempt in 0..2 {
+            match self.table.try_claim("tags", &sk, &tag.id).await? {
+                Claim::Won => break,
+                Claim::Held { owner, age_secs } => {
+                    let live = self.table.get_raw("tags", &format!("tag#{owner}")).await?.is_some();
+                    if live || age_secs < CLAIM_GRACE_SECS || attempt == 1 {
+                        return Err(taken());
+                    }
+                    // Abandoned by a writer that died before writing its tag.
+                    self.table.release_claim("tags", &sk, &owner).await?;
+                }
+            }
+        }
+        let item = to_item(&TagItem { pk: "tags".into(), sk: format!("tag#{}", tag.id), tag: tag.clone() })?;
+        if let Err(e) = self.table.put_new(item).await {
+            self.table.release_claim("tags", &sk, &tag.id).await.ok();
+            return Err(e);
+        }
         Ok(tag)
     }
 
@@ -103,7 +114,9 @@ impl Tags {
     pub async fn by_ids(&self, ids: &[String]) -> Result<Vec<Tag>, StoreError> {
         let all = self.list().await?;
         ids.iter()
-            .map(|id| all.iter().find(|t| &t.id == id).cloned().ok_or_else(|| StoreError::NotFound(format!("tag {id}"))))
+            .map(|id| {
+                all.iter().find(|t| &t.id == id).cloned().ok_or_else(|| StoreError::NotFound(format!("tag {id}")))
+            })
             .collect()
     }
 }

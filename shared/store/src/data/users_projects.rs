@@ -38,14 +38,8 @@ pub enum ProjectRole {
     Owner,
 }
 
-const VIEWER: &[&str] = &[
-    "project:read",
-    "folder:read",
-    "workflow:read",
-    "credential:read",
-    "dataTable:read",
-    "dataTable:readRow",
-];
+const VIEWER: &[&str] =
+    &["project:read", "folder:read", "workflow:read", "credential:read", "dataTable:read", "dataTable:readRow"];
 const EDITOR: &[&str] = &[
     "workflow:create",
     "workflow:update",
@@ -64,7 +58,8 @@ const EDITOR: &[&str] = &[
     "dataTable:delete",
     "dataTable:writeRow",
 ];
-const ADMIN: &[&str] = &["project:update", "workflow:share", "credential:share", "credential:move", "project:manageMembers"];
+const ADMIN: &[&str] =
+    &["project:update", "workflow:share", "credential:share", "credential:move", "project:manageMembers"];
 const OWNER: &[&str] = &["project:delete"];
 
 impl ProjectRole {
@@ -87,12 +82,8 @@ impl ProjectRole {
     /// The scopes for one resource kind: `scopes_for("workflow")` →
     /// `["workflow:read", "workflow:update", ...]`, sorted.
     pub fn scopes_for(self, resource: &str) -> Vec<String> {
-        let mut out: Vec<String> = self
-            .scopes()
-            .into_iter()
-            .filter(|s| s.split(':').next() == Some(resource))
-            .map(str::to_owned)
-            .collect();
+        let mut out: Vec<String> =
+            self.scopes().into_iter().filter(|s| s.split(':').next() == Some(resource)).map(str::to_owned).collect();
         out.sort();
         out
     }
@@ -307,7 +298,8 @@ impl Projects {
     /// Adds a member or changes their role. Personal projects have exactly
     /// one member.
     pub async fn set_member(&self, project_id: &str, user: &UserId, role: ProjectRole) -> Result<(), StoreError> {
-        let project = self.project(project_id).await?.ok_or_else(|| StoreError::NotFound(format!("project {project_id}")))?;
+        let project =
+            self.project(project_id).await?.ok_or_else(|| StoreError::NotFound(format!("project {project_id}")))?;
         if project.kind == ProjectType::Personal {
             return Err(StoreError::Invalid("a personal project has no other members".into()));
         }

@@ -2,13 +2,19 @@
 //!
 //! Every save is an immutable version; the workflow's head item points at
 //! the current draft (`versionId`) and, when published, at the active
-//! version (`activeVersionId`). A save is one transaction: update the head
-//! *on condition that its `versionId` is still the one the writer started
-//! from*, and put the new version. Two writers from the same version: one
-//! wins, the other gets `Conflict`, never a silent overwrite.
+//! version (`activeVersionId`). A save from version X (1) claims X's
+//! successor slot (`sk=next#X`, one conditional put: of concurrent writers
+//! from X exactly one gets it, the others get `Conflict` having written
+//! nothing, never a silent overwrite), (2) writes the new version, (3) moves
+//! the head on condition that `versionId` is still X. A writer that dies
+//! between (1) and (3) leaves a claim that the next writer rolls forward
+//! (its version is complete) or releases (it is not) after 30 s.
+//! Only single-item conditional writes decide races: they are atomic in
+//! DynamoDB and, unlike failed transactions, also in moto.
 //!
 //! Items (Instance table, partition `wf#<id>`):
 //! - head `sk=head`: metadata only, `gsi1pk=wfs#<project>` lists a project's workflows
+//! - successor claim `sk=next#<versionId>`
 //! - version `sk=ver#<versionId>`: authors, timestamp, autosaved, name (ids are time-ordered)
 //! - body `sk=body#<versionId>`: the workflow JSON, DEFLATE-compressed, at most ~350 KB compressed
 //!
@@ -16,7 +22,7 @@
 //! (name/description substring, folder, status): fine for thousands of
 //! workflows per project; far beyond that it wants a search index.
 
-use super::db::{self, b, get_b, key, s, to_item, tx_check, tx_put, tx_update, Item, Table, MAX_ITEM_PAYLOAD};
+use super::db::{self, b, get_b, key, s, to_item, tx_check, tx_put, Item, Table, MAX_ITEM_PAYLOAD};
 use super::folders::{self, Folder, FolderRef, FolderResolution, Folders, ResolutionFailure};
 use super::tags::{Tag, Tags};
 use super::users_projects::{ProjectAccess, ProjectRole, Projects};
@@ -151,7 +157,11 @@ impl WorkflowMeta {
             Some(a) if *a == self.version_id => LiveState::Current,
             Some(_) => LiveState::Stale,
         };
-        PublishState { saved_version_id: self.version_id.clone(), active_version_id: self.active_version_id.clone(), live }
+        PublishState {
+            saved_version_id: self.version_id.clone(),
+            active_version_id: self.active_version_id.clone(),
+            live,
+        }
     }
 }
 
@@ -396,7 +406,11 @@ impl Workflows {
     }
 
     fn version_items(&self, info: &VersionInfo, body: &WorkflowBody) -> Result<Vec<Item>, StoreError> {
-        let meta = to_item(&VersionItem { pk: wf_pk(&info.workflow_id), sk: format!("ver#{}", info.version_id), info: info.clone() })?;
+        let meta = to_item(&VersionItem {
+            pk: wf_pk(&info.workflow_id),
+            sk: format!("ver#{}", info.version_id),
+            info: info.clone(),
+        })?;
         let mut body_item = key(wf_pk(&info.workflow_id), format!("body#{}", info.version_id));
         body_item.insert("body".into(), b(encode_body(body)?));
         Ok(vec![meta, body_item])
@@ -465,8 +479,10 @@ impl Workflows {
             .get_raw(&wf_pk(id), &format!("body#{version_id}"))
             .await?
             .ok_or_else(|| StoreError::NotFound(format!("version {version_id} of workflow {id}")))?;
-        let packed = get_b(&item, "body").ok_or_else(|| StoreError::Corrupt(format!("version {version_id} has no body")))?;
-        serde_json::from_slice(&db::decompress(&packed)?).map_err(|e| StoreError::Corrupt(format!("workflow body: {e}")))
+        let packed =
+            get_b(&item, "body").ok_or_else(|| StoreError::Corrupt(format!("version {version_id} has no body")))?;
+        serde_json::from_slice(&db::decompress(&packed)?)
+            .map_err(|e| StoreError::Corrupt(format!("workflow body: {e}")))
     }
 
     /// The workflow with its current draft.
@@ -480,7 +496,7 @@ impl Workflows {
     /// What `user` may do with the workflow: the scopes of their role in
     /// the owning project (`None` when they cannot read it).
     pub async fn access(&self, user: &UserId, meta: &WorkflowMeta) -> Result<Option<(Vec<String>, bool)>, StoreError> {
-        Ok(self.projects.role(user, &meta.project_id).await?.map(|r| scopes_of(r)))
+        Ok(self.projects.role(user, &meta.project_id).await?.map(scopes_of))
     }
 
     /// Saves a new version. `expected_version_id` is the draft the writer
@@ -594,7 +610,12 @@ impl Workflows {
     }
 
     /// Version history, newest first (`limit` 1–100, default 20).
-    pub async fn list_versions(&self, id: &str, limit: Option<usize>, skip: usize) -> Result<Vec<VersionRow>, StoreError> {
+    pub async fn list_versions(
+        &self,
+        id: &str,
+        limit: Option<usize>,
+        skip: usize,
+    ) -> Result<Vec<VersionRow>, StoreError> {
         let meta = self.require_meta(id).await?;
         let limit = limit.unwrap_or(20).clamp(1, 100);
         self.table
@@ -664,7 +685,9 @@ impl Workflows {
         self.table.count();
         match req.send().await {
             Ok(_) => Ok(()),
-            Err(e) if db::is_condition_failed(&e) => Err(StoreError::NotFound(format!("version {version_id} of workflow {id}"))),
+            Err(e) if db::is_condition_failed(&e) => {
+                Err(StoreError::NotFound(format!("version {version_id} of workflow {id}")))
+            }
             Err(e) => Err(StoreError::dynamo(e)),
         }
     }
@@ -721,7 +744,12 @@ impl Workflows {
             ("isArchived = :f", false)
         };
         match self
-            .update_head(id, "SET activeVersionId = :v, updatedAt = :now", Some(cond), vec![(":v", s(&target)), (":f", AttributeValue::Bool(false))])
+            .update_head(
+                id,
+                "SET activeVersionId = :v, updatedAt = :now",
+                Some(cond),
+                vec![(":v", s(&target)), (":f", AttributeValue::Bool(false))],
+            )
             .await?
         {
             true => Ok(target),
@@ -731,9 +759,14 @@ impl Workflows {
     }
 
     pub async fn unpublish(&self, id: &str) -> Result<(), StoreError> {
-        self.update_head(id, "SET activeVersionId = :null, updatedAt = :now", None, vec![(":null", AttributeValue::Null(true))])
-            .await
-            .map(|_| ())
+        self.update_head(
+            id,
+            "SET activeVersionId = :null, updatedAt = :now",
+            None,
+            vec![(":null", AttributeValue::Null(true))],
+        )
+        .await
+        .map(|_| ())
     }
 
     /// Archives (soft delete) and unpublishes. Returns `false` when it was
@@ -743,7 +776,11 @@ impl Workflows {
             id,
             "SET isArchived = :t, activeVersionId = :null, updatedAt = :now",
             Some("isArchived = :f"),
-            vec![(":t", AttributeValue::Bool(true)), (":f", AttributeValue::Bool(false)), (":null", AttributeValue::Null(true))],
+            vec![
+                (":t", AttributeValue::Bool(true)),
+                (":f", AttributeValue::Bool(false)),
+                (":null", AttributeValue::Null(true)),
+            ],
         )
         .await
     }
@@ -761,16 +798,22 @@ impl Workflows {
     }
 
     pub async fn set_available_in_mcp(&self, id: &str, available: bool) -> Result<(), StoreError> {
-        self.update_head(id, "SET availableInMCP = :a, updatedAt = :now", None, vec![(":a", AttributeValue::Bool(available))])
-            .await
-            .map(|_| ())
+        self.update_head(
+            id,
+            "SET availableInMCP = :a, updatedAt = :now",
+            None,
+            vec![(":a", AttributeValue::Bool(available))],
+        )
+        .await
+        .map(|_| ())
     }
 
     /// Replaces the workflow's tags; every id must exist.
     pub async fn set_tags(&self, id: &str, tag_ids: &[String]) -> Result<Vec<Tag>, StoreError> {
         let tags = self.tags.by_ids(tag_ids).await?;
         let ids: Vec<AttributeValue> = tags.iter().map(|t| s(&t.id)).collect();
-        self.update_head(id, "SET tagIds = :tags, updatedAt = :now", None, vec![(":tags", AttributeValue::L(ids))]).await?;
+        self.update_head(id, "SET tagIds = :tags, updatedAt = :now", None, vec![(":tags", AttributeValue::L(ids))])
+            .await?;
         Ok(tags)
     }
 
@@ -809,7 +852,12 @@ impl Workflows {
     /// Deletes a folder and its subfolders: their workflows move to
     /// `transfer_to` (a folder outside the subtree, or `None` for archiving
     /// them in place at the project root).
-    pub async fn delete_folder(&self, project_id: &str, folder_id: &str, transfer_to: Option<&str>) -> Result<(), StoreError> {
+    pub async fn delete_folder(
+        &self,
+        project_id: &str,
+        folder_id: &str,
+        transfer_to: Option<&str>,
+    ) -> Result<(), StoreError> {
         let all = self.folders.list(project_id).await?;
         if !all.iter().any(|f| f.id == folder_id) {
             return Err(StoreError::NotFound(format!("folder {folder_id}")));
@@ -888,7 +936,8 @@ impl Workflows {
             projects.retain(|a| &a.project.id == p);
         }
         let spans_many = q.project_id.is_none() && projects.len() > 1;
-        let mut list = WorkflowList { workflows: Vec::new(), total: 0, total_in_scope: 0, note: None, folder_resolution: None };
+        let mut list =
+            WorkflowList { workflows: Vec::new(), total: 0, total_in_scope: 0, note: None, folder_resolution: None };
 
         // The folder filter, resolved strictly inside the one project in scope.
         let mut folder_ids: Option<HashSet<String>> = None;
@@ -901,7 +950,11 @@ impl Workflows {
                 [one] => {
                     let all = self.folders.list(&one.project.id).await?;
                     let found = match sel {
-                        FolderSelector::Id(i) => all.iter().find(|f| &f.id == i).cloned().ok_or_else(|| fail(ResolutionFailure::NotFound, Vec::new())),
+                        FolderSelector::Id(i) => all
+                            .iter()
+                            .find(|f| &f.id == i)
+                            .cloned()
+                            .ok_or_else(|| fail(ResolutionFailure::NotFound, Vec::new())),
                         FolderSelector::Path(p) => folders::resolve_path(&all, p),
                     };
                     found.map(|f| if q.recursive { folders::subtree(&all, &f.id) } else { vec![f.id] })
@@ -953,7 +1006,8 @@ impl Workflows {
                 let (scopes, can_execute) = scopes_of(access.role);
                 rows.push(WorkflowRow {
                     active: meta.active(),
-                    project: spans_many.then(|| ProjectRef { id: access.project.id.clone(), name: access.project.name.clone() }),
+                    project: spans_many
+                        .then(|| ProjectRef { id: access.project.id.clone(), name: access.project.name.clone() }),
                     folder: meta.parent_folder_id.as_ref().and_then(|f| folder_map.get(f)).map(FolderRef::from),
                     scopes,
                     can_execute,
@@ -974,7 +1028,11 @@ impl Workflows {
             ));
         }
         if list.workflows.len() < list.total {
-            notes.push(format!("Showing {} of {} matching workflows (limit {limit}).", list.workflows.len(), list.total));
+            notes.push(format!(
+                "Showing {} of {} matching workflows (limit {limit}).",
+                list.workflows.len(),
+                list.total
+            ));
         }
         if !notes.is_empty() {
             list.note = Some(notes.join(" "));
@@ -1062,7 +1120,18 @@ impl Workflows {
                     self.table.batch_write(reqs).await?;
                     Err(StoreError::Invalid(format!("workflow {id} was archived while saving; nothing was saved")))
                 }
-                Some(_) => Err(stale(id, expected)),
+                Some(_) => {
+                    // The head moved under a claim we held: only a stale-claim
+                    // roll-forward of another save can do that. Our version
+                    // never became current; remove it from history.
+                    let doomed = vec![
+                        key(wf_pk(id), format!("ver#{}", head.version_id)),
+                        key(wf_pk(id), format!("body#{}", head.version_id)),
+                    ];
+                    let reqs = doomed.into_iter().map(db::delete_req).collect::<Result<Vec<_>, _>>()?;
+                    self.table.batch_write(reqs).await?;
+                    Err(stale(id, expected))
+                }
                 None => Err(StoreError::NotFound(format!("workflow {id}"))),
             },
             Err(e) => Err(StoreError::dynamo(e)),
@@ -1107,7 +1176,9 @@ impl Workflows {
 }
 
 fn stale(id: &str, expected: &str) -> StoreError {
-    StoreError::Conflict(format!("workflow {id} was saved by someone else after version {expected}; reload it and apply the change again"))
+    StoreError::Conflict(format!(
+        "workflow {id} was saved by someone else after version {expected}; reload it and apply the change again"
+    ))
 }
 
 /// `(workflow scopes, canExecute)` for a role.

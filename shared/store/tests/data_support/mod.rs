@@ -16,10 +16,7 @@ pub async fn data() -> (TestEnv, InstanceData) {
 /// A user with their personal project.
 pub async fn user(data: &InstanceData, name: &str) -> (UserId, Project) {
     let id = UserId(format!("{name}-{}", uuid::Uuid::new_v4().simple()));
-    let (_, project) = data
-        .projects
-        .create_user(&id, &format!("{name}@example.com"), Some(name), None)
-        .await
-        .expect("create user");
+    let (_, project) =
+        data.projects.create_user(&id, &format!("{name}@example.com"), Some(name), None).await.expect("create user");
     (id, project)
 }

@@ -1,0 +1,202 @@
+//! The run's entry points besides the step: starting a run (chat), a human
+//! decision (confirm) and Stop (cancel).
+
+use crate::checkpoint::Checkpoint;
+use crate::error::AgentError;
+use crate::finish::{finish_chain, Ending, Settle};
+use crate::model::Message;
+use crate::runtime::{event, Runtime, StepMessage};
+use crate::tools::{Decision, Scope};
+use protocol::events::{EventPayload, RunStart, RunStatus};
+use protocol::ids::{AgentId, RunId, ThreadId};
+use protocol::UserId;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use store::runs::{ChainState, NewChain, SlotError, ORCHESTRATOR};
+use tokio::sync::Mutex;
+
+/// A user message is at most this long (characters).
+pub const MAX_MESSAGE_CHARS: usize = 100_000;
+
+/// `POST /instance-ai/chat/:threadId`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ChatRequest {
+    pub message: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attachments: Option<Vec<Value>>,
+}
+
+/// `POST /instance-ai/confirm/:requestId`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ConfirmRequest {
+    pub approved: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user_input: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answers: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<Scope>,
+}
+
+/// What the model reads as the user's message: the text, plus any attachments.
+fn model_text(req: &ChatRequest) -> String {
+    match &req.attachments {
+        Some(a) if !a.is_empty() => {
+            let json = serde_json::to_string(a).unwrap_or_default();
+            format!("{}\n\n<attachments>{json}</attachments>", req.message)
+        }
+        _ => req.message.clone(),
+    }
+}
+
+/// Starts a run: takes the slot, writes `run-start`, enqueues step 1.
+pub async fn start(rt: &Runtime, thread: &ThreadId, user: &UserId, req: &ChatRequest) -> Result<RunId, AgentError> {
+    if req.message.trim().is_empty() {
+        return Err(AgentError::Invalid("message must not be empty".into()));
+    }
+    if req.message.chars().count() > MAX_MESSAGE_CHARS {
+        return Err(AgentError::Invalid(format!("message is longer than {MAX_MESSAGE_CHARS} characters")));
+    }
+    let run = RunId(format!("run_{}", uuid::Uuid::new_v4().simple()));
+    let agent = AgentId(ORCHESTRATOR.into());
+    let ckpt = Checkpoint { messages: vec![Message::user(model_text(req))], needs_history: true, ..Checkpoint::default() };
+    let new = NewChain {
+        run_id: run.clone(),
+        thread_id: thread.clone(),
+        user_id: user.clone(),
+        agent_id: agent.clone(),
+        role: "orchestrator".into(),
+        parent_id: None,
+        task_id: None,
+        checkpoint: ckpt.encode()?,
+        lease_until: rt.lease_from_now(),
+    };
+    match rt.runs.start_run(&new, &req.message).await? {
+        Ok(()) => {}
+        Err(SlotError::NotOwner) => return Err(AgentError::NotFound(format!("thread {thread} not found"))),
+        Err(SlotError::Busy(active)) => {
+            return Err(AgentError::Conflict(format!("thread {thread} already has an active run ({active}); cancel it or wait for it to finish")))
+        }
+    }
+    let writer = Mutex::new(rt.writer(thread));
+    let start = RunStart {
+        message_id: format!("msg_{}", uuid::Uuid::new_v4().simple()),
+        trace_id: None,
+        message_group_id: None,
+        message: Some(req.message.clone()),
+    };
+    writer.lock().await.emit(event(&run, &agent, EventPayload::RunStart(start))).await?;
+    let queued = rt.enqueue(&StepMessage { run_id: run.0.clone(), agent_id: agent.0.clone(), step: 1, request_id: None }).await;
+    if let Err(e) = queued {
+        // Nobody will ever run it: end it now rather than at the lease.
+        tracing::error!(runId = %run, error = %e, "cannot queue step 1");
+        if let Some(chain) = rt.runs.chain(&run, &agent).await? {
+            let ending = Ending { status: RunStatus::Error, reason: Some("the run could not be queued".into()), result: None };
+            finish_chain(rt, &writer, &chain, ChainState::Queued, Some(0), ckpt, Vec::new(), Settle::Failed, ending).await?;
+        }
+        return Err(e);
+    }
+    tracing::info!(runId = %run, threadId = %thread, "run started");
+    Ok(run)
+}
+
+/// Records a decision (the first wins) and enqueues the resume step.
+pub async fn confirm(rt: &Runtime, request_id: &str, user: &UserId, req: &ConfirmRequest) -> Result<(), AgentError> {
+    let sus = rt.suspensions.get_owned(request_id, user).await?;
+    if sus.state != "pending" {
+        return Err(AgentError::Conflict(format!("confirmation request {request_id} was already answered ({})", sus.state)));
+    }
+    let decision = Decision {
+        approved: req.approved,
+        user_input: req.user_input.clone(),
+        answers: req.answers.clone(),
+        scope: req.scope,
+        expired: false,
+    };
+    let allow_key = match (req.approved, req.scope) {
+        (true, Some(Scope::Session)) => rt.tools.get(&sus.tool_name).and_then(|t| t.allow_key(&Value::Object(sus.args.clone()))),
+        _ => None,
+    };
+    let state = if req.approved { "approved" } else { "denied" };
+    let json = serde_json::to_string(&decision).map_err(|e| AgentError::Invalid(e.to_string()))?;
+    let decided = rt
+        .runs
+        .decide(
+            &sus.run_id,
+            &sus.agent_id,
+            request_id,
+            sus.step,
+            state,
+            &json,
+            rt.lease_from_now(),
+            allow_key.as_deref().map(|k| (&sus.thread_id, k)),
+        )
+        .await?;
+    if !decided {
+        return Err(AgentError::Conflict(format!("confirmation request {request_id} was already answered or its run ended")));
+    }
+    rt.enqueue(&StepMessage {
+        run_id: sus.run_id.0.clone(),
+        agent_id: sus.agent_id.0.clone(),
+        step: sus.step + 1,
+        request_id: Some(request_id.to_owned()),
+    })
+    .await?;
+    tracing::info!(runId = %sus.run_id, request_id, state, "decision recorded; resume queued");
+    Ok(())
+}
+
+/// What cancel did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CancelOutcome {
+    /// The run cancel acted on (none: nothing to cancel).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<String>,
+    /// False when the run had already finished (a no-op).
+    pub cancelled: bool,
+}
+
+/// Stop: a suspended chain is finished at once; a queued or running one gets
+/// the flag its step polls; a finished one is left alone. Idempotent.
+pub async fn cancel(rt: &Runtime, thread: &ThreadId, user: &UserId) -> Result<CancelOutcome, AgentError> {
+    let not_found = || AgentError::NotFound(format!("thread {thread} not found"));
+    let (owner, active, last) = rt.runs.slot(thread).await?.ok_or_else(not_found)?;
+    if &owner != user {
+        return Err(not_found());
+    }
+    let Some(run) = active.or(last) else { return Ok(CancelOutcome { run_id: None, cancelled: false }) };
+    let mut chains = rt.runs.chains(&run).await?;
+    // The orchestrator first, so its run-finish is not held up by agents.
+    chains.sort_by_key(|c| !c.is_orchestrator());
+    let writer = Mutex::new(rt.writer(thread));
+    let mut acted = false;
+    for chain in chains {
+        match chain.state {
+            ChainState::Finishing | ChainState::Finished => {}
+            ChainState::Suspended => {
+                let ckpt = Checkpoint::decode(chain.checkpoint.as_deref())?;
+                let open: Vec<String> = chain.open_tools.keys().cloned().collect();
+                let ending = Ending { status: RunStatus::Cancelled, reason: Some("user_cancelled".into()), result: None };
+                let done = finish_chain(rt, &writer, &chain, ChainState::Suspended, Some(chain.step), ckpt, open, Settle::Cancelled, ending)
+                    .await?;
+                if done {
+                    if let Some(req) = &chain.suspended_request {
+                        rt.suspensions.cancel(req).await?;
+                    }
+                    acted = true;
+                } else {
+                    // A decision won the race and re-queued it: flag it instead.
+                    acted |= rt.runs.request_cancel(&chain.run_id, &chain.agent_id).await?;
+                }
+            }
+            ChainState::Queued | ChainState::Running => {
+                acted |= rt.runs.request_cancel(&chain.run_id, &chain.agent_id).await?;
+            }
+        }
+    }
+    tracing::info!(runId = %run, threadId = %thread, acted, "cancel handled");
+    Ok(CancelOutcome { run_id: Some(run.0), cancelled: acted })
+}

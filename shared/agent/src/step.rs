@@ -1,0 +1,500 @@
+//! One step of a chain: claim `(run, agent, step)` with a conditional write,
+//! load the checkpoint, resume a decided suspension or run pending tool
+//! calls, make at most one streamed model call, run its tool calls, then
+//! save the checkpoint and enqueue the next step — or suspend, or finish.
+//!
+//! Cancel is a flag on the chain item: a poller reads it every
+//! `Settings::cancel_poll` and fires the abort token, which ends the model
+//! stream (between chunks) and races every tool handler.
+
+use crate::checkpoint::{Checkpoint, PendingCall};
+use crate::error::AgentError;
+use crate::finish::{finish_chain, Ending, Settle};
+use crate::model::{Message, ModelChunk, ModelError, ModelProvider, ModelRequest, TurnBuilder};
+use crate::runtime::{event, Runtime, StepMessage};
+use crate::tools::{schema, CancellationToken, Decision, ToolContext, ToolOutcome};
+use futures::StreamExt;
+use protocol::events::{
+    ConfirmationRequest, ErrorPayload, EventPayload, RunStatus, TextDelta, ToolCall, ToolError, ToolInputStart,
+    ToolResult,
+};
+use protocol::ids::{AgentId, RunId};
+use serde_json::{Map, Value};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Instant;
+use store::runs::{now_ms, Chain, ChainState};
+use store::suspensions::Suspension;
+use store::EventWriter;
+use tokio::sync::Mutex;
+use tracing::Instrument;
+
+/// How a step ends.
+enum StepEnd {
+    /// Save the checkpoint and enqueue the next step.
+    Continue,
+    /// A suspension was written; nothing more to do.
+    Suspended,
+    Finish(Ending),
+}
+
+fn finish(status: RunStatus, reason: Option<String>) -> StepEnd {
+    StepEnd::Finish(Ending { status, reason, result: None })
+}
+
+fn cancelled() -> StepEnd {
+    finish(RunStatus::Cancelled, Some("user_cancelled".into()))
+}
+
+/// Aborts the cancel poller when the step ends (or is dropped mid-way).
+struct Poller(tokio::task::JoinHandle<()>);
+
+impl Drop for Poller {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+fn start_poller(rt: &Arc<Runtime>, run: &RunId, agent: &AgentId, abort: CancellationToken) -> Poller {
+    let (rt, run, agent) = (rt.clone(), run.clone(), agent.clone());
+    Poller(tokio::spawn(async move {
+        let mut tick = tokio::time::interval(rt.settings.cancel_poll);
+        loop {
+            tick.tick().await;
+            match rt.runs.cancel_requested(&run, &agent).await {
+                Ok(true) => {
+                    tracing::info!(run_id = %run, agent_id = %agent, "cancel requested; aborting the step");
+                    abort.cancel();
+                    return;
+                }
+                Ok(false) => {}
+                Err(e) => tracing::warn!(error = %e, "cannot read the cancel flag"),
+            }
+        }
+    }))
+}
+
+/// Handles one step message. `Err` only when nothing was claimed (the
+/// message should be redelivered); failures after the claim end the run.
+pub async fn run_step(rt: &Arc<Runtime>, msg: StepMessage) -> Result<(), AgentError> {
+    let run = RunId(msg.run_id.clone());
+    let agent = AgentId(msg.agent_id.clone());
+    let Some(chain) = rt.runs.claim(&run, &agent, msg.step, rt.lease_from_now()).await? else {
+        tracing::info!(runId = %run, agentId = %agent, step = msg.step, "duplicate or late step delivery; acknowledged without effect");
+        return Ok(());
+    };
+    let span = tracing::info_span!("run", runId = %run, threadId = %chain.thread_id, agentId = %agent, step = msg.step);
+    async move {
+        tracing::info!("step claimed");
+        let abort = CancellationToken::new();
+        if chain.cancel {
+            abort.cancel();
+        }
+        let _poller = start_poller(rt, &run, &agent, abort.clone());
+        let ckpt = match Checkpoint::decode(chain.checkpoint.as_deref()) {
+            Ok(c) => c,
+            Err(e) => {
+                tracing::error!(error = %e, "unreadable checkpoint");
+                Checkpoint::default()
+            }
+        };
+        let mut step = Step {
+            rt,
+            open: chain.open_tools.clone(),
+            chain: &chain,
+            step: msg.step,
+            ckpt,
+            writer: Mutex::new(rt.writer(&chain.thread_id)),
+            abort,
+            deadline: Instant::now() + rt.settings.step_budget,
+        };
+        let end = match step.body(msg.request_id.as_deref()).await {
+            Ok(end) => end,
+            Err(e) if e.is_lost_ownership() => {
+                tracing::warn!(error = %e, "the chain moved on (cancelled or swept); this step stops");
+                return Ok(());
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "step failed");
+                finish(RunStatus::Error, Some(e.to_string()))
+            }
+        };
+        if let Err(e) = step.conclude(end).await {
+            tracing::error!(error = %e, "could not conclude the step; the sweep will finish the run");
+        }
+        Ok(())
+    }
+    .instrument(span)
+    .await
+}
+
+struct Step<'a> {
+    rt: &'a Arc<Runtime>,
+    chain: &'a Chain,
+    step: u64,
+    ckpt: Checkpoint,
+    writer: Mutex<EventWriter>,
+    abort: CancellationToken,
+    deadline: Instant,
+    /// Tool calls recorded as started and not settled (mirrors the chain item).
+    open: BTreeMap<String, String>,
+}
+
+enum Exec {
+    Settled,
+    Suspended,
+}
+
+enum Turn {
+    Done(TurnBuilder),
+    Cancelled,
+    Failed(ModelError),
+}
+
+impl Step<'_> {
+    fn run_id(&self) -> &RunId {
+        &self.chain.run_id
+    }
+
+    fn agent_id(&self) -> &AgentId {
+        &self.chain.agent_id
+    }
+
+    async fn emit(&self, payload: EventPayload) -> Result<(), AgentError> {
+        self.writer.lock().await.emit(event(self.run_id(), self.agent_id(), payload)).await?;
+        Ok(())
+    }
+
+    async fn body(&mut self, request_id: Option<&str>) -> Result<StepEnd, AgentError> {
+        if self.abort.is_cancelled() {
+            return Ok(cancelled());
+        }
+        if self.ckpt.needs_history {
+            if let Some(bytes) = self.rt.runs.history(&self.chain.thread_id).await? {
+                let mut history = Checkpoint::history_from(&bytes)?;
+                history.append(&mut self.ckpt.messages);
+                self.ckpt.messages = history;
+            }
+            self.ckpt.needs_history = false;
+        }
+        for correction in &self.chain.corrections {
+            self.ckpt.messages.push(Message::user(format!("Course correction from the orchestrator: {correction}")));
+        }
+        if let Some(request_id) = request_id {
+            if let Some(end) = self.resume(request_id).await? {
+                return Ok(end);
+            }
+        }
+        if let Some(end) = self.run_pending().await? {
+            return Ok(end);
+        }
+        if self.abort.is_cancelled() {
+            return Ok(cancelled());
+        }
+        if Instant::now() >= self.deadline {
+            return Ok(StepEnd::Continue);
+        }
+        if self.ckpt.model_calls >= self.rt.settings.max_steps {
+            return Ok(finish(
+                RunStatus::Error,
+                Some(format!("the run reached its limit of {} model steps (INSTANCE_AI_MAX_STEPS)", self.rt.settings.max_steps)),
+            ));
+        }
+        let model = match &self.rt.model {
+            Ok(m) => m.clone(),
+            Err(e) => return Ok(finish(RunStatus::Error, Some(e.message.clone()))),
+        };
+        let builder = match self.model_turn(model).await? {
+            Turn::Done(b) => b,
+            Turn::Cancelled => return Ok(cancelled()),
+            Turn::Failed(e) => {
+                self.emit(EventPayload::Error(ErrorPayload {
+                    content: e.message.clone(),
+                    status_code: e.status_code,
+                    code: None,
+                    provider: Some(e.provider.clone()),
+                    technical_details: None,
+                }))
+                .await?;
+                let reason = match e.status_code {
+                    Some(code) => format!("{} model provider failed ({code}): {}", e.provider, e.message),
+                    None => format!("{} model provider failed: {}", e.provider, e.message),
+                };
+                return Ok(finish(RunStatus::Error, Some(reason)));
+            }
+        };
+        self.ckpt.model_calls += 1;
+        let calls: Vec<PendingCall> = builder
+            .tool_calls()
+            .into_iter()
+            .map(|(id, name, args)| PendingCall { id: id.to_owned(), name: name.to_owned(), args: args.clone() })
+            .collect();
+        let text = builder.text();
+        self.ckpt.messages.push(builder.into_message());
+        if calls.is_empty() {
+            return Ok(StepEnd::Finish(Ending { status: RunStatus::Completed, reason: None, result: Some(text) }));
+        }
+        self.ckpt.pending = calls;
+        Ok(self.run_pending().await?.unwrap_or(StepEnd::Continue))
+    }
+
+    /// Streams one model call, publishing deltas and tool calls as they come.
+    async fn model_turn(&mut self, model: Arc<dyn ModelProvider>) -> Result<Turn, AgentError> {
+        let checkpoint_task = self.ckpt.task.as_ref().is_some_and(|t| t.kind == "checkpoint");
+        let request = ModelRequest {
+            system: self.rt.system_prompt.clone(),
+            messages: self.ckpt.messages.clone(),
+            tools: self.rt.tools.definitions(self.chain.is_orchestrator(), checkpoint_task),
+        };
+        let response_id = format!("{}-{}-{}", self.run_id(), self.agent_id(), self.step);
+        let mut stream = model.stream(request, self.abort.clone());
+        let mut builder = TurnBuilder::new();
+        while let Some(item) = stream.next().await {
+            let chunk = match item {
+                Ok(c) => c,
+                Err(e) => return Ok(Turn::Failed(e)),
+            };
+            builder.push(&chunk);
+            let payload = match chunk {
+                ModelChunk::ReasoningDelta(text) => EventPayload::ReasoningDelta(TextDelta { text }),
+                ModelChunk::TextDelta(text) => EventPayload::TextDelta(TextDelta { text }),
+                ModelChunk::ToolInputStart { id, name } => {
+                    EventPayload::ToolInputStart(ToolInputStart { tool_call_id: id, tool_name: name })
+                }
+                ModelChunk::ToolCall { id, name, args } => {
+                    // Recorded as started before anyone can see it: a call
+                    // the UI shows is always one the sweep can settle.
+                    self.rt.runs.tool_started(self.run_id(), self.agent_id(), self.step, &id, &name).await?;
+                    self.open.insert(id.clone(), name.clone());
+                    let args = match args {
+                        Value::Object(m) => m,
+                        _ => Map::new(),
+                    };
+                    EventPayload::ToolCall(ToolCall { tool_call_id: id, tool_name: name, args })
+                }
+                ModelChunk::ReasoningSignature(_) | ModelChunk::Finish { .. } => continue,
+            };
+            let ev = event(self.run_id(), self.agent_id(), payload).with_response_id(response_id.clone());
+            self.writer.lock().await.emit(ev).await?;
+        }
+        if self.abort.is_cancelled() {
+            return Ok(Turn::Cancelled);
+        }
+        if builder.finish().is_none() {
+            let provider = model.provider().to_owned();
+            return Ok(Turn::Failed(ModelError::protocol(provider, "the model stream ended without finishing")));
+        }
+        Ok(Turn::Done(builder))
+    }
+
+    /// Runs the pending calls in order; `Some` when the step must end here.
+    async fn run_pending(&mut self) -> Result<Option<StepEnd>, AgentError> {
+        while let Some(call) = self.ckpt.pending.first().cloned() {
+            if self.abort.is_cancelled() {
+                return Ok(Some(cancelled()));
+            }
+            if Instant::now() >= self.deadline {
+                return Ok(Some(StepEnd::Continue));
+            }
+            match self.execute(&call, None).await? {
+                Exec::Settled => {
+                    self.ckpt.pending.remove(0);
+                }
+                Exec::Suspended => return Ok(Some(StepEnd::Suspended)),
+            }
+        }
+        Ok(None)
+    }
+
+    /// Applies the decision of a suspension to the call it waits on.
+    async fn resume(&mut self, request_id: &str) -> Result<Option<StepEnd>, AgentError> {
+        let sus = self
+            .rt
+            .suspensions
+            .get(request_id)
+            .await?
+            .ok_or_else(|| AgentError::NotFound(format!("suspension {request_id} not found")))?;
+        // The decision is re-checked here, not trusted from the message.
+        let decision: Decision = match sus.state.as_str() {
+            "approved" | "denied" | "expired" => {
+                let mut d: Decision = sus.decision.clone().and_then(|v| serde_json::from_value(v).ok()).unwrap_or_default();
+                d.approved = sus.state == "approved";
+                d.expired = sus.state == "expired";
+                d
+            }
+            other => return Err(AgentError::Conflict(format!("suspension {request_id} is {other}, not decided"))),
+        };
+        let Some(call) = self.ckpt.pending.first().cloned().filter(|c| c.id == sus.tool_call_id) else {
+            return Err(AgentError::Checkpoint(format!("suspension {request_id} does not match the pending call")));
+        };
+        match self.execute(&call, Some(decision)).await? {
+            Exec::Settled => {
+                self.ckpt.pending.remove(0);
+                Ok(None)
+            }
+            Exec::Suspended => Ok(Some(StepEnd::Suspended)),
+        }
+    }
+
+    /// Validates, gates and runs one call, then settles it.
+    async fn execute(&mut self, call: &PendingCall, decision: Option<Decision>) -> Result<Exec, AgentError> {
+        let checkpoint_task = self.ckpt.task.as_ref().is_some_and(|t| t.kind == "checkpoint");
+        let allowed = self
+            .rt
+            .tools
+            .definitions(self.chain.is_orchestrator(), checkpoint_task)
+            .iter()
+            .any(|d| d.name == call.name);
+        let tool = match self.rt.tools.get(&call.name) {
+            Some(t) if allowed => t.clone(),
+            _ => {
+                self.settle(call, Err(format!("Unknown tool {:?}; use one of the tools you were given.", call.name))).await?;
+                return Ok(Exec::Settled);
+            }
+        };
+        if let Err(e) = schema::validate(&tool.input_schema(), &call.args) {
+            self.settle(call, Err(format!("Invalid input for {}: {e}. Fix the arguments and call the tool again.", call.name)))
+                .await?;
+            return Ok(Exec::Settled);
+        }
+        if decision.is_none() {
+            if let Some(gate) = tool.gate(&call.args) {
+                let always = match tool.allow_key(&call.args) {
+                    Some(k) => self.rt.runs.always_allowed(&self.chain.thread_id).await?.contains(&k),
+                    None => false,
+                };
+                if !always {
+                    for payload in gate.before {
+                        self.emit(payload).await?;
+                    }
+                    self.suspend(call, gate.request).await?;
+                    return Ok(Exec::Suspended);
+                }
+            }
+        }
+        let ctx = ToolContext {
+            rt: self.rt,
+            run_id: &self.chain.run_id,
+            thread_id: &self.chain.thread_id,
+            user_id: &self.chain.user_id,
+            agent_id: &self.chain.agent_id,
+            tool_call_id: &call.id,
+            abort: self.abort.clone(),
+            writer: &self.writer,
+        };
+        let fut = match decision {
+            None => tool.run(&ctx, call.args.clone()),
+            Some(d) => tool.resume(&ctx, call.args.clone(), d),
+        };
+        // Handlers race the abort signal, so Stop never waits on a tool.
+        let outcome = tokio::select! {
+            biased;
+            _ = self.abort.cancelled() => None,
+            out = fut => Some(out),
+        };
+        match outcome {
+            Some(ToolOutcome::Done(v)) => self.settle(call, Ok(v)).await?,
+            Some(ToolOutcome::Failed(e)) => self.settle(call, Err(e)).await?,
+            None => {
+                let v = serde_json::json!({"cancelled": true, "message": "Cancelled by the user before the tool finished."});
+                self.settle(call, Ok(v)).await?
+            }
+        }
+        Ok(Exec::Settled)
+    }
+
+    /// Records the call settled, then publishes its result and hands it to the model.
+    async fn settle(&mut self, call: &PendingCall, result: Result<Value, String>) -> Result<(), AgentError> {
+        if self.open.contains_key(&call.id) {
+            self.rt.runs.tool_settled(self.run_id(), self.agent_id(), self.step, &call.id).await?;
+            self.open.remove(&call.id);
+        }
+        let (payload, content, is_error) = match result {
+            Ok(v) => {
+                let content = v.to_string();
+                (EventPayload::ToolResult(ToolResult { tool_call_id: call.id.clone(), result: v }), content, false)
+            }
+            Err(e) => (EventPayload::ToolError(ToolError { tool_call_id: call.id.clone(), error: e.clone() }), e, true),
+        };
+        self.emit(payload).await?;
+        self.ckpt.messages.push(Message::ToolResult { tool_call_id: call.id.clone(), tool_name: call.name.clone(), content, is_error });
+        Ok(())
+    }
+
+    /// Writes the suspension and the resume checkpoint, then publishes the
+    /// `confirmation-request` (so `/status` says suspended before any client
+    /// can see the request).
+    async fn suspend(&mut self, call: &PendingCall, mut request: ConfirmationRequest) -> Result<(), AgentError> {
+        let request_id = format!("cr_{}", uuid::Uuid::new_v4().simple());
+        let args = match &call.args {
+            Value::Object(m) => m.clone(),
+            _ => Map::new(),
+        };
+        request.request_id = request_id.clone();
+        request.tool_call_id = call.id.clone();
+        request.tool_name = call.name.clone();
+        request.args = args.clone();
+        let sus = Suspension {
+            request_id: request_id.clone(),
+            thread_id: self.chain.thread_id.clone(),
+            run_id: self.chain.run_id.clone(),
+            agent_id: self.chain.agent_id.clone(),
+            user_id: self.chain.user_id.clone(),
+            tool_call_id: call.id.clone(),
+            tool_name: call.name.clone(),
+            args,
+            step: self.step,
+            state: "pending".into(),
+            decision: None,
+            created_at: now_ms(),
+        };
+        let deadline = self.rt.settings.confirmation_timeout.map(|t| now_ms() + t.as_millis() as u64);
+        // Deltas streamed so far become blocks before the request.
+        self.writer.lock().await.flush().await?;
+        self.rt
+            .runs
+            .suspend(self.run_id(), self.agent_id(), self.step, &self.ckpt.encode()?, sus.to_item(), &request_id, deadline)
+            .await?;
+        self.emit(EventPayload::ConfirmationRequest(request)).await?;
+        self.writer.lock().await.flush().await?;
+        tracing::info!(request_id = %request_id, tool = %call.name, "suspended for a human decision");
+        Ok(())
+    }
+
+    /// Saves and enqueues, or ends the chain.
+    async fn conclude(&mut self, end: StepEnd) -> Result<(), AgentError> {
+        match end {
+            StepEnd::Suspended => Ok(()),
+            StepEnd::Continue => {
+                self.writer.lock().await.flush().await?;
+                let next = self.step + 1;
+                self.rt
+                    .runs
+                    .save_and_queue(self.run_id(), self.agent_id(), self.step, &self.ckpt.encode()?, self.rt.lease_from_now())
+                    .await?;
+                self.rt
+                    .enqueue(&StepMessage {
+                        run_id: self.run_id().0.clone(),
+                        agent_id: self.agent_id().0.clone(),
+                        step: next,
+                        request_id: None,
+                    })
+                    .await?;
+                tracing::info!(next, "next step queued");
+                Ok(())
+            }
+            StepEnd::Finish(ending) => {
+                let settle = match ending.status {
+                    RunStatus::Cancelled => Settle::Cancelled,
+                    RunStatus::Interrupted => Settle::Interrupted,
+                    _ => Settle::Failed,
+                };
+                let open: Vec<String> = self.open.keys().cloned().collect();
+                let ckpt = std::mem::take(&mut self.ckpt);
+                finish_chain(self.rt, &self.writer, self.chain, ChainState::Running, Some(self.step), ckpt, open, settle, ending)
+                    .await?;
+                Ok(())
+            }
+        }
+    }
+}

@@ -1,0 +1,181 @@
+//! The tool registry: each tool declares its JSON Schema input
+//! (action-discriminated for domain tools), whether a call needs a human
+//! first, and an async handler that gets the run context and the abort
+//! signal. Input that fails the schema never reaches the handler: the model
+//! gets a `tool-error` it can read and correct.
+
+pub mod ask_user;
+pub mod schema;
+pub mod tasks;
+
+use crate::model::ToolDefinition;
+use crate::runtime::Runtime;
+use futures::future::BoxFuture;
+use protocol::events::{ConfirmationRequest, EventPayload};
+use protocol::ids::{AgentId, RunId, ThreadId};
+use protocol::UserId;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use store::EventWriter;
+use tokio::sync::Mutex;
+pub use tokio_util::sync::CancellationToken;
+
+/// What a handler sees of the run.
+pub struct ToolContext<'a> {
+    pub rt: &'a Runtime,
+    pub run_id: &'a RunId,
+    pub thread_id: &'a ThreadId,
+    pub user_id: &'a UserId,
+    pub agent_id: &'a AgentId,
+    pub tool_call_id: &'a str,
+    /// Fires on cancel: handlers race it and forward it into their I/O.
+    pub abort: CancellationToken,
+    /// The step's event writer (tools that publish, e.g. `tasks-update`).
+    pub writer: &'a Mutex<EventWriter>,
+}
+
+impl ToolContext<'_> {
+    pub async fn emit(&self, payload: EventPayload) -> Result<(), String> {
+        let event = crate::runtime::event(self.run_id, self.agent_id, payload);
+        self.writer.lock().await.emit(event).await.map(|_| ()).map_err(|e| e.to_string())
+    }
+}
+
+/// A human gate: the confirmation to show (ids are filled in by the loop)
+/// and events to publish before suspending.
+pub struct Gate {
+    pub request: ConfirmationRequest,
+    pub before: Vec<EventPayload>,
+}
+
+pub enum ToolOutcome {
+    /// `tool-result`.
+    Done(Value),
+    /// `tool-error`, readable by the model.
+    Failed(String),
+}
+
+/// A human's answer to a confirmation request.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Decision {
+    pub approved: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user_input: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answers: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<Scope>,
+    /// Set by the sweep when a confirmation timed out.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub expired: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Scope {
+    Once,
+    Session,
+}
+
+/// Which agents get a tool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Audience {
+    All,
+    Orchestrator,
+    /// Background agents executing a `checkpoint` task.
+    CheckpointAgent,
+}
+
+pub trait Tool: Send + Sync {
+    fn name(&self) -> &'static str;
+    fn description(&self) -> &'static str;
+    fn input_schema(&self) -> Value;
+    fn audience(&self) -> Audience {
+        Audience::All
+    }
+    /// `Some` when this call needs a human before it runs.
+    fn gate(&self, _args: &Value) -> Option<Gate> {
+        None
+    }
+    /// The key an "always allow for this thread" decision is stored under;
+    /// `None` for gates that are questions, not permissions.
+    fn allow_key(&self, args: &Value) -> Option<String> {
+        Some(format!("{}#{}", self.name(), args.get("action").and_then(Value::as_str).unwrap_or("*")))
+    }
+    fn run<'a>(&'a self, ctx: &'a ToolContext<'a>, args: Value) -> BoxFuture<'a, ToolOutcome>;
+    /// Runs a gated call after the human decided. Approval runs the tool;
+    /// denial answers with a structured denied result the model reads.
+    fn resume<'a>(&'a self, ctx: &'a ToolContext<'a>, args: Value, decision: Decision) -> BoxFuture<'a, ToolOutcome> {
+        if decision.approved {
+            self.run(ctx, args)
+        } else {
+            Box::pin(async move { ToolOutcome::Done(denied(&decision)) })
+        }
+    }
+}
+
+/// The result a denied call returns to the model.
+pub fn denied(decision: &Decision) -> Value {
+    let mut v = json!({
+        "denied": true,
+        "message": if decision.expired { "The confirmation request expired; the action was not performed." } else { "The user denied this action; it was not performed." },
+    });
+    if let Some(input) = &decision.user_input {
+        v["userInput"] = Value::String(input.clone());
+    }
+    v
+}
+
+#[derive(Clone, Default)]
+pub struct Registry {
+    tools: BTreeMap<&'static str, Arc<dyn Tool>>,
+}
+
+impl Registry {
+    pub fn empty() -> Self {
+        Registry::default()
+    }
+
+    /// The orchestration tools of this crate.
+    pub fn standard() -> Self {
+        let mut r = Registry::empty();
+        r.register(Arc::new(ask_user::AskUser));
+        r.register(Arc::new(tasks::TaskControl));
+        r.register(Arc::new(tasks::CreateTasks));
+        r.register(Arc::new(tasks::CompleteCheckpoint));
+        r
+    }
+
+    /// Adds (or replaces) a tool: domain tools are registered by their crates.
+    pub fn register(&mut self, tool: Arc<dyn Tool>) {
+        self.tools.insert(tool.name(), tool);
+    }
+
+    pub fn get(&self, name: &str) -> Option<&Arc<dyn Tool>> {
+        self.tools.get(name)
+    }
+
+    pub fn names(&self) -> Vec<&'static str> {
+        self.tools.keys().copied().collect()
+    }
+
+    /// The definitions the model sees for an agent.
+    pub fn definitions(&self, orchestrator: bool, checkpoint_task: bool) -> Vec<ToolDefinition> {
+        self.tools
+            .values()
+            .filter(|t| match t.audience() {
+                Audience::All => true,
+                Audience::Orchestrator => orchestrator,
+                Audience::CheckpointAgent => checkpoint_task,
+            })
+            .map(|t| ToolDefinition {
+                name: t.name().to_owned(),
+                description: t.description().to_owned(),
+                input_schema: t.input_schema(),
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,149 @@
+//! A small JSON Schema validator for tool inputs: the subset our tool
+//! schemas use (`type`, `properties`, `required`, `additionalProperties`,
+//! `enum`, `const`, `items`, `minItems`, `minLength`, `oneOf`). Errors name
+//! the path so the model can fix its call.
+
+use serde_json::{Map, Value};
+
+/// Validates `value` against `schema`; the first problem, as a sentence.
+pub fn validate(schema: &Value, value: &Value) -> Result<(), String> {
+    check(schema, value, "input")
+}
+
+fn type_name(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(n) if n.is_i64() || n.is_u64() => "integer",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+fn type_matches(want: &str, v: &Value) -> bool {
+    let got = type_name(v);
+    got == want || (want == "number" && got == "integer")
+}
+
+fn check(schema: &Value, value: &Value, path: &str) -> Result<(), String> {
+    let Some(s) = schema.as_object() else { return Ok(()) };
+    if let Some(variants) = s.get("oneOf").and_then(Value::as_array) {
+        return check_one_of(variants, value, path);
+    }
+    match s.get("type") {
+        Some(Value::String(t)) if !type_matches(t, value) => {
+            return Err(format!("{path} must be of type {t}, got {}", type_name(value)));
+        }
+        Some(Value::Array(ts)) if !ts.iter().filter_map(Value::as_str).any(|t| type_matches(t, value)) => {
+            return Err(format!("{path} has the wrong type ({})", type_name(value)));
+        }
+        _ => {}
+    }
+    if let Some(c) = s.get("const") {
+        if c != value {
+            return Err(format!("{path} must be {c}"));
+        }
+    }
+    if let Some(options) = s.get("enum").and_then(Value::as_array) {
+        if !options.contains(value) {
+            let list: Vec<String> = options.iter().map(Value::to_string).collect();
+            return Err(format!("{path} must be one of {}", list.join(", ")));
+        }
+    }
+    match value {
+        Value::Object(obj) => check_object(s, obj, path)?,
+        Value::Array(items) => {
+            if let Some(min) = s.get("minItems").and_then(Value::as_u64) {
+                if (items.len() as u64) < min {
+                    return Err(format!("{path} needs at least {min} item(s)"));
+                }
+            }
+            if let Some(item_schema) = s.get("items") {
+                for (i, item) in items.iter().enumerate() {
+                    check(item_schema, item, &format!("{path}[{i}]"))?;
+                }
+            }
+        }
+        Value::String(text) => {
+            if let Some(min) = s.get("minLength").and_then(Value::as_u64) {
+                if (text.chars().count() as u64) < min {
+                    return Err(format!("{path} must not be empty"));
+                }
+            }
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+fn check_object(s: &Map<String, Value>, obj: &Map<String, Value>, path: &str) -> Result<(), String> {
+    let props = s.get("properties").and_then(Value::as_object);
+    if let Some(required) = s.get("required").and_then(Value::as_array) {
+        for r in required.iter().filter_map(Value::as_str) {
+            if !obj.contains_key(r) {
+                return Err(format!("{path}.{r} is required"));
+            }
+        }
+    }
+    for (k, v) in obj {
+        match props.and_then(|p| p.get(k)) {
+            Some(sub) => check(sub, v, &format!("{path}.{k}"))?,
+            None if s.get("additionalProperties") == Some(&Value::Bool(false)) => {
+                return Err(format!("{path}.{k} is not a known field"));
+            }
+            None => {}
+        }
+    }
+    Ok(())
+}
+
+/// Action-discriminated unions: pick the variant by its `const` discriminator
+/// (so the error speaks about that action), else the first that validates.
+fn check_one_of(variants: &[Value], value: &Value, path: &str) -> Result<(), String> {
+    let discriminated = variants.iter().find_map(|v| {
+        let props = v.get("properties")?.as_object()?;
+        props.iter().find_map(|(k, p)| p.get("const").map(|c| (k.clone(), c.clone())))
+    });
+    if let (Some((key, _)), Some(obj)) = (discriminated, value.as_object()) {
+        let given = obj.get(&key);
+        for v in variants {
+            if v.pointer(&format!("/properties/{key}/const")) == given && given.is_some() {
+                return check(v, value, path);
+            }
+        }
+        let allowed: Vec<String> =
+            variants.iter().filter_map(|v| v.pointer(&format!("/properties/{key}/const"))).map(Value::to_string).collect();
+        return Err(format!("{path}.{key} must be one of {}", allowed.join(", ")));
+    }
+    let mut first_err = None;
+    for v in variants {
+        match check(v, value, path) {
+            Ok(()) => return Ok(()),
+            Err(e) => {
+                first_err.get_or_insert(e);
+            }
+        }
+    }
+    Err(first_err.unwrap_or_else(|| format!("{path} matches no allowed shape")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn discriminated_unions_name_the_action() {
+        let schema = json!({"oneOf": [
+            {"type": "object", "properties": {"action": {"const": "a"}, "x": {"type": "string"}}, "required": ["action", "x"], "additionalProperties": false},
+            {"type": "object", "properties": {"action": {"const": "b"}}, "required": ["action"], "additionalProperties": false}
+        ]});
+        assert!(validate(&schema, &json!({"action": "a", "x": "1"})).is_ok());
+        assert_eq!(validate(&schema, &json!({"action": "a"})).unwrap_err(), "input.x is required");
+        assert!(validate(&schema, &json!({"action": "c"})).unwrap_err().contains("one of \"a\", \"b\""));
+        assert!(validate(&schema, &json!({"action": "b", "y": 1})).unwrap_err().contains("input.y is not a known field"));
+        assert!(validate(&schema, &json!({"action": "a", "x": 5})).unwrap_err().contains("type string"));
+    }
+}

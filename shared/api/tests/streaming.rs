@@ -1,0 +1,431 @@
+//! SSE, WebSocket subscribe and session restore through the handlers, against
+//! moto and a fake Management API (the local cloud's end-to-end tests will
+//! drive the same handlers over real HTTP and WebSocket).
+
+use api::handlers::events::SseOptions;
+use api::App;
+use aws_lambda_events::apigw::ApiGatewayWebsocketProxyRequest;
+use http_body::Body as _;
+use lambda_http::RequestExt;
+use protocol::events::*;
+use protocol::ids::{ConnectionId, ThreadId};
+use protocol::UserId;
+use std::collections::HashMap;
+use std::pin::Pin;
+use std::time::Duration;
+use store::connections::Connections;
+use store::counting::RequestCounter;
+use store::deployment::TableId;
+use store::fake_ws::FakeManagementApi;
+use store::testing::TestEnv;
+use store::{ApiKeys, AwsClients, EventLog, EventWriter, LiveFrames, Publisher, Threads};
+
+struct Fixture {
+    app: App,
+    fake: FakeManagementApi,
+    alice_key: String,
+    bob_key: String,
+    counter: RequestCounter,
+}
+
+async fn fixture() -> Fixture {
+    let env = TestEnv::new().await;
+    let fake = FakeManagementApi::start().await;
+    let mut config = env.config.clone();
+    config.ws_management_url = Some(fake.url.clone());
+    let mut clients = AwsClients::new(&config).await;
+    let (dynamo, counter) = RequestCounter::instrument(&clients.dynamo);
+    clients.dynamo = dynamo;
+    let keys = ApiKeys::new(clients.dynamo.clone(), config.table(TableId::ApiKeys).unwrap());
+    let alice_key = keys.create(&UserId("alice".into()), "test").await.unwrap();
+    let bob_key = keys.create(&UserId("bob".into()), "test").await.unwrap();
+    Fixture { app: App::new(config, clients), fake, alice_key, bob_key, counter }
+}
+
+impl Fixture {
+    async fn thread(&self, owner: &str) -> ThreadId {
+        let t = ThreadId(format!("th_{}", uuid::Uuid::new_v4().simple()));
+        Threads::new(self.app.clients.dynamo.clone(), self.app.config.table(TableId::Agent).unwrap())
+            .ensure(&t, &UserId(owner.into()))
+            .await
+            .unwrap();
+        t
+    }
+
+    fn writer(&self, t: &ThreadId) -> EventWriter {
+        let c = &self.app.config;
+        let conns = Connections::new(self.app.clients.dynamo.clone(), c.table(TableId::Connections).unwrap());
+        EventWriter::new(
+            t.clone(),
+            EventLog::from_config(self.app.clients.dynamo.clone(), c).unwrap(),
+            Some(LiveFrames::new(self.app.clients.dynamo.clone(), c.table(TableId::LiveFrames).unwrap())),
+            Some(Publisher::new(conns, self.app.clients.connections.clone())),
+        )
+    }
+}
+
+fn tool_call(run: &str, id: &str) -> Event {
+    Event::new(run, "a1", EventPayload::ToolCall(ToolCall { tool_call_id: id.into(), tool_name: "workflows".into(), args: Default::default() }))
+}
+
+fn run_start(run: &str, text: &str) -> Event {
+    Event::new(run, "a1", EventPayload::RunStart(RunStart { message_id: format!("m-{run}"), trace_id: None, message_group_id: None, message: Some(text.into()) }))
+}
+
+fn run_finish(run: &str) -> Event {
+    Event::new(run, "a1", EventPayload::RunFinish(RunFinish { status: RunStatus::Completed, reason: None, archived_workflow_ids: None }))
+}
+
+fn delta(run: &str, resp: &str, text: &str) -> Event {
+    Event::new(run, "a1", EventPayload::TextDelta(TextDelta { text: text.into() })).with_response_id(resp)
+}
+
+fn get(path: &str, key: Option<&str>, headers: &[(&str, &str)]) -> lambda_http::Request {
+    let mut b = http::Request::builder().method("GET").uri(path);
+    if let Some(k) = key {
+        b = b.header("authorization", format!("Bearer {k}"));
+    }
+    for (h, v) in headers {
+        b = b.header(*h, *v);
+    }
+    let req = b.body(lambda_http::Body::Empty).unwrap();
+    // The path parameter as API Gateway fills it.
+    let segs: Vec<&str> = path.split('?').next().unwrap().split('/').collect();
+    let thread = if segs.get(2) == Some(&"events") { segs[3] } else { segs.get(3).copied().unwrap_or_default() };
+    let mut query = HashMap::new();
+    if let Some(q) = path.split('?').nth(1) {
+        for kv in q.split('&') {
+            if let Some((k, v)) = kv.split_once('=') {
+                query.insert(k.to_owned(), v.to_owned());
+            }
+        }
+    }
+    req.with_path_parameters(HashMap::from([("threadId".to_owned(), thread.to_owned())]))
+        .with_query_string_parameters(query)
+}
+
+/// Reads the body until it ends or `limit` passes; returns the text.
+async fn read_body(body: &mut api::sse::SseBody, limit: Duration, until: impl Fn(&str) -> bool) -> (String, bool) {
+    let mut out = String::new();
+    let deadline = tokio::time::Instant::now() + limit;
+    loop {
+        let next = std::future::poll_fn(|cx| Pin::new(&mut *body).poll_frame(cx));
+        match tokio::time::timeout_at(deadline, next).await {
+            Err(_) => return (out, false),
+            Ok(None) => return (out, true),
+            Ok(Some(Ok(frame))) => {
+                if let Ok(data) = frame.into_data() {
+                    out.push_str(&String::from_utf8_lossy(&data));
+                }
+                if until(&out) {
+                    return (out, false);
+                }
+            }
+            Ok(Some(Err(e))) => match e {},
+        }
+    }
+}
+
+/// SSE frames as (id, event).
+fn frames(text: &str) -> Vec<(Option<u64>, Event)> {
+    text.split("\n\n")
+        .filter_map(|block| {
+            let mut id = None;
+            let mut data = None;
+            for line in block.lines() {
+                if let Some(v) = line.strip_prefix("id: ") {
+                    id = v.parse().ok();
+                } else if let Some(v) = line.strip_prefix("data: ") {
+                    data = Some(v);
+                }
+            }
+            data.map(|d| (id, Event::from_json(d).unwrap()))
+        })
+        .collect()
+}
+
+fn quick() -> SseOptions {
+    SseOptions { max_duration: Duration::from_secs(30), poll_interval: Duration::from_millis(50), ..SseOptions::default() }
+}
+
+#[tokio::test]
+async fn sse_replays_after_the_cursor_then_tails_live_and_durable() {
+    let f = fixture().await;
+    let t = f.thread("alice").await;
+    let mut w = f.writer(&t);
+    w.emit(run_start("r1", "hello")).await.unwrap();
+    for i in 0..4 {
+        w.emit(tool_call("r1", &format!("tc{i}"))).await.unwrap();
+    }
+    // Header wins over the query parameter.
+    let req = get(&format!("/instance-ai/events/{}?lastEventId=1", t.0), Some(&f.alice_key), &[("last-event-id", "3")]);
+    let resp = api::handlers::events::handle_with(&f.app, req, quick()).await;
+    assert_eq!(resp.status(), 200);
+    assert_eq!(resp.headers()["content-type"], "text/event-stream; charset=UTF-8");
+    assert_eq!(resp.headers()["cache-control"], "no-cache, no-transform");
+    assert_eq!(resp.headers()["x-accel-buffering"], "no");
+    let mut body = resp.into_body();
+    let (text, _) = read_body(&mut body, Duration::from_secs(10), |s| s.contains("id: 5\n")).await;
+    assert!(text.starts_with("retry: "), "{text}");
+    let got: Vec<Option<u64>> = frames(&text).into_iter().map(|(id, _)| id).collect();
+    assert_eq!(got, vec![Some(4), Some(5)]);
+
+    // Live: deltas arrive without ids, then the block and the durable event with ids.
+    let writer = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        for piece in ["You ", "have ", "three."] {
+            w.emit(delta("r1", "resp1", piece)).await.unwrap();
+            tokio::time::sleep(Duration::from_millis(120)).await;
+        }
+        w.emit(run_finish("r1")).await.unwrap();
+    });
+    let (text, _) = read_body(&mut body, Duration::from_secs(15), |s| s.contains("run-finish")).await;
+    writer.await.unwrap();
+    let live = frames(&text);
+    let deltas: String = live
+        .iter()
+        .filter(|(_, e)| e.event_type() == EventType::TextDelta)
+        .map(|(id, e)| {
+            assert!(id.is_none(), "ephemeral frame with an id");
+            match &e.payload {
+                EventPayload::TextDelta(d) => d.text.clone(),
+                _ => unreachable!(),
+            }
+        })
+        .collect();
+    assert_eq!(deltas, "You have three.");
+    let durable: Vec<(u64, EventType)> = live.iter().filter_map(|(id, e)| id.map(|i| (i, e.event_type()))).collect();
+    assert_eq!(durable, vec![(6, EventType::TextBlock), (7, EventType::RunFinish)]);
+    let block = live.iter().find(|(_, e)| e.event_type() == EventType::TextBlock).unwrap();
+    assert_eq!(block.1.payload, EventPayload::TextBlock(TextBlock { text: "You have three.".into() }));
+    // The delta frames precede the block that closes them.
+    let first_block = live.iter().position(|(_, e)| e.event_type() == EventType::TextBlock).unwrap();
+    assert!(live[..first_block].iter().filter(|(_, e)| e.event_type() == EventType::TextDelta).count() == 3);
+
+    // A reconnect replays the same text, without deltas.
+    let req = get(&format!("/instance-ai/events/{}", t.0), Some(&f.alice_key), &[]);
+    let mut body = api::handlers::events::handle_with(&f.app, req, quick()).await.into_body();
+    let (text, _) = read_body(&mut body, Duration::from_secs(10), |s| s.contains("id: 7\n")).await;
+    let replay = frames(&text);
+    assert_eq!(replay.iter().map(|(id, _)| id.unwrap()).collect::<Vec<_>>(), (1..=7).collect::<Vec<u64>>());
+    assert!(replay.iter().all(|(_, e)| !e.is_ephemeral()));
+}
+
+#[tokio::test]
+async fn sse_query_cursor_auth_owner_and_bad_cursor() {
+    let f = fixture().await;
+    let t = f.thread("alice").await;
+    let mut w = f.writer(&t);
+    for i in 0..3 {
+        w.emit(tool_call("r1", &format!("tc{i}"))).await.unwrap();
+    }
+    let req = get(&format!("/instance-ai/events/{}?lastEventId=2", t.0), Some(&f.alice_key), &[]);
+    let mut body = api::handlers::events::handle_with(&f.app, req, quick()).await.into_body();
+    let (text, _) = read_body(&mut body, Duration::from_secs(10), |s| s.contains("id: 3\n")).await;
+    assert_eq!(frames(&text).iter().map(|(id, _)| *id).collect::<Vec<_>>(), vec![Some(3)]);
+
+    let status = |req| async { api::handlers::events::handle_with(&f.app, req, quick()).await.status().as_u16() };
+    assert_eq!(status(get(&format!("/instance-ai/events/{}", t.0), None, &[])).await, 401);
+    assert_eq!(status(get(&format!("/instance-ai/events/{}", t.0), Some("nope-nope-nope"), &[])).await, 401);
+    // Bob gets exactly what a missing thread gets.
+    let stranger = api::handlers::events::handle_with(&f.app, get(&format!("/instance-ai/events/{}", t.0), Some(&f.bob_key), &[]), quick()).await;
+    let missing = api::handlers::events::handle_with(&f.app, get("/instance-ai/events/th_missing", Some(&f.bob_key), &[]), quick()).await;
+    assert_eq!(stranger.status(), 404);
+    assert_eq!(missing.status(), 404);
+    let (a, _) = read_body(&mut stranger.into_body(), Duration::from_secs(1), |_| false).await;
+    let (b, _) = read_body(&mut missing.into_body(), Duration::from_secs(1), |_| false).await;
+    assert_eq!(a.replace(&t.0, "X"), b.replace("th_missing", "X"));
+    assert_eq!(
+        status(get(&format!("/instance-ai/events/{}", t.0), Some(&f.alice_key), &[("last-event-id", "abc")])).await,
+        400
+    );
+}
+
+#[tokio::test]
+async fn sse_ends_before_its_deadline_and_stops_when_the_client_goes() {
+    let f = fixture().await;
+    let t = f.thread("alice").await;
+    let opts = SseOptions {
+        max_duration: Duration::from_secs(2),
+        keep_alive: Duration::from_millis(300),
+        poll_interval: Duration::from_millis(50),
+        ..SseOptions::default()
+    };
+    let req = get(&format!("/instance-ai/events/{}", t.0), Some(&f.alice_key), &[]);
+    let mut body = api::handlers::events::handle_with(&f.app, req, opts.clone()).await.into_body();
+    let (text, ended) = read_body(&mut body, Duration::from_secs(6), |_| false).await;
+    assert!(ended, "stream must end by itself before the deadline");
+    assert!(text.contains(": keep-alive"), "{text}");
+    assert!(text.trim_end().ends_with("retry: 1000"), "{text}");
+
+    // Dropping the body (client gone) stops the polling.
+    let req = get(&format!("/instance-ai/events/{}", t.0), Some(&f.alice_key), &[]);
+    let opts = SseOptions { max_duration: Duration::from_secs(60), ..opts };
+    let mut body = api::handlers::events::handle_with(&f.app, req, opts).await.into_body();
+    let _ = read_body(&mut body, Duration::from_millis(300), |_| false).await;
+    drop(body);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let before = f.counter.total();
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    assert_eq!(f.counter.total(), before, "the stream kept querying after the client left");
+}
+
+fn ws_event(route: &str, conn: &str, body: Option<serde_json::Value>, token: Option<&str>) -> ApiGatewayWebsocketProxyRequest {
+    let mut v = serde_json::json!({"requestContext": {"routeKey": route, "connectionId": conn, "connectedAt": 0, "requestTimeEpoch": 0, "apiId": "local", "stage": "local"}});
+    if let Some(b) = body {
+        v["body"] = serde_json::Value::String(b.to_string());
+    }
+    if let Some(t) = token {
+        v["queryStringParameters"] = serde_json::json!({"token": t});
+    }
+    serde_json::from_value(v).unwrap()
+}
+
+async fn connect(f: &Fixture, conn: &str, key: &str) {
+    let r = api::handlers::gateway::handle(&f.app, ws_event("$connect", conn, None, Some(key))).await;
+    assert_eq!(r.status_code, 200, "{:?}", r.body);
+}
+
+fn ids_received(f: &Fixture, conn: &str) -> Vec<u64> {
+    f.fake
+        .received(conn)
+        .iter()
+        .filter_map(|s| serde_json::from_str::<WsFrame>(s).ok())
+        .filter_map(|fr| fr.id)
+        .collect()
+}
+
+#[tokio::test]
+async fn ws_subscribe_replays_then_goes_live_without_gap_or_duplicate() {
+    let f = fixture().await;
+    let t = f.thread("alice").await;
+    let mut w = f.writer(&t);
+    for i in 0..5 {
+        w.emit(tool_call("r1", &format!("tc{i}"))).await.unwrap();
+    }
+    let subs = [("c1", 50u64, 2u64), ("c2", 150, 0), ("c3", 300, 4), ("c4", 450, 1), ("c5", 600, 3)];
+    for (c, _, _) in subs {
+        connect(&f, c, &f.alice_key).await;
+    }
+    // A writer keeps appending while the subscriptions replay and flip.
+    let writer = tokio::spawn(async move {
+        for i in 5..80 {
+            w.emit(tool_call("r1", &format!("tc{i}"))).await.unwrap();
+            if i % 10 == 0 {
+                w.emit(delta("r1", &format!("resp{i}"), "x")).await.unwrap();
+            }
+        }
+        w.flush().await.unwrap();
+        w
+    });
+    let app = std::sync::Arc::new(f.app.clone());
+    let mut handles = Vec::new();
+    for (c, after_ms, cursor) in subs {
+        let app = app.clone();
+        let t = t.clone();
+        handles.push(tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(after_ms)).await;
+            let sub = ws_event("subscribe", c, Some(serde_json::json!({"action":"subscribe","threadId":t.0,"lastEventId":cursor})), None);
+            api::handlers::gateway::handle(&app, sub).await
+        }));
+    }
+    for h in handles {
+        let r = h.await.unwrap();
+        assert_eq!(r.status_code, 200, "{:?}", r.body);
+    }
+    let _w = writer.await.unwrap();
+    let head = EventLog::from_config(f.app.clients.dynamo.clone(), &f.app.config).unwrap().head(&t).await.unwrap();
+    assert!(head >= 80);
+    for (c, _, cursor) in subs {
+        let ids = ids_received(&f, c);
+        assert_eq!(ids, (cursor + 1..=head).collect::<Vec<u64>>(), "{c}: every id after the cursor exactly once, in order");
+    }
+    assert!(f.fake.received("c1").iter().any(|s| s.contains("\"subscribed\"")));
+}
+
+#[tokio::test]
+async fn ws_stranger_gets_not_found_and_disconnect_forgets_subscriptions() {
+    let f = fixture().await;
+    let t = f.thread("alice").await;
+    connect(&f, "bob1", &f.bob_key).await;
+    let sub = |thread: &str| ws_event("subscribe", "bob1", Some(serde_json::json!({"action":"subscribe","threadId":thread})), None);
+    let stranger = api::handlers::gateway::handle(&f.app, sub(&t.0)).await;
+    let missing = api::handlers::gateway::handle(&f.app, sub("th_missing")).await;
+    assert_eq!(stranger.status_code, 404);
+    assert_eq!(missing.status_code, 404);
+    let frames = f.fake.received("bob1");
+    assert_eq!(frames.len(), 2);
+    assert_eq!(frames[0].replace(&t.0, "X"), frames[1].replace("th_missing", "X"));
+    assert!(frames[0].contains("not_found"));
+
+    // Bad frames get a clear error.
+    let bad = api::handlers::gateway::handle(&f.app, ws_event("$default", "bob1", Some(serde_json::json!({"action":"dance"})), None)).await;
+    assert_eq!(bad.status_code, 400);
+
+    connect(&f, "al1", &f.alice_key).await;
+    let r = api::handlers::gateway::handle(&f.app, ws_event("subscribe", "al1", Some(serde_json::json!({"action":"subscribe","threadId":t.0})), None)).await;
+    assert_eq!(r.status_code, 200);
+    let conns = Connections::new(f.app.clients.dynamo.clone(), f.app.config.table(TableId::Connections).unwrap());
+    assert_eq!(conns.live_subscribers(&t, true).await.unwrap(), vec![ConnectionId("al1".into())]);
+    let r = api::handlers::gateway::handle(&f.app, ws_event("$disconnect", "al1", None, None)).await;
+    assert_eq!(r.status_code, 200);
+    assert!(conns.subscriptions(&t, true).await.unwrap().is_empty());
+}
+
+async fn get_json(f: &Fixture, path: &str, key: &str) -> (u16, serde_json::Value) {
+    let resp = api::handlers::threads::handle(&f.app, get(path, Some(key), &[])).await;
+    let status = resp.status().as_u16();
+    let body = match resp.body() {
+        lambda_http::Body::Text(t) => t.as_bytes().to_vec(),
+        lambda_http::Body::Binary(b) => b.clone(),
+        _ => Vec::new(),
+    };
+    (status, serde_json::from_slice(&body).unwrap_or(serde_json::Value::Null))
+}
+
+#[tokio::test]
+async fn session_restore_folds_the_log() {
+    let f = fixture().await;
+    let t = f.thread("alice").await;
+    let mut w = f.writer(&t);
+    w.emit(run_start("r1", "list my workflows")).await.unwrap();
+    w.emit(Event::new("r1", "a1", EventPayload::ReasoningDelta(TextDelta { text: "Let me check.".into() })).with_response_id("x")).await.unwrap();
+    w.emit(tool_call("r1", "tc1")).await.unwrap();
+    w.emit(Event::new("r1", "a1", EventPayload::ToolResult(ToolResult { tool_call_id: "tc1".into(), result: serde_json::json!({"n": 3}) }))).await.unwrap();
+    w.emit(delta("r1", "y", "You have ")).await.unwrap();
+    w.emit(delta("r1", "y", "3.")).await.unwrap();
+    w.emit(run_finish("r1")).await.unwrap();
+    w.emit(run_start("r2", "delete it")).await.unwrap();
+    let mut cr = ConfirmationRequest::approval("cr1", "tc2", "workflows", Default::default(), Severity::Destructive, "Delete?");
+    cr.input_type = Some(InputType::Approval);
+    w.emit(Event::new("r2", "a1", EventPayload::ConfirmationRequest(cr))).await.unwrap();
+    w.flush().await.unwrap();
+
+    let (status, body) = get_json(&f, &format!("/instance-ai/threads/{}/messages", t.0), &f.alice_key).await;
+    assert_eq!(status, 200, "{body}");
+    let msgs = body["messages"].as_array().unwrap();
+    assert_eq!(msgs.len(), 4);
+    assert_eq!(msgs[0]["role"], "user");
+    assert_eq!(msgs[0]["content"], "list my workflows");
+    assert_eq!(msgs[1]["role"], "assistant");
+    assert_eq!(msgs[1]["content"], "You have 3.");
+    assert_eq!(msgs[1]["reasoning"], "Let me check.");
+    assert_eq!(msgs[1]["agentTree"]["toolCalls"][0]["result"]["n"], 3);
+    assert_eq!(msgs[3]["isStreaming"], true);
+    let head = EventLog::from_config(f.app.clients.dynamo.clone(), &f.app.config).unwrap().head(&t).await.unwrap();
+    assert_eq!(body["nextEventId"], head + 1);
+
+    let (_, page) = get_json(&f, &format!("/instance-ai/threads/{}/messages?limit=1", t.0), &f.alice_key).await;
+    assert_eq!(page["messages"].as_array().unwrap().len(), 2);
+    assert_eq!(page["nextBefore"], "r2");
+    let (_, older) = get_json(&f, &format!("/instance-ai/threads/{}/messages?limit=1&before=r2", t.0), &f.alice_key).await;
+    assert_eq!(older["messages"][0]["content"], "list my workflows");
+    assert!(older.get("nextBefore").is_none());
+
+    let (status, s) = get_json(&f, &format!("/instance-ai/threads/{}/status", t.0), &f.alice_key).await;
+    assert_eq!(status, 200);
+    assert_eq!(s, serde_json::json!({"hasActiveRun": true, "isSuspended": true, "backgroundTasks": []}));
+
+    let (status, _) = get_json(&f, &format!("/instance-ai/threads/{}/status", t.0), &f.bob_key).await;
+    assert_eq!(status, 404);
+}

@@ -1,0 +1,305 @@
+//! Behaviour tests for the executor: error outputs, SSRF guard, waiting and
+//! resuming from serialized state, cancellation, sandbox limits, partial runs.
+
+use std::net::IpAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use engine::host::Resolver;
+use engine::partial::StepInput;
+use engine::{CancelToken, Engine, EngineError, EngineSettings, ExecutionState, ExecutionStatus, Graph, Host, Item, RunOptions};
+use serde_json::{json, Value};
+
+fn node(name: &str, ty: &str, version: f64, params: Value) -> Value {
+    json!({ "id": name, "name": name, "type": ty, "typeVersion": version, "parameters": params, "position": [0, 0] })
+}
+
+fn chain(nodes: Vec<Value>) -> Value {
+    // main connections in list order
+    let mut conns = serde_json::Map::new();
+    for w in nodes.windows(2) {
+        conns.insert(w[0]["name"].as_str().unwrap_or("").into(), json!({ "main": [[{ "node": w[1]["name"], "type": "main", "index": 0 }]] }));
+    }
+    json!({ "nodes": nodes, "connections": conns, "settings": { "executionOrder": "v1" } })
+}
+
+fn trigger() -> Value {
+    node("Trigger", "n8n-nodes-base.manualTrigger", 1.0, json!({}))
+}
+
+fn data(items: Value) -> Value {
+    node("Data", "n8n-nodes-testing.testData", 1.0, json!({ "data": items }))
+}
+
+fn http(url: &str) -> Value {
+    node("HTTP", "n8n-nodes-base.httpRequest", 4.2, json!({ "url": url, "options": {} }))
+}
+
+fn run(wf: &Value, settings: EngineSettings, host: Host) -> ExecutionState {
+    let graph = Graph::from_json(wf).expect("valid workflow");
+    Engine::new(settings, host).run(&graph, RunOptions::default()).expect("run").0
+}
+
+fn out(st: &ExecutionState, node: &str, output: usize) -> Vec<Value> {
+    st.run_data.get(node).and_then(|r| r.last()).and_then(|t| t.output(output)).map(|i| i.iter().map(|i| i.json.clone()).collect()).unwrap_or_default()
+}
+
+#[test]
+fn continue_error_output_routes_failing_item_to_error_output() {
+    let mut set = node(
+        "Set",
+        "n8n-nodes-base.set",
+        3.4,
+        json!({ "assignments": { "assignments": [{ "id": "1", "name": "n", "value": "={{ $json.a }}", "type": "number" }] }, "options": {} }),
+    );
+    set["onError"] = json!("continueErrorOutput");
+    let mut wf = chain(vec![trigger(), data(json!([{ "a": "1" }, { "a": "x" }])), set]);
+    wf["nodes"].as_array_mut().unwrap().push(node("Ok", "n8n-nodes-base.noOp", 1.0, json!({})));
+    wf["nodes"].as_array_mut().unwrap().push(node("Failed", "n8n-nodes-base.noOp", 1.0, json!({})));
+    wf["connections"]["Set"] = json!({ "main": [[{ "node": "Ok", "type": "main", "index": 0 }], [{ "node": "Failed", "type": "main", "index": 0 }]] });
+    let st = run(&wf, EngineSettings::default(), Host::default());
+    assert_eq!(st.status, ExecutionStatus::Success, "{:?}", st.error);
+    assert_eq!(out(&st, "Ok", 0), vec![json!({ "n": 1 })]);
+    let failed = out(&st, "Failed", 0);
+    assert_eq!(failed.len(), 1);
+    assert!(failed[0]["error"].as_str().unwrap_or("").contains("'n' expects a number"), "{failed:?}");
+}
+
+#[test]
+fn stop_workflow_error_fails_the_execution() {
+    let wf = chain(vec![trigger(), node("Stop", "n8n-nodes-base.stopAndError", 1.0, json!({ "errorMessage": "boom" }))]);
+    let st = run(&wf, EngineSettings::default(), Host::default());
+    assert_eq!(st.status, ExecutionStatus::Error);
+    assert_eq!(st.error.as_ref().map(|e| e.message.as_str()), Some("boom"));
+    assert_eq!(st.run_data["Stop"][0].error.as_ref().map(|e| e.message.as_str()), Some("boom"));
+}
+
+/// Resolves every name to one address; records what was asked.
+struct FakeResolver(IpAddr, std::sync::Mutex<Vec<String>>);
+impl Resolver for FakeResolver {
+    fn resolve(&self, host: &str, _port: u16) -> std::io::Result<Vec<IpAddr>> {
+        self.1.lock().unwrap().push(host.to_string());
+        Ok(vec![self.0])
+    }
+}
+
+fn assert_refused(url: &str, host: Host) {
+    let st = run(&chain(vec![trigger(), http(url)]), EngineSettings::default(), host);
+    assert_eq!(st.status, ExecutionStatus::Error, "{url} was not refused");
+    let msg = st.error.map(|e| e.message).unwrap_or_default();
+    assert!(msg.contains("refused"), "{url}: {msg}");
+}
+
+#[test]
+fn http_refuses_loopback_link_local_and_private_resolution_by_default() {
+    assert_refused("http://127.0.0.1:9/", Host::default());
+    assert_refused("http://169.254.169.254/latest/meta-data/", Host::default());
+    assert_refused("http://[::1]:9/", Host::default());
+    assert_refused("http://localhost:9/", Host::default());
+    // A hostname whose resolution is private: the fake resolver says 10.0.0.1,
+    // no real DNS is used and no connection is attempted.
+    let resolver = Arc::new(FakeResolver("10.0.0.1".parse().unwrap(), Default::default()));
+    let host = Host { resolver: resolver.clone(), ..Default::default() };
+    assert_refused("http://internal.example.com/data", host);
+    assert_eq!(resolver.1.lock().unwrap().as_slice(), ["internal.example.com"]);
+}
+
+#[test]
+fn http_guard_can_be_relaxed_by_the_engine_setting() {
+    // With the setting on, the request goes out (to a closed loopback port) and
+    // fails with a connection error instead of the guard's refusal.
+    let settings = EngineSettings { allow_private_network: true, http_timeout: Duration::from_secs(5), ..Default::default() };
+    let st = run(&chain(vec![trigger(), http("http://127.0.0.1:9/")]), settings, Host::default());
+    assert_eq!(st.status, ExecutionStatus::Error);
+    let msg = st.error.map(|e| e.message).unwrap_or_default();
+    assert!(!msg.contains("refused: address"), "{msg}");
+}
+
+#[test]
+fn wait_execution_resumes_from_serialized_state() {
+    let wait = node("Wait", "n8n-nodes-base.wait", 1.1, json!({ "resume": "timeInterval", "amount": 2, "unit": "hours" }));
+    let set = node(
+        "After",
+        "n8n-nodes-base.set",
+        3.4,
+        json!({ "assignments": { "assignments": [{ "id": "1", "name": "resumed", "value": true, "type": "boolean" }] }, "includeOtherFields": true, "options": {} }),
+    );
+    let wf = chain(vec![trigger(), data(json!([{ "x": 1 }])), wait, set]);
+    let graph = Graph::from_json(&wf).unwrap();
+    let (st, _) = Engine::new(EngineSettings::default(), Host::default()).run(&graph, RunOptions::default()).unwrap();
+    assert_eq!(st.status, ExecutionStatus::Waiting);
+    assert!(st.wait_till.is_some());
+    assert!(!st.run_data.contains_key("After"));
+    // Persist, then continue "in another process".
+    let saved = serde_json::to_string(&st).unwrap();
+    let restored: ExecutionState = serde_json::from_str(&saved).unwrap();
+    let (done, _) = Engine::new(EngineSettings::default(), Host::default()).resume(&graph, restored, None).unwrap();
+    assert_eq!(done.status, ExecutionStatus::Success, "{:?}", done.error);
+    assert_eq!(out(&done, "After", 0), vec![json!({ "x": 1, "resumed": true })]);
+    assert_eq!(out(&done, "Data", 0), vec![json!({ "x": 1 })]);
+}
+
+#[test]
+fn cancelled_execution_ends_canceled() {
+    let wait = node("Wait", "n8n-nodes-base.wait", 1.1, json!({ "amount": 30, "unit": "seconds" }));
+    let wf = chain(vec![trigger(), wait, node("Never", "n8n-nodes-base.noOp", 1.0, json!({}))]);
+    let graph = Graph::from_json(&wf).unwrap();
+    let cancel = CancelToken::new();
+    let c2 = cancel.clone();
+    std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(200));
+        c2.cancel();
+    });
+    let t0 = std::time::Instant::now();
+    let opts = RunOptions { cancel: Some(cancel), ..Default::default() };
+    let (st, _) = Engine::new(EngineSettings::default(), Host::default()).run(&graph, opts).unwrap();
+    assert_eq!(st.status, ExecutionStatus::Canceled);
+    assert!(t0.elapsed() < Duration::from_secs(5));
+    assert!(!st.run_data.contains_key("Never"));
+}
+
+#[test]
+fn execution_timeout_stops_the_run() {
+    let wait = node("Wait", "n8n-nodes-base.wait", 1.1, json!({ "amount": 30, "unit": "seconds" }));
+    let wf = chain(vec![trigger(), wait]);
+    let graph = Graph::from_json(&wf).unwrap();
+    let opts = RunOptions { timeout: Some(Duration::from_millis(200)), ..Default::default() };
+    let (st, _) = Engine::new(EngineSettings::default(), Host::default()).run(&graph, opts).unwrap();
+    assert_eq!(st.status, ExecutionStatus::Canceled);
+    assert!(st.error.unwrap().message.contains("timed out"));
+}
+
+#[test]
+fn runaway_code_is_stopped_and_the_next_run_works() {
+    let mut settings = EngineSettings::default();
+    settings.limits.timeout = Duration::from_millis(300);
+    let engine = Engine::new(settings, Host::default());
+    let looping = chain(vec![trigger(), node("Code", "n8n-nodes-base.code", 2.0, json!({ "jsCode": "while (true) {}" }))]);
+    let (st, _) = engine.run(&Graph::from_json(&looping).unwrap(), RunOptions::default()).unwrap();
+    assert_eq!(st.status, ExecutionStatus::Error);
+    assert!(st.error.unwrap().message.contains("time limit"));
+    let fine = chain(vec![trigger(), node("Code", "n8n-nodes-base.code", 2.0, json!({ "jsCode": "return [{ ok: 1 + 1 }];" }))]);
+    let (st, _) = engine.run(&Graph::from_json(&fine).unwrap(), RunOptions::default()).unwrap();
+    assert_eq!(st.status, ExecutionStatus::Success, "{:?}", st.error);
+    assert_eq!(out(&st, "Code", 0), vec![json!({ "ok": 2 })]);
+}
+
+#[test]
+fn unknown_node_type_fails_validation_with_its_name() {
+    let wf = chain(vec![trigger(), node("Mystery", "n8n-nodes-base.doesNotExist", 1.0, json!({}))]);
+    let graph = Graph::from_json(&wf).unwrap();
+    match Engine::new(EngineSettings::default(), Host::default()).run(&graph, RunOptions::default()) {
+        Err(EngineError::UnknownNodeType { node, node_type }) => {
+            assert_eq!(node, "Mystery");
+            assert_eq!(node_type, "n8n-nodes-base.doesNotExist");
+        }
+        other => panic!("expected UnknownNodeType, got {:?}", other.map(|r| r.0.status)),
+    }
+}
+
+#[test]
+fn disabled_node_passes_data_through() {
+    let mut set = node("Set", "n8n-nodes-base.set", 3.4, json!({ "assignments": { "assignments": [{ "id": "1", "name": "x", "value": 2, "type": "number" }] } }));
+    set["disabled"] = json!(true);
+    let wf = chain(vec![trigger(), data(json!([{ "x": 1 }])), set, node("End", "n8n-nodes-base.noOp", 1.0, json!({}))]);
+    let st = run(&wf, EngineSettings::default(), Host::default());
+    assert_eq!(out(&st, "End", 0), vec![json!({ "x": 1 })]);
+}
+
+#[test]
+fn pinned_nodes_do_not_execute() {
+    let wf = chain(vec![trigger(), node("Stop", "n8n-nodes-base.stopAndError", 1.0, json!({ "errorMessage": "boom" })), node("End", "n8n-nodes-base.noOp", 1.0, json!({}))]);
+    let graph = Graph::from_json(&wf).unwrap();
+    let mut opts = RunOptions::default();
+    opts.pin_data.insert("Stop".into(), vec![Item { json: json!({ "pinned": true }), ..Default::default() }]);
+    let (st, _) = Engine::new(EngineSettings::default(), Host::default()).run(&graph, opts).unwrap();
+    assert_eq!(st.status, ExecutionStatus::Success);
+    assert_eq!(out(&st, "End", 0), vec![json!({ "pinned": true })]);
+}
+
+#[test]
+fn merge_waits_for_both_inputs_and_paired_items_resolve() {
+    let wf = json!({
+        "nodes": [
+            trigger(),
+            node("A", "n8n-nodes-testing.testData", 1.0, json!({ "data": [{ "id": 1 }] })),
+            node("B", "n8n-nodes-testing.testData", 1.0, json!({ "data": [{ "id": 2 }] })),
+            node("Merge", "n8n-nodes-base.merge", 3.0, json!({})),
+            node("Label", "n8n-nodes-base.set", 3.4, json!({ "assignments": { "assignments": [
+                { "id": "1", "name": "fromA", "value": "={{ $json.id === 1 ? $('A').item.json.id : 0 }}", "type": "number" }
+            ] }, "includeOtherFields": true })),
+        ],
+        "connections": {
+            "Trigger": { "main": [[{ "node": "A", "type": "main", "index": 0 }, { "node": "B", "type": "main", "index": 0 }]] },
+            "A": { "main": [[{ "node": "Merge", "type": "main", "index": 0 }]] },
+            "B": { "main": [[{ "node": "Merge", "type": "main", "index": 1 }]] },
+            "Merge": { "main": [[{ "node": "Label", "type": "main", "index": 0 }]] }
+        },
+        "settings": { "executionOrder": "v1" }
+    });
+    let st = run(&wf, EngineSettings::default(), Host::default());
+    assert_eq!(st.status, ExecutionStatus::Success, "{:?}", st.error);
+    assert_eq!(st.run_data["Merge"].len(), 1);
+    assert_eq!(out(&st, "Merge", 0), vec![json!({ "id": 1 }), json!({ "id": 2 })]);
+    // item 0 of Label descends from A's item 0
+    assert_eq!(out(&st, "Label", 0)[0], json!({ "id": 1, "fromA": 1 }));
+}
+
+fn step_workflow() -> Graph {
+    let wf = chain(vec![
+        trigger(),
+        data(json!([{ "n": 1 }, { "n": 2 }])),
+        node("Double", "n8n-nodes-base.set", 3.4, json!({ "assignments": { "assignments": [
+            { "id": "1", "name": "d", "value": "={{ $json.n * 2 }}", "type": "number" },
+            { "id": "2", "name": "missing", "value": "={{ $json.nope }}", "type": "string" }
+        ] }, "includeOtherFields": true, "options": { "ignoreConversionErrors": true } })),
+        node("After", "n8n-nodes-base.stopAndError", 1.0, json!({ "errorMessage": "must not run" })),
+    ]);
+    Graph::from_json(&wf).unwrap()
+}
+
+#[test]
+fn run_step_from_chain_reuse_and_mock() {
+    let g = step_workflow();
+    let engine = Engine::new(EngineSettings::default(), Host::default());
+    let (chain_st, _) = engine.run_node(&g, "Double", StepInput::Chain, RunOptions::default()).unwrap();
+    assert_eq!(chain_st.status, ExecutionStatus::Success, "{:?}", chain_st.error);
+    assert!(!chain_st.run_data.contains_key("After"));
+    assert_eq!(out(&chain_st, "Double", 0)[1]["d"], json!(4));
+
+    let (reused, _) = engine.run_node(&g, "Double", StepInput::Reuse(Box::new(chain_st.clone())), RunOptions::default()).unwrap();
+    assert_eq!(reused.status, ExecutionStatus::Success);
+    assert_eq!(reused.run_data["Data"][0].origin, Some(engine::data::RunOrigin::Replayed));
+    assert_eq!(out(&reused, "Double", 0)[0]["d"], json!(2));
+
+    let (mocked, _) = engine.run_node(&g, "Double", StepInput::Mock(vec![Item { json: json!({ "n": 10 }), ..Default::default() }]), RunOptions::default()).unwrap();
+    assert_eq!(out(&mocked, "Double", 0), vec![json!({ "n": 10, "d": 20, "missing": null })]);
+}
+
+#[test]
+fn resolved_parameters_report_empty_and_failed_expressions() {
+    let g = step_workflow();
+    let engine = Engine::new(EngineSettings::default(), Host::default());
+    let (st, _) = engine.run_node(&g, "Double", StepInput::Chain, RunOptions::default()).unwrap();
+    let r = engine.resolve_parameters(&g, &st, "Double", 1, None).unwrap();
+    assert_eq!(r.resolved["assignments"]["assignments"][0]["value"], json!(4));
+    assert_eq!(r.empty_resolutions.len(), 1);
+    assert_eq!(r.empty_resolutions[0].path, "assignments.assignments[1].value");
+    assert!(r.failed_expressions.is_empty());
+}
+
+#[test]
+fn catalog_lists_searches_and_generates_types() {
+    let all = engine::catalog::list();
+    assert!(all.len() >= 30);
+    for n in &all {
+        assert!(engine::nodes::get(&n.name).is_some(), "catalog node {} has no implementation", n.name);
+    }
+    let found = engine::catalog::search("http api", 5);
+    assert_eq!(found[0].name, "n8n-nodes-base.httpRequest");
+    let ts = engine::catalog::typescript("n8n-nodes-base.dataTable").unwrap();
+    assert!(ts.contains("operation?: 'insert'") && ts.contains("operation: 'get'"), "{ts}");
+    assert!(ts.contains("export type DataTableParameters"), "{ts}");
+    let d = engine::catalog::describe("set").unwrap();
+    assert_eq!(d.name, "n8n-nodes-base.set");
+}

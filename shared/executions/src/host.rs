@@ -1,0 +1,265 @@
+//! The engine's host services over the store, scoped to the project of the
+//! workflow being run: credentials (decrypted here, handed to the node,
+//! never logged or persisted by this crate), data tables, sub-workflows.
+//!
+//! The engine calls these synchronously from its blocking thread; each
+//! call drives the store's async client on the process runtime through
+//! `Handle::block_on`, which is allowed there (never on a runtime worker).
+
+use engine::host::{CredentialsProvider, DataTableProvider, Host, RowFilter, SystemResolver, WorkflowProvider};
+use engine::EngineSettings;
+use serde_json::{json, Map, Value};
+use std::sync::Arc;
+use store::data::data_tables::{Condition, Filter, FilterKind, Op, RowQuery};
+use store::data::executions::ExecutionMode;
+use store::data::InstanceData;
+use tokio::runtime::Handle;
+
+/// Where HTTP Request nodes may connect.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum HttpPolicy {
+    /// Production: any public address; the engine's SSRF guard refuses
+    /// private, loopback, link-local and other non-public addresses.
+    #[default]
+    PublicOnly,
+    /// Only these hosts (names or IP literals), which may be private. For
+    /// tests against a local server: nothing else is reachable at all.
+    AllowListOnly(Vec<String>),
+}
+
+impl HttpPolicy {
+    pub(crate) fn apply(&self, settings: &mut EngineSettings) {
+        match self {
+            HttpPolicy::PublicOnly => {
+                settings.allow_private_network = false;
+                settings.allowed_hosts = Vec::new();
+            }
+            HttpPolicy::AllowListOnly(hosts) => {
+                // The engine lets private addresses through only together with
+                // a non-empty host list here, so the guard still holds for
+                // every host not listed.
+                settings.allow_private_network = !hosts.is_empty();
+                settings.allowed_hosts = hosts.clone();
+                if hosts.is_empty() {
+                    settings.allowed_hosts = vec!["invalid.".into()];
+                }
+            }
+        }
+    }
+}
+
+/// Who is running: the project whose credentials, tables and workflows the
+/// execution may use, and the mode (manual runs call sub-workflow drafts).
+#[derive(Clone)]
+pub(crate) struct Scope {
+    pub data: InstanceData,
+    pub handle: Handle,
+    pub project_id: String,
+    pub mode: ExecutionMode,
+}
+
+pub(crate) fn host(scope: Scope) -> Host {
+    let scope = Arc::new(scope);
+    Host {
+        credentials: Some(Arc::new(StoreCredentials(scope.clone()))),
+        workflows: Some(Arc::new(StoreWorkflows(scope.clone()))),
+        data_tables: Some(Arc::new(StoreDataTables(scope))),
+        files: None,
+        resolver: Arc::new(SystemResolver),
+    }
+}
+
+struct StoreCredentials(Arc<Scope>);
+
+impl CredentialsProvider for StoreCredentials {
+    fn get(&self, cred_type: &str, reference: &Value) -> Result<Value, String> {
+        let s = &self.0;
+        let id = reference
+            .get("id")
+            .and_then(Value::as_str)
+            .filter(|i| !i.is_empty())
+            .ok_or_else(|| format!("the node selects no {cred_type} credential (reference without id)"))?;
+        let meta = s
+            .handle
+            .block_on(s.data.credentials.get(id))
+            .map_err(|e| format!("credential {id}: {e}"))?
+            .ok_or_else(|| format!("credential {id} does not exist"))?;
+        let usable = meta.is_global || meta.home_project_id == s.project_id || meta.shared_with_project_ids.iter().any(|p| *p == s.project_id);
+        if !usable {
+            // Same answer as a missing one: the workflow's project cannot see it.
+            return Err(format!("credential {id} does not exist"));
+        }
+        if meta.kind != cred_type {
+            return Err(format!("credential {id} is of type {}, the node needs {cred_type}", meta.kind));
+        }
+        let secret = s.handle.block_on(s.data.credentials.decrypt_secret(id)).map_err(|e| format!("credential {id}: {e}"))?;
+        Ok(secret.expose().clone())
+    }
+}
+
+struct StoreWorkflows(Arc<Scope>);
+
+impl WorkflowProvider for StoreWorkflows {
+    fn get_workflow(&self, id: &str) -> Result<Value, String> {
+        let s = &self.0;
+        let id = id.trim();
+        let meta = s
+            .handle
+            .block_on(s.data.workflows.meta(id))
+            .map_err(|e| format!("workflow {id}: {e}"))?
+            .ok_or_else(|| format!("workflow {id} does not exist"))?;
+        if meta.project_id != s.project_id {
+            // n8n's default caller policy: workflows of the same owner only.
+            return Err(format!("workflow {id} does not exist"));
+        }
+        if meta.is_archived {
+            return Err(format!("workflow {id} is archived"));
+        }
+        // Manual runs call drafts; other modes the published version when there is one.
+        let body = match (&meta.active_version_id, s.mode) {
+            (Some(active), m) if m != ExecutionMode::Manual => s
+                .handle
+                .block_on(s.data.workflows.get_version(id, active))
+                .map_err(|e| format!("workflow {id}: {e}"))?
+                .ok_or_else(|| format!("published version {active} of workflow {id} does not exist"))?
+                .body,
+            _ => s.handle.block_on(s.data.workflows.get(id)).map_err(|e| format!("workflow {id}: {e}"))?.ok_or_else(|| format!("workflow {id} does not exist"))?.body,
+        };
+        Ok(json!({
+            "id": meta.id,
+            "name": meta.name,
+            "nodes": body.nodes,
+            "connections": body.connections,
+            "settings": if body.settings.is_object() { body.settings } else { json!({}) },
+        }))
+    }
+}
+
+struct StoreDataTables(Arc<Scope>);
+
+fn filter(f: &RowFilter) -> Result<Filter, String> {
+    let conditions = f
+        .conditions
+        .iter()
+        .map(|c| {
+            let op: Op = serde_json::from_value(Value::String(c.condition.clone())).map_err(|_| format!("unknown condition {:?}", c.condition))?;
+            Ok(Condition { column_name: c.column.clone(), condition: op, value: c.value.clone() })
+        })
+        .collect::<Result<Vec<_>, String>>()?;
+    Ok(Filter { kind: if f.match_all { FilterKind::And } else { FilterKind::Or }, conditions })
+}
+
+fn object(v: &Value) -> Result<Map<String, Value>, String> {
+    v.as_object().cloned().ok_or_else(|| "a row must be a JSON object".to_owned())
+}
+
+fn rows(rows: Vec<Map<String, Value>>) -> Vec<Value> {
+    rows.into_iter().map(Value::Object).collect()
+}
+
+impl StoreDataTables {
+    /// A table of the workflow's project, by id or else by name.
+    fn resolve(&self, table: &str) -> Result<String, String> {
+        let s = &self.0;
+        let table = table.trim();
+        if table.is_empty() {
+            return Err("the node selects no data table".into());
+        }
+        if let Some(t) = s.handle.block_on(s.data.data_tables.get(table)).map_err(|e| e.to_string())? {
+            if t.project_id == s.project_id {
+                return Ok(t.id);
+            }
+        }
+        let page = s
+            .handle
+            .block_on(s.data.data_tables.search(std::slice::from_ref(&s.project_id), Some(table), Some(50)))
+            .map_err(|e| e.to_string())?;
+        page.data
+            .into_iter()
+            .find(|t| t.name == table)
+            .map(|t| t.id)
+            .ok_or_else(|| format!("data table {table:?} does not exist in this workflow's project"))
+    }
+}
+
+impl DataTableProvider for StoreDataTables {
+    fn insert(&self, table: &str, new_rows: Vec<Value>) -> Result<Vec<Value>, String> {
+        let id = self.resolve(table)?;
+        let maps = new_rows.iter().map(object).collect::<Result<Vec<_>, _>>()?;
+        let s = &self.0;
+        s.handle.block_on(s.data.data_tables.insert_rows(&id, &maps)).map(rows).map_err(|e| e.to_string())
+    }
+
+    fn get(&self, table: &str, f: &RowFilter, limit: Option<usize>) -> Result<Vec<Value>, String> {
+        let id = self.resolve(table)?;
+        let filter = (!f.conditions.is_empty()).then(|| filter(f)).transpose()?;
+        let s = &self.0;
+        let mut out = Vec::new();
+        let mut cursor = None;
+        // `limit: None` is n8n's "return all": page through 1,000 at a time.
+        loop {
+            let want = limit.map(|l| l.saturating_sub(out.len()).min(1000)).unwrap_or(1000);
+            if want == 0 {
+                return Ok(out);
+            }
+            let q = RowQuery { filter: filter.clone(), limit: Some(want), cursor: cursor.take(), ..RowQuery::default() };
+            let page = s.handle.block_on(s.data.data_tables.query(&id, &q)).map_err(|e| e.to_string())?;
+            out.extend(rows(page.data));
+            match page.next_cursor {
+                Some(c) => cursor = Some(c),
+                None => return Ok(out),
+            }
+        }
+    }
+
+    fn update(&self, table: &str, f: &RowFilter, set: &Value) -> Result<Vec<Value>, String> {
+        let id = self.resolve(table)?;
+        let s = &self.0;
+        s.handle.block_on(s.data.data_tables.update_rows(&id, &filter(f)?, &object(set)?)).map(rows).map_err(|e| e.to_string())
+    }
+
+    fn delete(&self, table: &str, f: &RowFilter) -> Result<Vec<Value>, String> {
+        let id = self.resolve(table)?;
+        let s = &self.0;
+        s.handle.block_on(s.data.data_tables.delete_rows(&id, &filter(f)?)).map(rows).map_err(|e| e.to_string())
+    }
+
+    fn upsert(&self, table: &str, f: &RowFilter, row: &Value) -> Result<Vec<Value>, String> {
+        let id = self.resolve(table)?;
+        let s = &self.0;
+        s.handle
+            .block_on(s.data.data_tables.upsert(&id, &filter(f)?, &object(row)?))
+            .map(|r| rows(r.rows))
+            .map_err(|e| e.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use engine::host::RowCondition;
+
+    #[test]
+    fn filters_map_to_store_conditions() {
+        let f = RowFilter {
+            match_all: true,
+            conditions: vec![RowCondition { column: "name".into(), condition: "ilike".into(), value: json!("%a%") }],
+        };
+        let out = filter(&f).unwrap();
+        assert_eq!(out.kind, FilterKind::And);
+        assert_eq!(out.conditions[0].condition, Op::Ilike);
+        let bad = RowFilter { match_all: false, conditions: vec![RowCondition { column: "x".into(), condition: "near".into(), value: Value::Null }] };
+        assert!(filter(&bad).unwrap_err().contains("near"));
+    }
+
+    #[test]
+    fn allow_lists_keep_the_guard_for_everything_else() {
+        let mut s = EngineSettings::default();
+        HttpPolicy::AllowListOnly(vec!["127.0.0.1".into()]).apply(&mut s);
+        assert!(s.allow_private_network && s.allowed_hosts == ["127.0.0.1"]);
+        HttpPolicy::PublicOnly.apply(&mut s);
+        assert!(!s.allow_private_network && s.allowed_hosts.is_empty());
+        HttpPolicy::AllowListOnly(vec![]).apply(&mut s);
+        assert!(!s.allow_private_network && !s.allowed_hosts.is_empty());
+    }
+}

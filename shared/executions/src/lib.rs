@@ -1,0 +1,711 @@
+//! Workflow executions on the engine, with the store as the host.
+//!
+//! The few calls everything else uses:
+//! - [`Executor::start_execution`]: snapshot the workflow, write the
+//!   execution record (`new`) with its document, enqueue it on the Runs queue.
+//! - [`Executor::run_execution`]: what the `executor` function does per
+//!   message: claim the record with a lease (conditional write), run the
+//!   engine on a blocking thread while renewing the lease and polling the
+//!   cancel flag, then store run data and a final status, or park it as
+//!   `waiting` with the engine's serialized state (no process holds it).
+//! - [`Executor::stop_execution`]: cancel flag (running) or direct cancel
+//!   (`new`, `waiting`).
+//! - [`Executor::execute_and_wait`]: the tools' call: start and wait for
+//!   a final status, through the queue or inline ([`Dispatch`]).
+//! - [`Sweeper::resume_due`] / [`Sweeper::mark_crashed`]: the minute sweep.
+//! - [`Executor::handle_queue_batch`]: the SQS consumer's body.
+//!
+//! Delivery is at least once: a message for an execution that is finished,
+//! running under a live lease, or waiting and not yet due does nothing; a
+//! running execution whose lease expired is marked `crashed`, never re-run
+//! (its effects are unknown).
+
+mod document;
+pub mod error;
+mod host;
+mod records;
+mod sweep;
+
+pub use error::ExecutionError;
+pub use host::HttpPolicy;
+pub use store::data::executions::{ExecutionMode, ExecutionStatus};
+pub use sweep::{SweepReport, Sweeper};
+
+use crate::document::StartData;
+use crate::error::Result;
+use crate::records::{Claim, Records};
+use engine::{CancelToken, Engine, EngineSettings, Graph, Host, Item, RunOptions};
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use store::data::db;
+use store::data::executions::{DataSelection, NewExecution};
+use store::data::InstanceData;
+use store::deployment::QueueId;
+use store::{AwsClients, Config};
+use tracing::Instrument;
+
+/// An execution id (time-ordered; the store assigns it).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct ExecutionId(pub String);
+
+impl ExecutionId {
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for ExecutionId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl From<&str> for ExecutionId {
+    fn from(s: &str) -> Self {
+        ExecutionId(s.to_owned())
+    }
+}
+
+/// Which workflow to run. Stored workflows are snapshotted at start.
+#[derive(Debug, Clone)]
+pub enum WorkflowRef {
+    /// The current draft (manual runs, `test_workflow`).
+    Draft(String),
+    /// The published version; an unpublished workflow is refused.
+    Published(String),
+    /// One saved version.
+    Version { workflow_id: String, version_id: String },
+    /// Unsaved n8n workflow JSON (`nodes`, `connections`, `settings`, optional
+    /// `id`/`name`), run with the credentials and tables of `project_id`.
+    Inline { workflow: Value, project_id: String },
+}
+
+/// What to run and how.
+#[derive(Debug, Clone)]
+pub struct StartRequest {
+    pub workflow: WorkflowRef,
+    pub mode: ExecutionMode,
+    /// Pinned nodes do not execute; they output these items.
+    pub pin_data: BTreeMap<String, Vec<Item>>,
+    /// Trigger to start from (default: the first enabled trigger).
+    pub trigger: Option<String>,
+    /// Items the trigger outputs (default one empty item).
+    pub trigger_items: Option<Vec<Item>>,
+    /// Stop after this node (run-step): only it and its ancestors run.
+    pub destination: Option<String>,
+    /// This execution's time limit (capped by [`ExecutorSettings::max_timeout`]);
+    /// the workflow's `settings.executionTimeout` applies too, the lower wins.
+    pub timeout: Option<Duration>,
+    pub retry_of: Option<String>,
+}
+
+impl StartRequest {
+    pub fn new(workflow: WorkflowRef, mode: ExecutionMode) -> Self {
+        StartRequest {
+            workflow,
+            mode,
+            pin_data: BTreeMap::new(),
+            trigger: None,
+            trigger_items: None,
+            destination: None,
+            timeout: None,
+            retry_of: None,
+        }
+    }
+}
+
+/// Where `execute_and_wait` runs the execution.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dispatch {
+    /// Enqueue on the Runs queue and poll the record (the default for
+    /// tools: the executor function has the 900 s budget and its own
+    /// concurrency; the caller only waits). If the wait times out the
+    /// execution goes on, and the outcome says `running`.
+    Queue,
+    /// Run in this process (no queue consumer needed: tests, the local
+    /// cloud without pollers). The execution's timeout is capped at the
+    /// wait, so it never outlives the caller.
+    Inline,
+}
+
+/// Where an execution stands, as tools report it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ExecutionOutcome {
+    pub execution_id: ExecutionId,
+    pub status: ExecutionStatus,
+    /// Why it failed, was canceled or crashed (never any secret).
+    pub error: Option<String>,
+    /// When a `waiting` execution resumes (ISO 8601).
+    pub wait_till: Option<String>,
+}
+
+impl ExecutionOutcome {
+    pub fn is_finished(&self) -> bool {
+        self.status.is_finished()
+    }
+}
+
+/// Why `run_execution` did nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SkipReason {
+    NotFound,
+    /// Already success/error/canceled/crashed: a duplicate delivery.
+    AlreadyFinished,
+    /// Another executor holds a live lease.
+    RunningElsewhere,
+    /// `waiting` and its time has not come.
+    NotDue,
+    /// Found `running` with an expired lease: marked `crashed`, not re-run.
+    MarkedCrashed,
+    /// The lease was lost mid-run (e.g. the sweep marked it crashed); the
+    /// result was discarded.
+    LostLease,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RunResult {
+    /// This call ran it to a final status, or parked it as `waiting`.
+    Ran(ExecutionOutcome),
+    Skipped(SkipReason),
+}
+
+/// Tunables, fixed per process.
+#[derive(Debug, Clone)]
+pub struct ExecutorSettings {
+    pub http: HttpPolicy,
+    /// How long a run's claim lasts without renewal (renewed every third of it).
+    pub lease: Duration,
+    /// Upper bound of any execution's timeout: below the executor
+    /// function's 900 s, leaving time to store the result.
+    pub max_timeout: Duration,
+    /// How often a running execution checks its cancel flag.
+    pub cancel_poll: Duration,
+    /// Waits up to this long sleep in-process; longer ones park the execution.
+    pub inline_wait: Duration,
+    /// Seconds to keep execution records (TTL); `None` keeps them.
+    pub retention_secs: Option<u64>,
+}
+
+impl Default for ExecutorSettings {
+    fn default() -> Self {
+        ExecutorSettings {
+            http: HttpPolicy::PublicOnly,
+            lease: Duration::from_secs(60),
+            max_timeout: Duration::from_secs(840),
+            cancel_poll: Duration::from_secs(1),
+            inline_wait: Duration::from_secs(65),
+            retention_secs: None,
+        }
+    }
+}
+
+/// A Runs queue message.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RunMessage {
+    pub execution_id: ExecutionId,
+}
+
+/// One SQS record as the consumer sees it.
+#[derive(Debug, Clone)]
+pub struct QueueRecord {
+    pub message_id: String,
+    pub body: Option<String>,
+}
+
+/// Grace after the timeout for the engine to notice it (it checks between
+/// nodes and inside HTTP requests), before the run is abandoned.
+const STOP_GRACE: Duration = Duration::from_secs(10);
+
+/// The execution service of one process; cheap to clone.
+#[derive(Clone)]
+pub struct Executor {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    data: InstanceData,
+    sweeper: Sweeper,
+    settings: ExecutorSettings,
+}
+
+impl fmt::Debug for Executor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Executor").field("settings", &self.inner.settings).finish()
+    }
+}
+
+fn mode_str(mode: ExecutionMode) -> String {
+    serde_json::to_value(mode).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_else(|| "manual".into())
+}
+
+fn iso_in(d: Duration) -> String {
+    db::iso(time::OffsetDateTime::now_utc() + d)
+}
+
+fn describe(e: &engine::NodeError) -> String {
+    match &e.node {
+        Some(n) => format!("{} (node {n:?})", e.message),
+        None => e.message.clone(),
+    }
+}
+
+impl Executor {
+    pub fn new(data: InstanceData, sqs: aws_sdk_sqs::Client, runs_queue_url: impl Into<String>, settings: ExecutorSettings) -> Self {
+        let sweeper = Sweeper::new(&data.executions, sqs, runs_queue_url);
+        Executor { inner: Arc::new(Inner { data, sweeper, settings }) }
+    }
+
+    /// Repositories, key provider and Runs queue from the configuration
+    /// (once per process, at init).
+    pub async fn from_config(clients: &AwsClients, config: &Config, settings: ExecutorSettings) -> Result<Self> {
+        let data = InstanceData::new(clients, config).await?;
+        let url = config.queue_url(QueueId::Runs)?.to_owned();
+        Ok(Executor::new(data, clients.sqs.clone(), url, settings))
+    }
+
+    pub fn sweeper(&self) -> &Sweeper {
+        &self.inner.sweeper
+    }
+
+    pub fn settings(&self) -> &ExecutorSettings {
+        &self.inner.settings
+    }
+
+    fn records(&self) -> &Records {
+        &self.inner.sweeper.records
+    }
+
+    /// Writes the record (`new`) and its document, then enqueues it.
+    pub async fn start_execution(&self, req: StartRequest) -> Result<ExecutionId> {
+        let id = self.create(req).await?;
+        if let Err(e) = self.inner.sweeper.enqueue(id.as_str()).await {
+            let _ = self.records().fail_unstarted(id.as_str(), &format!("the execution could not be queued: {e}")).await;
+            return Err(e);
+        }
+        tracing::info!(executionId = %id, "execution queued");
+        Ok(id)
+    }
+
+    /// The record and its document, validated, not yet queued.
+    async fn create(&self, req: StartRequest) -> Result<ExecutionId> {
+        let (workflow_id, snapshot) = self.snapshot(&req.workflow).await?;
+        // Refuse what cannot run before anything is written.
+        let graph = Graph::from_json(&snapshot)?;
+        Engine::new(EngineSettings::default(), Host::default()).validate(&graph)?;
+        graph.start_node(req.trigger.as_deref())?;
+        if let Some(d) = &req.destination {
+            graph.node_or_err(d)?;
+        }
+        let max = self.inner.settings.max_timeout;
+        let timeout = req.timeout.unwrap_or(max).clamp(Duration::from_secs(1), max);
+        let start = StartData {
+            trigger: req.trigger,
+            trigger_items: req.trigger_items,
+            destination_node: req.destination,
+            timeout_secs: timeout.as_secs().max(1),
+        };
+        let doc = document::initial(snapshot, &start, &req.pin_data)?;
+        let exec = self
+            .inner
+            .data
+            .executions
+            .create(NewExecution {
+                workflow_id,
+                mode: req.mode,
+                status: ExecutionStatus::New,
+                started_at: None,
+                retry_of: req.retry_of,
+                retention_secs: self.inner.settings.retention_secs,
+            })
+            .await?;
+        if let Err(e) = self.inner.data.executions.save_data(&exec.id, &doc).await {
+            let _ = self.records().fail_unstarted(&exec.id, &format!("the execution could not be stored: {e}")).await;
+            return Err(e.into());
+        }
+        Ok(ExecutionId(exec.id))
+    }
+
+    /// `(workflow id for the record, workflow JSON with projectId)`.
+    async fn snapshot(&self, w: &WorkflowRef) -> Result<(String, Value)> {
+        let wfs = &self.inner.data.workflows;
+        let stored = |id: &str, project: &str, name: &str, body: store::data::workflows::WorkflowBody| {
+            json!({
+                "id": id,
+                "name": name,
+                "projectId": project,
+                "nodes": body.nodes,
+                "connections": body.connections,
+                "settings": if body.settings.is_object() { body.settings } else { json!({}) },
+            })
+        };
+        let meta_of = |id: &str| {
+            let id = id.to_owned();
+            async move {
+                let meta = wfs.meta(&id).await?.ok_or_else(|| ExecutionError::NotFound(format!("workflow {id}")))?;
+                if meta.is_archived {
+                    return Err(ExecutionError::Invalid(format!("workflow {id} is archived")));
+                }
+                Ok(meta)
+            }
+        };
+        match w {
+            WorkflowRef::Draft(id) => {
+                meta_of(id).await?;
+                let wf = wfs.get(id).await?.ok_or_else(|| ExecutionError::NotFound(format!("workflow {id}")))?;
+                Ok((id.clone(), stored(id, &wf.meta.project_id, &wf.meta.name, wf.body)))
+            }
+            WorkflowRef::Published(id) => {
+                let meta = meta_of(id).await?;
+                let active = meta.active_version_id.clone().ok_or_else(|| {
+                    ExecutionError::Invalid(format!("workflow {id} is not published: publish it, or run its draft in manual mode"))
+                })?;
+                let v = wfs.get_version(id, &active).await?.ok_or_else(|| ExecutionError::NotFound(format!("version {active} of workflow {id}")))?;
+                Ok((id.clone(), stored(id, &meta.project_id, &meta.name, v.body)))
+            }
+            WorkflowRef::Version { workflow_id, version_id } => {
+                let meta = meta_of(workflow_id).await?;
+                let v = wfs
+                    .get_version(workflow_id, version_id)
+                    .await?
+                    .ok_or_else(|| ExecutionError::NotFound(format!("version {version_id} of workflow {workflow_id}")))?;
+                Ok((workflow_id.clone(), stored(workflow_id, &meta.project_id, &meta.name, v.body)))
+            }
+            WorkflowRef::Inline { workflow, project_id } => {
+                let Value::Object(mut wf) = workflow.clone() else {
+                    return Err(ExecutionError::Invalid("workflow JSON must be an object".into()));
+                };
+                let id = wf.get("id").and_then(Value::as_str).filter(|s| !s.is_empty()).unwrap_or("unsaved").to_owned();
+                wf.insert("projectId".into(), json!(project_id));
+                Ok((id, Value::Object(wf)))
+            }
+        }
+    }
+
+    /// Where an execution stands (one consistent read).
+    pub async fn outcome(&self, id: &str) -> Result<ExecutionOutcome> {
+        let meta = self.records().meta(id).await?.ok_or_else(|| ExecutionError::NotFound(format!("execution {id}")))?;
+        Ok(ExecutionOutcome {
+            execution_id: ExecutionId(id.to_owned()),
+            status: meta.status,
+            error: meta.error_message,
+            wait_till: meta.wait_till.filter(|_| meta.status == ExecutionStatus::Waiting),
+        })
+    }
+
+    /// Polls the record until it is finished or `waiting` (which may last
+    /// days: the caller gets it at once), or `timeout` passes.
+    pub async fn wait_for(&self, id: &str, timeout: Duration) -> Result<ExecutionOutcome> {
+        let deadline = Instant::now() + timeout;
+        let mut pause = Duration::from_millis(100);
+        loop {
+            let o = self.outcome(id).await?;
+            if o.is_finished() || o.status == ExecutionStatus::Waiting || Instant::now() >= deadline {
+                return Ok(o);
+            }
+            tokio::time::sleep(pause.min(deadline.saturating_duration_since(Instant::now()))).await;
+            pause = (pause * 2).min(Duration::from_secs(1));
+        }
+    }
+
+    /// Starts an execution and waits up to `wait` for its outcome.
+    pub async fn execute_and_wait(&self, mut req: StartRequest, wait: Duration, dispatch: Dispatch) -> Result<ExecutionOutcome> {
+        match dispatch {
+            Dispatch::Queue => {
+                let id = self.start_execution(req).await?;
+                self.wait_for(id.as_str(), wait).await
+            }
+            Dispatch::Inline => {
+                req.timeout = Some(req.timeout.map_or(wait, |t| t.min(wait)));
+                let id = self.create(req).await?;
+                match self.run_execution(id.as_str()).await? {
+                    RunResult::Ran(o) => Ok(o),
+                    RunResult::Skipped(_) => self.outcome(id.as_str()).await,
+                }
+            }
+        }
+    }
+
+    /// Stops an execution: a running one at its next node boundary (the
+    /// flag is polled), a `new` or `waiting` one at once. Idempotent; a
+    /// finished execution is left as it is.
+    pub async fn stop_execution(&self, id: &str) -> Result<ExecutionOutcome> {
+        let records = self.records();
+        let meta = records.request_cancel(id).await?.ok_or_else(|| ExecutionError::NotFound(format!("execution {id}")))?;
+        if matches!(meta.status, ExecutionStatus::New | ExecutionStatus::Waiting) && records.cancel_idle(id).await? {
+            tracing::info!(executionId = %id, "execution canceled before it ran");
+        }
+        self.outcome(id).await
+    }
+
+    /// The SQS consumer's body: runs each record's execution; returns the
+    /// message ids to report failed (redelivered, then dead-lettered).
+    pub async fn handle_queue_batch(&self, batch: impl IntoIterator<Item = QueueRecord>) -> Vec<String> {
+        let mut failed = Vec::new();
+        for record in batch {
+            let msg = record.body.as_deref().map(serde_json::from_str::<RunMessage>);
+            let Some(Ok(msg)) = msg else {
+                // Kept for the dead-letter queue, where someone can look at it.
+                tracing::error!(message_id = %record.message_id, "malformed Runs message");
+                failed.push(record.message_id);
+                continue;
+            };
+            match self.run_execution(msg.execution_id.as_str()).await {
+                Ok(RunResult::Ran(o)) => tracing::info!(executionId = %o.execution_id, status = o.status.as_str(), "execution ran"),
+                Ok(RunResult::Skipped(reason)) => tracing::info!(executionId = %msg.execution_id, ?reason, "delivery skipped"),
+                Err(e) => {
+                    tracing::error!(executionId = %msg.execution_id, error = %e, "execution could not be run; will be redelivered");
+                    failed.push(record.message_id);
+                }
+            }
+        }
+        failed
+    }
+
+    /// Runs (or resumes) one execution, if it is runnable: see [`RunResult`].
+    /// `Err` only when the store is unreachable before the claim or when
+    /// recording the result failed (the message should be redelivered).
+    pub async fn run_execution(&self, id: &str) -> Result<RunResult> {
+        let span = tracing::info_span!("execution", executionId = %id);
+        self.run_traced(id).instrument(span).await
+    }
+
+    async fn run_traced(&self, id: &str) -> Result<RunResult> {
+        let records = self.records();
+        let now = db::now_iso();
+        let Some(meta) = records.meta(id).await? else {
+            tracing::warn!("no such execution");
+            return Ok(RunResult::Skipped(SkipReason::NotFound));
+        };
+        match meta.status {
+            s if s.is_finished() => {
+                // Stale index items would otherwise be found by every sweep.
+                records.drop_index(id, "wait").await?;
+                return Ok(RunResult::Skipped(SkipReason::AlreadyFinished));
+            }
+            ExecutionStatus::Running => {
+                let expired = meta.lease_until.as_deref().is_none_or(|l| l < now.as_str());
+                if expired && records.crash_if_expired(id, &now).await? {
+                    tracing::warn!("found running with an expired lease: marked crashed");
+                    return Ok(RunResult::Skipped(SkipReason::MarkedCrashed));
+                }
+                return Ok(RunResult::Skipped(SkipReason::RunningElsewhere));
+            }
+            ExecutionStatus::Waiting => {
+                if let Some(w) = meta.wait_till.as_deref().filter(|w| *w > now.as_str()) {
+                    records.reindex_wait(id, w).await?;
+                    return Ok(RunResult::Skipped(SkipReason::NotDue));
+                }
+            }
+            ExecutionStatus::New => {}
+            _ => return Ok(RunResult::Skipped(SkipReason::AlreadyFinished)),
+        }
+        let owner = uuid::Uuid::new_v4().simple().to_string();
+        if records.claim(id, &owner, &iso_in(self.inner.settings.lease), &now).await? == Claim::Refused {
+            // Someone else claimed or finished it between our read and write.
+            return Ok(RunResult::Skipped(SkipReason::RunningElsewhere));
+        }
+        tracing::info!("claimed");
+        match self.run_claimed(id, &owner).await {
+            Ok(r) => Ok(r),
+            Err(e) => {
+                let message = format!("the executor failed: {e}");
+                tracing::error!(error = %message, "run failed");
+                if records.finish(id, &owner, ExecutionStatus::Error, Some(&message)).await? {
+                    Ok(RunResult::Ran(ExecutionOutcome {
+                        execution_id: ExecutionId(id.to_owned()),
+                        status: ExecutionStatus::Error,
+                        error: Some(message),
+                        wait_till: None,
+                    }))
+                } else {
+                    Ok(RunResult::Skipped(SkipReason::LostLease))
+                }
+            }
+        }
+    }
+
+    /// The run, once claimed. Every `Ok` path has written the end state.
+    async fn run_claimed(&self, id: &str, owner: &str) -> Result<RunResult> {
+        let data = &self.inner.data;
+        let settings = &self.inner.settings;
+        let records = self.records();
+        let exec = data.executions.get(id).await?.ok_or_else(|| ExecutionError::NotFound(format!("execution {id}")))?;
+        let doc = data
+            .executions
+            .get_data(id, &DataSelection::default())
+            .await?
+            .ok_or_else(|| ExecutionError::Corrupt { id: id.to_owned(), reason: "no execution document".into() })?;
+        let loaded = document::load(id, doc)?;
+        let timeout = Duration::from_secs(loaded.start.timeout_secs).clamp(Duration::from_secs(1), settings.max_timeout);
+        let workflow = loaded.workflow.clone();
+        let start = loaded.start.clone();
+        let graph = match Graph::from_json(&loaded.workflow) {
+            Ok(g) => g,
+            Err(e) => return self.end(id, owner, ExecutionStatus::Error, &e.to_string(), document::failed_before_run(&workflow, &start, &e.to_string())).await,
+        };
+
+        let mut engine_settings = EngineSettings {
+            execution_timeout: Some(timeout),
+            max_inline_wait: settings.inline_wait,
+            mode: mode_str(exec.mode),
+            ..EngineSettings::default()
+        };
+        settings.http.apply(&mut engine_settings);
+        let host = host::host(host::Scope {
+            data: data.clone(),
+            handle: tokio::runtime::Handle::current(),
+            project_id: loaded.project_id.clone(),
+            mode: exec.mode,
+        });
+        let cancel = CancelToken::new();
+        let job = {
+            let cancel = cancel.clone();
+            let span = tracing::Span::current();
+            let opts = RunOptions {
+                pin_data: loaded.pin_data,
+                trigger: loaded.start.trigger,
+                trigger_items: loaded.start.trigger_items,
+                cancel: Some(cancel.clone()),
+                timeout: Some(timeout),
+                execution_id: Some(id.to_owned()),
+                destination: loaded.start.destination_node,
+            };
+            let state = loaded.state;
+            // The engine is synchronous (and its JS sandbox is not Send): it
+            // runs on a blocking thread; host calls block on this runtime.
+            tokio::task::spawn_blocking(move || {
+                let _entered = span.enter();
+                let engine = Engine::new(engine_settings, host);
+                match state {
+                    Some(st) => engine.resume(&graph, st, Some(cancel)),
+                    None => engine.run(&graph, opts),
+                }
+            })
+        };
+
+        let begun = Instant::now();
+        let mut next_renew = begun + settings.lease / 3;
+        let mut canceled_by_user = false;
+        let mut lost = false;
+        tokio::pin!(job);
+        let mut first = true;
+        let joined = loop {
+            if !first {
+                tokio::select! {
+                    r = &mut job => break Some(r),
+                    _ = tokio::time::sleep(settings.cancel_poll) => {}
+                }
+            }
+            first = false;
+            let now = Instant::now();
+            if now >= next_renew {
+                match records.renew(id, owner, &iso_in(settings.lease)).await {
+                    Ok(Some(m)) => canceled_by_user |= m.cancel_requested,
+                    Ok(None) => lost = true,
+                    // A missed renewal is survivable: the lease has two more thirds.
+                    Err(e) => tracing::warn!(error = %e, "lease renewal failed"),
+                }
+                next_renew = now + settings.lease / 3;
+            } else if let Ok(Some(m)) = records.meta(id).await {
+                canceled_by_user |= m.cancel_requested;
+            }
+            if canceled_by_user || lost || now >= begun + timeout + STOP_GRACE {
+                cancel.cancel();
+            }
+            if lost {
+                // The engine stops at its next check; nothing of it is stored.
+                tracing::warn!("lease lost while running; the result will be discarded");
+                return Ok(RunResult::Skipped(SkipReason::LostLease));
+            }
+            if now >= begun + timeout + 2 * STOP_GRACE {
+                break None;
+            }
+        };
+        let timeout_message = format!("Execution timed out after {} s (the execution's timeout)", timeout.as_secs());
+        let (mut state, _stats) = match joined {
+            None => {
+                let msg = format!("{timeout_message}; the engine did not stop in time and was abandoned");
+                return self.end(id, owner, ExecutionStatus::Error, &msg, document::failed_before_run(&workflow, &start, &msg)).await;
+            }
+            Some(Err(join)) => {
+                let msg = format!("the engine crashed: {join}");
+                return self.end(id, owner, ExecutionStatus::Error, &msg, document::failed_before_run(&workflow, &start, &msg)).await;
+            }
+            Some(Ok(Err(e))) => {
+                let msg = e.to_string();
+                return self.end(id, owner, ExecutionStatus::Error, &msg, document::failed_before_run(&workflow, &start, &msg)).await;
+            }
+            Some(Ok(Ok(r))) => r,
+        };
+        if !canceled_by_user {
+            // A stop request that landed after the last poll still counts.
+            canceled_by_user = records.meta(id).await?.is_some_and(|m| m.cancel_requested) && state.status != engine::ExecutionStatus::Success;
+        }
+        let (status, message) = match state.status {
+            engine::ExecutionStatus::Success => (ExecutionStatus::Success, None),
+            engine::ExecutionStatus::Error => (ExecutionStatus::Error, Some(state.error.as_ref().map(describe).unwrap_or_else(|| "the workflow failed".into()))),
+            engine::ExecutionStatus::Canceled | engine::ExecutionStatus::Waiting if canceled_by_user => {
+                (ExecutionStatus::Canceled, Some("The execution was canceled".to_owned()))
+            }
+            engine::ExecutionStatus::Canceled => {
+                // Nobody asked to stop it: the engine's deadline fired.
+                if let Some(e) = state.error.as_mut() {
+                    e.message = timeout_message.clone();
+                }
+                (ExecutionStatus::Error, Some(timeout_message.clone()))
+            }
+            engine::ExecutionStatus::Waiting => (ExecutionStatus::Waiting, None),
+            other => (ExecutionStatus::Error, Some(format!("the engine ended with status {other:?}"))),
+        };
+        let error_value = match (&state.error, &message) {
+            (Some(e), _) => serde_json::to_value(e).ok(),
+            (None, Some(m)) if status != ExecutionStatus::Success => Some(json!({"message": m})),
+            _ => None,
+        };
+        if status == ExecutionStatus::Waiting {
+            let Some(wait_till) = state.wait_till.as_deref().and_then(db::parse_iso) else {
+                let msg = "the engine parked the execution without a resume time";
+                return self.end(id, owner, ExecutionStatus::Error, msg, document::failed_before_run(&workflow, &start, msg)).await;
+            };
+            let doc = document::after_run(&workflow, &start, &state, error_value.as_ref(), true)?;
+            data.executions.save_data(id, &doc).await?;
+            if !records.park(id, owner, &wait_till).await? {
+                return Ok(RunResult::Skipped(SkipReason::LostLease));
+            }
+            tracing::info!(waitTill = %wait_till, "execution waiting");
+            return Ok(RunResult::Ran(ExecutionOutcome {
+                execution_id: ExecutionId(id.to_owned()),
+                status,
+                error: None,
+                wait_till: Some(wait_till),
+            }));
+        }
+        let doc = document::after_run(&workflow, &start, &state, error_value.as_ref(), false)?;
+        self.end(id, owner, status, message.as_deref().unwrap_or_default(), doc).await
+    }
+
+    /// Stores the document, then the final status (in that order, so a
+    /// reader that sees the status also finds the run data).
+    async fn end(&self, id: &str, owner: &str, status: ExecutionStatus, message: &str, doc: Value) -> Result<RunResult> {
+        self.inner.data.executions.save_data(id, &doc).await?;
+        let error = (!message.is_empty()).then_some(message);
+        if !self.records().finish(id, owner, status, error).await? {
+            tracing::warn!("lease lost before the result was recorded");
+            return Ok(RunResult::Skipped(SkipReason::LostLease));
+        }
+        tracing::info!(status = status.as_str(), "execution finished");
+        Ok(RunResult::Ran(ExecutionOutcome {
+            execution_id: ExecutionId(id.to_owned()),
+            status,
+            error: error.map(str::to_owned),
+            wait_till: None,
+        }))
+    }
+}

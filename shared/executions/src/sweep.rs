@@ -1,0 +1,112 @@
+//! The scheduled side: resume `waiting` executions whose time has come,
+//! and mark `running` executions whose lease expired as `crashed`. Needs
+//! only the Executions table and the Runs queue (what the sweep function
+//! is granted), not the instance data.
+
+use crate::error::{ExecutionError, Result};
+use crate::records::Records;
+use crate::RunMessage;
+use std::time::Duration;
+use store::data::db::{self, Table};
+use store::deployment::{QueueId, TableId};
+use store::{AwsClients, Config};
+
+/// What one sweep did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SweepReport {
+    pub resumed: usize,
+    pub crashed: usize,
+}
+
+#[derive(Clone, Debug)]
+pub struct Sweeper {
+    pub(crate) records: Records,
+    sqs: aws_sdk_sqs::Client,
+    queue_url: String,
+    /// A due execution whose resume message got lost is enqueued again
+    /// after this long (duplicates are harmless, a flood is not).
+    pub redrive_after: Duration,
+    /// At most this many executions per index per sweep.
+    pub batch: usize,
+}
+
+impl Sweeper {
+    pub fn new(executions: &store::data::Executions, sqs: aws_sdk_sqs::Client, runs_queue_url: impl Into<String>) -> Self {
+        Sweeper {
+            records: Records::new(executions.table().clone()),
+            sqs,
+            queue_url: runs_queue_url.into(),
+            redrive_after: Duration::from_secs(300),
+            batch: 500,
+        }
+    }
+
+    /// From the configuration: the Executions table and the Runs queue only.
+    pub fn from_config(clients: &AwsClients, config: &Config) -> Result<Self> {
+        let table = Table::new(clients.dynamo.clone(), config.table(TableId::Executions)?);
+        let url = config.queue_url(QueueId::Runs)?;
+        Ok(Sweeper::new(&store::data::Executions::new(table), clients.sqs.clone(), url))
+    }
+
+    pub(crate) async fn enqueue(&self, id: &str) -> Result<()> {
+        let body = serde_json::to_string(&RunMessage { execution_id: id.into() }).map_err(|e| ExecutionError::Queue(e.to_string()))?;
+        self.sqs
+            .send_message()
+            .queue_url(&self.queue_url)
+            .message_body(body)
+            .send()
+            .await
+            .map_err(|e| ExecutionError::Queue(store::StoreError::sqs(e).to_string()))?;
+        Ok(())
+    }
+
+    /// Enqueues every `waiting` execution whose `waitTill` has passed; the
+    /// executor's claim re-checks the time, so an early or repeated message
+    /// does nothing.
+    pub async fn resume_due(&self) -> Result<usize> {
+        let now = db::now_iso();
+        let due = self.records.due_waiting(&now, self.batch).await?;
+        let mut sent = 0;
+        for id in due {
+            self.enqueue(&id).await?;
+            // Moves the index entry ahead, so the next sweeps do not enqueue
+            // it again while the message is in flight.
+            let later = db::iso(time::OffsetDateTime::now_utc() + self.redrive_after);
+            self.records.reindex_wait(&id, &later).await?;
+            tracing::info!(executionId = %id, "waiting execution is due: queued");
+            sent += 1;
+        }
+        Ok(sent)
+    }
+
+    /// Marks `running` executions whose lease expired as `crashed` (their
+    /// executor died: timeout, out of memory, ...). They are not re-run.
+    pub async fn mark_crashed(&self) -> Result<usize> {
+        let now = db::now_iso();
+        let expired = self.records.expired_leases(&now, self.batch).await?;
+        let mut crashed = 0;
+        for id in expired {
+            if self.records.crash_if_expired(&id, &now).await? {
+                tracing::warn!(executionId = %id, "lease expired while running: marked crashed");
+                crashed += 1;
+                continue;
+            }
+            // The index was stale (a renewal's index write was lost, or the
+            // run ended): re-point it at the real lease, or drop it.
+            match self.records.meta(&id).await? {
+                Some(m) if m.status == crate::ExecutionStatus::Running => {
+                    if let Some(lease) = m.lease_until {
+                        self.records.reindex_lease(&id, &lease).await?;
+                    }
+                }
+                _ => self.records.drop_index(&id, "lease").await?,
+            }
+        }
+        Ok(crashed)
+    }
+
+    /// Both, as the minute sweep runs them.
+    pub async fn sweep(&self) -> Result<SweepReport> {
+        Ok(SweepReport { crashed: self.mark_crashed().await?, resumed: self.resume_due().await? })
+    }
+}

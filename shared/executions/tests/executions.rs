@@ -1,0 +1,477 @@
+//! Executions against moto: inline and queued runs, waiting and resuming,
+//! cancel, timeout, duplicate deliveries, crashes, credentials that stay
+//! inside, large run data, data tables and sub-workflows.
+
+mod common;
+
+use common::*;
+use executions::{Dispatch, ExecutionStatus, RunResult, SkipReason, StartRequest, WorkflowRef};
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use store::data::executions::ExecutionMode;
+
+fn manual(id: &str) -> StartRequest {
+    StartRequest::new(WorkflowRef::Draft(id.to_owned()), ExecutionMode::Manual)
+}
+
+fn set_if_workflow() -> Value {
+    let mut wf = chain(vec![trigger(), set("Set", "n", json!(7)), if_gt("If", "n", 5.0)]);
+    wf["nodes"].as_array_mut().unwrap().push(set("Big", "size", json!("big")));
+    wf["nodes"].as_array_mut().unwrap().push(set("Small", "size", json!("small")));
+    wf["connections"]["If"] = json!({ "main": [[{ "node": "Big", "type": "main", "index": 0 }], [{ "node": "Small", "type": "main", "index": 0 }]] });
+    wf
+}
+
+fn assert_set_if_ran(doc: &Value) {
+    assert_eq!(output(doc, "Set", 0), vec![json!({"n": 7})]);
+    assert_eq!(output(doc, "If", 0), vec![json!({"n": 7})], "true branch");
+    assert!(output(doc, "If", 1).is_empty());
+    assert_eq!(output(doc, "Big", 0), vec![json!({"n": 7, "size": "big"})]);
+    assert!(doc["resultData"]["runData"].get("Small").is_none());
+}
+
+#[tokio::test]
+async fn manual_execution_runs_inline() {
+    let c = ctx().await;
+    let wf = c.workflow(&set_if_workflow()).await;
+    let o = c.executor.execute_and_wait(manual(&wf), Duration::from_secs(30), Dispatch::Inline).await.unwrap();
+    assert_eq!(o.status, ExecutionStatus::Success, "{o:?}");
+    assert!(o.error.is_none());
+    assert_set_if_ran(&c.run_data(o.execution_id.as_str()).await);
+    let rec = c.data.executions.get(o.execution_id.as_str()).await.unwrap().unwrap();
+    assert_eq!(rec.workflow_id, wf);
+    assert_eq!(rec.mode, ExecutionMode::Manual);
+    assert!(rec.started_at.is_some() && rec.stopped_at.is_some());
+    // Nothing was queued on the inline path.
+    assert!(c.receive(Duration::ZERO).await.is_empty());
+}
+
+#[tokio::test]
+async fn manual_execution_runs_through_the_queue_and_a_duplicate_delivery_does_nothing() {
+    let c = ctx().await;
+    let wf = c.workflow(&set_if_workflow()).await;
+    let id = c.executor.start_execution(manual(&wf)).await.unwrap();
+    assert_eq!(c.executor.outcome(id.as_str()).await.unwrap().status, ExecutionStatus::New);
+    let batch = c.receive(Duration::from_secs(5)).await;
+    assert_eq!(batch.len(), 1);
+    assert!(batch[0].body.as_deref().unwrap().contains(id.as_str()));
+    let failed = c.executor.handle_queue_batch(batch.clone()).await;
+    assert!(failed.is_empty());
+    let o = c.executor.outcome(id.as_str()).await.unwrap();
+    assert_eq!(o.status, ExecutionStatus::Success, "{o:?}");
+    assert_set_if_ran(&c.run_data(id.as_str()).await);
+    let first = c.data.executions.get(id.as_str()).await.unwrap().unwrap();
+
+    // The same message again: acknowledged, nothing runs or changes.
+    assert!(c.executor.handle_queue_batch(batch).await.is_empty());
+    assert_eq!(c.executor.run_execution(id.as_str()).await.unwrap(), RunResult::Skipped(SkipReason::AlreadyFinished));
+    assert_eq!(c.data.executions.get(id.as_str()).await.unwrap().unwrap(), first);
+}
+
+#[tokio::test]
+async fn concurrent_deliveries_run_an_execution_once() {
+    let c = ctx_with(executions::ExecutorSettings { inline_wait: Duration::from_secs(5), ..settings() }).await;
+    // A 1 s in-process wait keeps the first run busy while the others arrive.
+    let wf = c.workflow(&chain(vec![trigger(), wait_secs("Wait", 1), set("Set", "done", json!(1))])).await;
+    let id = c.executor.start_execution(manual(&wf)).await.unwrap();
+    let mut runs = Vec::new();
+    for _ in 0..3 {
+        let ex = c.executor.clone();
+        let id = id.clone();
+        runs.push(tokio::spawn(async move { ex.run_execution(id.as_str()).await.unwrap() }));
+    }
+    let mut ran = 0;
+    for r in runs {
+        match r.await.unwrap() {
+            RunResult::Ran(o) => {
+                assert_eq!(o.status, ExecutionStatus::Success);
+                ran += 1;
+            }
+            RunResult::Skipped(reason) => assert!(matches!(reason, SkipReason::RunningElsewhere | SkipReason::AlreadyFinished), "{reason:?}"),
+        }
+    }
+    assert_eq!(ran, 1, "exactly one delivery runs it");
+    assert_eq!(c.run_data(id.as_str()).await["resultData"]["runData"]["Set"].as_array().unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn a_wait_parks_the_execution_and_resume_due_finishes_it() {
+    let c = ctx().await;
+    let wf = c.workflow(&chain(vec![trigger(), set("Before", "a", json!(1)), wait_secs("Wait", 2), set("After", "b", json!(2))])).await;
+    let id = c.executor.start_execution(manual(&wf)).await.unwrap();
+    let start_msg = c.receive(Duration::from_secs(5)).await;
+    assert!(c.executor.handle_queue_batch(start_msg.clone()).await.is_empty());
+    let o = c.executor.outcome(id.as_str()).await.unwrap();
+    assert_eq!(o.status, ExecutionStatus::Waiting, "{o:?}");
+    assert!(o.wait_till.is_some());
+    let doc = c.run_data(id.as_str()).await;
+    assert_eq!(output(&doc, "Before", 0), vec![json!({"a": 1})]);
+    assert!(doc["resultData"]["runData"].get("After").is_none());
+    assert!(doc["executionData"]["engineState"]["stack"].is_array(), "the engine's state is stored for the resume");
+
+    // Not due yet: neither the sweep nor a duplicate delivery resumes it.
+    assert_eq!(c.executor.sweeper().resume_due().await.unwrap(), 0);
+    assert_eq!(c.executor.run_execution(id.as_str()).await.unwrap(), RunResult::Skipped(SkipReason::NotDue));
+
+    tokio::time::sleep(Duration::from_millis(2300)).await;
+    assert_eq!(c.executor.sweeper().resume_due().await.unwrap(), 1);
+    // The index entry moved ahead: the next sweep does not queue it again.
+    assert_eq!(c.executor.sweeper().resume_due().await.unwrap(), 0);
+    let resume = c.receive(Duration::from_secs(5)).await;
+    assert_eq!(resume.len(), 1);
+    assert!(c.executor.handle_queue_batch(resume).await.is_empty());
+    let o = c.executor.outcome(id.as_str()).await.unwrap();
+    assert_eq!(o.status, ExecutionStatus::Success, "{o:?}");
+    assert!(o.wait_till.is_none());
+    let doc = c.run_data(id.as_str()).await;
+    assert_eq!(output(&doc, "After", 0), vec![json!({"a": 1, "b": 2})]);
+    assert_eq!(doc["resultData"]["runData"]["Before"].as_array().unwrap().len(), 1, "nodes before the wait ran once");
+    assert!(doc.get("executionData").is_none(), "a finished execution keeps no engine state");
+}
+
+#[tokio::test]
+async fn a_stopped_execution_ends_canceled() {
+    let c = ctx_with(executions::ExecutorSettings { inline_wait: Duration::from_secs(60), ..settings() }).await;
+    let wf = c.workflow(&chain(vec![trigger(), wait_secs("Wait", 30), set("After", "b", json!(2))])).await;
+    let id = c.executor.start_execution(manual(&wf)).await.unwrap();
+    let ex = c.executor.clone();
+    let run_id = id.clone();
+    let run = tokio::spawn(async move { ex.run_execution(run_id.as_str()).await.unwrap() });
+    // Let it claim and start sleeping in the Wait node.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while c.executor.outcome(id.as_str()).await.unwrap().status != ExecutionStatus::Running {
+        assert!(tokio::time::Instant::now() < deadline, "never started");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let began = std::time::Instant::now();
+    let o = c.executor.stop_execution(id.as_str()).await.unwrap();
+    assert_eq!(o.status, ExecutionStatus::Running, "a running execution stops at its next check");
+    let RunResult::Ran(o) = tokio::time::timeout(Duration::from_secs(10), run).await.unwrap().unwrap() else { panic!("not ran") };
+    assert_eq!(o.status, ExecutionStatus::Canceled, "{o:?}");
+    assert!(began.elapsed() < Duration::from_secs(5), "stopped promptly: {:?}", began.elapsed());
+    assert_eq!(c.executor.outcome(id.as_str()).await.unwrap().status, ExecutionStatus::Canceled);
+    assert!(c.run_data(id.as_str()).await["resultData"]["runData"].get("After").is_none());
+    // Stopping again is a no-op.
+    assert_eq!(c.executor.stop_execution(id.as_str()).await.unwrap().status, ExecutionStatus::Canceled);
+}
+
+#[tokio::test]
+async fn stopping_a_queued_or_waiting_execution_cancels_it_at_once() {
+    let c = ctx().await;
+    let wf = c.workflow(&chain(vec![trigger(), wait_secs("Wait", 3600), set("After", "b", json!(2))])).await;
+    // Queued, never run: canceled directly; its message then does nothing.
+    let queued = c.executor.start_execution(manual(&wf)).await.unwrap();
+    assert_eq!(c.executor.stop_execution(queued.as_str()).await.unwrap().status, ExecutionStatus::Canceled);
+    assert!(c.executor.handle_queue_batch(c.receive(Duration::from_secs(5)).await).await.is_empty());
+    assert_eq!(c.executor.outcome(queued.as_str()).await.unwrap().status, ExecutionStatus::Canceled);
+    // Waiting (parked for an hour): canceled directly.
+    let o = c.executor.execute_and_wait(manual(&wf), Duration::from_secs(30), Dispatch::Inline).await.unwrap();
+    assert_eq!(o.status, ExecutionStatus::Waiting);
+    let stopped = c.executor.stop_execution(o.execution_id.as_str()).await.unwrap();
+    assert_eq!(stopped.status, ExecutionStatus::Canceled);
+    assert!(stopped.wait_till.is_none());
+}
+
+#[tokio::test]
+async fn a_timeout_ends_the_execution_with_a_clear_error() {
+    let c = ctx_with(executions::ExecutorSettings { inline_wait: Duration::from_secs(60), ..settings() }).await;
+    let wf = c.workflow(&chain(vec![trigger(), wait_secs("Wait", 30), set("After", "b", json!(2))])).await;
+    let mut req = manual(&wf);
+    req.timeout = Some(Duration::from_secs(2));
+    let began = std::time::Instant::now();
+    let id = c.executor.start_execution(req).await.unwrap();
+    assert!(c.executor.handle_queue_batch(c.receive(Duration::from_secs(5)).await).await.is_empty());
+    assert!(began.elapsed() < Duration::from_secs(10), "{:?}", began.elapsed());
+    let o = c.executor.outcome(id.as_str()).await.unwrap();
+    assert_eq!(o.status, ExecutionStatus::Error, "{o:?}");
+    let msg = o.error.unwrap();
+    assert!(msg.contains("timed out after 2 s"), "{msg}");
+    let doc = c.run_data(id.as_str()).await;
+    assert!(doc["resultData"]["error"]["message"].as_str().unwrap().contains("timed out"), "{}", doc["resultData"]["error"]);
+}
+
+#[tokio::test]
+async fn an_execution_whose_executor_died_is_marked_crashed() {
+    let c = ctx_with(executions::ExecutorSettings { inline_wait: Duration::from_secs(60), lease: Duration::from_secs(1), ..settings() }).await;
+    let wf = c.workflow(&chain(vec![trigger(), wait_secs("Wait", 4), set("After", "b", json!(2))])).await;
+    let id = c.executor.start_execution(manual(&wf)).await.unwrap();
+    let msg = c.receive(Duration::from_secs(5)).await;
+    // The executor "dies" mid-run: its task is dropped, so nobody renews the lease.
+    let ex = c.executor.clone();
+    let run_id = id.clone();
+    let run = tokio::spawn(async move { ex.run_execution(run_id.as_str()).await });
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while c.executor.outcome(id.as_str()).await.unwrap().status != ExecutionStatus::Running {
+        assert!(tokio::time::Instant::now() < deadline, "never started");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    run.abort();
+    // Under a live lease a redelivery leaves it alone.
+    assert_eq!(c.executor.run_execution(id.as_str()).await.unwrap(), RunResult::Skipped(SkipReason::RunningElsewhere));
+    assert_eq!(c.executor.sweeper().mark_crashed().await.unwrap(), 0);
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(c.executor.sweeper().mark_crashed().await.unwrap(), 1);
+    let o = c.executor.outcome(id.as_str()).await.unwrap();
+    assert_eq!(o.status, ExecutionStatus::Crashed, "{o:?}");
+    assert!(o.error.unwrap().contains("stopped unexpectedly"));
+    // The redelivered message does not run it again.
+    assert!(c.executor.handle_queue_batch(msg).await.is_empty());
+    assert_eq!(c.executor.outcome(id.as_str()).await.unwrap().status, ExecutionStatus::Crashed);
+    assert_eq!(c.executor.sweeper().mark_crashed().await.unwrap(), 0);
+    // Let the orphaned engine thread finish: its late result must not land.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(c.executor.outcome(id.as_str()).await.unwrap().status, ExecutionStatus::Crashed);
+}
+
+#[tokio::test]
+async fn a_redelivery_after_an_expired_lease_marks_it_crashed_instead_of_rerunning() {
+    let c = ctx_with(executions::ExecutorSettings { inline_wait: Duration::from_secs(60), lease: Duration::from_secs(1), ..settings() }).await;
+    let wf = c.workflow(&chain(vec![trigger(), wait_secs("Wait", 4)])).await;
+    let id = c.executor.start_execution(manual(&wf)).await.unwrap();
+    let ex = c.executor.clone();
+    let run_id = id.clone();
+    let run = tokio::spawn(async move { ex.run_execution(run_id.as_str()).await });
+    while c.executor.outcome(id.as_str()).await.unwrap().status != ExecutionStatus::Running {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    run.abort();
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(c.executor.run_execution(id.as_str()).await.unwrap(), RunResult::Skipped(SkipReason::MarkedCrashed));
+    assert_eq!(c.executor.outcome(id.as_str()).await.unwrap().status, ExecutionStatus::Crashed);
+}
+
+const SECRET: &str = "s3cr3t-HEADER-VALUE-7781";
+
+/// A local HTTP server that records the `x-api-key` header it receives.
+async fn header_server() -> (String, Arc<Mutex<Vec<String>>>) {
+    let seen: Arc<Mutex<Vec<String>>> = Arc::default();
+    let seen_in = seen.clone();
+    let app = axum::Router::new().route(
+        "/echo",
+        axum::routing::get(move |headers: axum::http::HeaderMap| {
+            let seen = seen_in.clone();
+            async move {
+                let key = headers.get("x-api-key").and_then(|v| v.to_str().ok()).unwrap_or("").to_owned();
+                seen.lock().unwrap().push(key.clone());
+                axum::Json(json!({ "authorized": key == SECRET }))
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    (format!("http://{addr}/echo"), seen)
+}
+
+async fn header_auth_workflow(c: &Ctx, url: &str) -> String {
+    let cred = c
+        .data
+        .credentials
+        .create(store::data::credentials::NewCredential {
+            name: "Echo key".into(),
+            kind: "httpHeaderAuth".into(),
+            description: None,
+            project_id: c.project.id.clone(),
+            is_managed: false,
+            is_global: false,
+            secret: store::data::credentials::SecretData::new(json!({ "name": "X-Api-Key", "value": SECRET })),
+        })
+        .await
+        .unwrap();
+    let mut http = node(
+        "HTTP",
+        "n8n-nodes-base.httpRequest",
+        4.2,
+        json!({ "url": url, "authentication": "genericCredentialType", "genericAuthType": "httpHeaderAuth", "options": {} }),
+    );
+    http["credentials"] = json!({ "httpHeaderAuth": { "id": cred.id, "name": cred.name } });
+    c.workflow(&chain(vec![trigger(), http])).await
+}
+
+#[tokio::test]
+async fn credentials_are_decrypted_only_inside_the_run() {
+    let c = ctx().await;
+    let (url, seen) = header_server().await;
+    let wf = header_auth_workflow(&c, &url).await;
+    let id = c.executor.start_execution(manual(&wf)).await.unwrap();
+    assert!(c.executor.handle_queue_batch(c.receive(Duration::from_secs(5)).await).await.is_empty());
+    let o = c.executor.outcome(id.as_str()).await.unwrap();
+    assert_eq!(o.status, ExecutionStatus::Success, "{o:?}");
+    assert_eq!(*seen.lock().unwrap(), vec![SECRET.to_owned()], "the server got the secret");
+    let doc = c.run_data(id.as_str()).await;
+    assert_eq!(output(&doc, "HTTP", 0), vec![json!({"authorized": true})]);
+    assert!(!doc.to_string().contains(SECRET), "run data holds no secret");
+    assert!(!format!("{o:?}").contains(SECRET));
+    // Every stored item of the execution (meta, index, run data parts, decompressed).
+    let items = c.data.executions.table().query_prefix(&format!("exec#{id}"), "", false).await.unwrap();
+    for item in items {
+        for v in item.values() {
+            let text = match v {
+                aws_sdk_dynamodb::types::AttributeValue::B(b) => {
+                    // Run data parts are DEFLATE streams: look inside them.
+                    let inflated = store::data::db::decompress(b.as_ref()).unwrap_or_default();
+                    String::from_utf8_lossy(&inflated).into_owned() + &String::from_utf8_lossy(b.as_ref())
+                }
+                other => format!("{other:?}"),
+            };
+            assert!(!text.contains(SECRET), "an execution item holds the secret");
+        }
+    }
+}
+
+#[tokio::test]
+async fn the_ssrf_guard_stays_on_in_production_settings() {
+    let c = ctx_with(executions::ExecutorSettings { http: executions::HttpPolicy::PublicOnly, ..settings() }).await;
+    let (url, seen) = header_server().await;
+    let wf = header_auth_workflow(&c, &url).await;
+    let o = c.executor.execute_and_wait(manual(&wf), Duration::from_secs(30), Dispatch::Inline).await.unwrap();
+    assert_eq!(o.status, ExecutionStatus::Error, "{o:?}");
+    assert!(o.error.as_deref().unwrap_or("").contains("not allowed"), "{o:?}");
+    assert!(seen.lock().unwrap().is_empty(), "no request reached the local server");
+}
+
+#[tokio::test]
+async fn two_megabytes_of_run_data_round_trip_through_the_executor() {
+    let c = ctx().await;
+    let wf = c.workflow(&chain(vec![trigger(), set("Set", "tag", json!("x"))])).await;
+    // Pseudo-random text, so compression cannot make it small.
+    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+    let mut text = || -> String {
+        (0..1000)
+            .map(|_| {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                char::from(b'a' + (seed % 26) as u8)
+            })
+            .collect()
+    };
+    let items: Vec<engine::Item> = (0..1100).map(|i| engine::Item { json: json!({"i": i, "text": text()}), ..Default::default() }).collect();
+    let mut req = manual(&wf);
+    req.pin_data = BTreeMap::from([("Trigger".to_owned(), items.clone())]);
+    let id = c.executor.start_execution(req).await.unwrap();
+    assert!(c.executor.handle_queue_batch(c.receive(Duration::from_secs(5)).await).await.is_empty());
+    assert_eq!(c.executor.outcome(id.as_str()).await.unwrap().status, ExecutionStatus::Success);
+    let doc = c.run_data(id.as_str()).await;
+    assert!(doc.to_string().len() > 2_000_000, "{}", doc.to_string().len());
+    let out = output(&doc, "Set", 0);
+    assert_eq!(out.len(), 1100);
+    for (i, (got, want)) in out.iter().zip(&items).enumerate() {
+        assert_eq!(got["text"], want.json["text"], "item {i}");
+        assert_eq!(got["tag"], json!("x"));
+    }
+    assert_eq!(output(&doc, "Trigger", 0).len(), 1100);
+}
+
+#[tokio::test]
+async fn data_table_nodes_read_and_write_the_projects_tables() {
+    let c = ctx().await;
+    let table = c
+        .data
+        .data_tables
+        .create(
+            &c.project.id,
+            "people",
+            &[store::data::data_tables::NewColumn { name: "name".into(), kind: store::data::data_tables::ColumnType::String }],
+        )
+        .await
+        .unwrap();
+    let insert = node(
+        "Insert",
+        "n8n-nodes-base.dataTable",
+        1.0,
+        json!({ "operation": "insert", "dataTableId": { "__rl": true, "mode": "id", "value": table.id },
+                "columns": { "mappingMode": "defineBelow", "value": { "name": "Ada" } } }),
+    );
+    let get = node(
+        "Get",
+        "n8n-nodes-base.dataTable",
+        1.0,
+        json!({ "operation": "get", "dataTableId": { "__rl": true, "mode": "id", "value": table.id }, "matchType": "allConditions",
+                "filters": { "conditions": [{ "keyName": "name", "condition": "eq", "keyValue": "Ada" }] } }),
+    );
+    let wf = c.workflow(&chain(vec![trigger(), insert, get])).await;
+    let o = c.executor.execute_and_wait(manual(&wf), Duration::from_secs(30), Dispatch::Inline).await.unwrap();
+    assert_eq!(o.status, ExecutionStatus::Success, "{o:?}");
+    let doc = c.run_data(o.execution_id.as_str()).await;
+    let rows = output(&doc, "Get", 0);
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert_eq!(rows[0]["name"], json!("Ada"));
+    assert_eq!(c.data.data_tables.count_rows(&table.id).await.unwrap(), 1);
+}
+
+#[tokio::test]
+async fn execute_workflow_runs_a_sub_workflow_by_id_from_the_same_project() {
+    let c = ctx().await;
+    let child = c
+        .workflow(&chain(vec![
+            node("Start", "n8n-nodes-base.executeWorkflowTrigger", 1.1, json!({ "inputSource": "passthrough" })),
+            set("Child", "child", json!("yes")),
+        ]))
+        .await;
+    let call = node(
+        "Call",
+        "n8n-nodes-base.executeWorkflow",
+        1.2,
+        json!({ "source": "database", "workflowId": { "__rl": true, "mode": "id", "value": child }, "options": {} }),
+    );
+    let wf = c.workflow(&chain(vec![trigger(), set("Parent", "p", json!(1)), call])).await;
+    let o = c.executor.execute_and_wait(manual(&wf), Duration::from_secs(30), Dispatch::Inline).await.unwrap();
+    assert_eq!(o.status, ExecutionStatus::Success, "{o:?}");
+    let doc = c.run_data(o.execution_id.as_str()).await;
+    assert_eq!(output(&doc, "Call", 0), vec![json!({"p": 1, "child": "yes"})]);
+
+    // A workflow of another project cannot be called.
+    let other = ctx().await;
+    let foreign = other.workflow(&chain(vec![trigger()])).await;
+    let call = node(
+        "Call",
+        "n8n-nodes-base.executeWorkflow",
+        1.2,
+        json!({ "source": "database", "workflowId": { "__rl": true, "mode": "id", "value": foreign }, "options": {} }),
+    );
+    let wf = c.workflow(&chain(vec![trigger(), call])).await;
+    let o = c.executor.execute_and_wait(manual(&wf), Duration::from_secs(30), Dispatch::Inline).await.unwrap();
+    assert_eq!(o.status, ExecutionStatus::Error);
+    assert!(o.error.unwrap().contains("does not exist"));
+}
+
+#[tokio::test]
+async fn bad_requests_are_refused_before_anything_is_written() {
+    let c = ctx().await;
+    let wf = c.workflow(&chain(vec![trigger(), node("X", "n8n-nodes-base.doesNotExist", 1.0, json!({}))])).await;
+    let err = c.executor.start_execution(manual(&wf)).await.unwrap_err();
+    assert!(err.to_string().contains("doesNotExist"), "{err}");
+    let err = c.executor.start_execution(StartRequest::new(WorkflowRef::Published(wf.clone()), ExecutionMode::Trigger)).await.unwrap_err();
+    assert!(err.to_string().contains("not published"), "{err}");
+    let err = c.executor.start_execution(manual("no-such-workflow")).await.unwrap_err();
+    assert!(matches!(err, executions::ExecutionError::NotFound(_)), "{err}");
+    assert!(c.receive(Duration::ZERO).await.is_empty());
+    let page = c
+        .data
+        .executions
+        .search(&store::data::executions::ExecutionSearch { workflow_ids: vec![wf], ..Default::default() })
+        .await
+        .unwrap();
+    assert_eq!(page.count, 0);
+    // A malformed message is reported failed (kept for the dead-letter queue).
+    let failed = c.executor.handle_queue_batch(vec![executions::QueueRecord { message_id: "m1".into(), body: Some("{}".into()) }]).await;
+    assert_eq!(failed, vec!["m1".to_owned()]);
+}
+
+#[tokio::test]
+async fn execute_and_wait_through_the_queue_reports_running_when_the_wait_ends_first() {
+    let c = ctx().await;
+    let wf = c.workflow(&set_if_workflow()).await;
+    // No consumer: the wait ends, the execution is still new (queued).
+    let o = c.executor.execute_and_wait(manual(&wf), Duration::from_millis(300), Dispatch::Queue).await.unwrap();
+    assert_eq!(o.status, ExecutionStatus::New);
+    // A consumer picks it up; waiting again sees success.
+    let ex = c.executor.clone();
+    let batch = c.receive(Duration::from_secs(5)).await;
+    tokio::spawn(async move { ex.handle_queue_batch(batch).await });
+    let o = c.executor.wait_for(o.execution_id.as_str(), Duration::from_secs(20)).await.unwrap();
+    assert_eq!(o.status, ExecutionStatus::Success, "{o:?}");
+}

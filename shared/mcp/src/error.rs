@@ -1,0 +1,54 @@
+//! The crate's one error type. Every variant ends up as a tool result with
+//! `isError: true` and a message the model can act on; none becomes a
+//! JSON-RPC protocol error.
+
+use store::StoreError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum McpError {
+    /// Arguments that do not fit the tool's input schema or rules.
+    #[error("invalid arguments: {0}")]
+    InvalidArguments(String),
+    /// A rule of the tool was broken (names, limits, state).
+    #[error("{0}")]
+    Invalid(String),
+    #[error("not found: {0}")]
+    NotFound(String),
+    #[error("{0}")]
+    Forbidden(String),
+    #[error("{0}")]
+    Conflict(String),
+    #[error("rate limit: {0}")]
+    RateLimited(String),
+    #[error("unknown tool {0:?}; call tools/list for the available tools")]
+    UnknownTool(String),
+    /// Workflow code that did not compile or evaluate.
+    #[error("workflow code: {0}")]
+    Code(String),
+    #[error("execution failed: {0}")]
+    Engine(String),
+    /// Details go to the log; the model gets a generic message.
+    #[error("internal error")]
+    Internal(String),
+}
+
+impl From<StoreError> for McpError {
+    fn from(e: StoreError) -> Self {
+        match e {
+            StoreError::NotFound(m) => McpError::NotFound(m),
+            StoreError::Conflict(m) => McpError::Conflict(m),
+            StoreError::Invalid(m) => McpError::Invalid(m),
+            other => McpError::Internal(other.to_string()),
+        }
+    }
+}
+
+impl McpError {
+    /// The text the model sees.
+    pub fn message(&self) -> String {
+        if let McpError::Internal(detail) = self {
+            tracing::error!(error = %detail, "mcp tool failed");
+        }
+        self.to_string()
+    }
+}

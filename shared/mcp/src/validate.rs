@@ -1,0 +1,359 @@
+//! Workflow JSON against the node catalog: node types and versions,
+//! parameters (required, option values, value types), connections (ends,
+//! output and input indexes), expression syntax, and no hard-coded secrets
+//! in HTTP auth headers. Errors and warnings name the node and parameter.
+
+use crate::catalog;
+use engine::catalog::{NodeDescription, NodeProperty};
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde_json::{Map, Value};
+use std::collections::{HashMap, HashSet};
+
+#[derive(Debug, Clone, Serialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Warning {
+    pub code: String,
+    pub message: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub node_name: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parameter_path: Option<String>,
+}
+
+#[derive(Debug, Default)]
+pub struct Report {
+    pub errors: Vec<String>,
+    pub warnings: Vec<Warning>,
+}
+
+impl Report {
+    fn error(&mut self, node: Option<&str>, path: Option<&str>, msg: impl Into<String>) {
+        let msg = msg.into();
+        self.errors.push(match (node, path) {
+            (Some(n), Some(p)) => format!("node {n:?}, parameter {p}: {msg}"),
+            (Some(n), None) => format!("node {n:?}: {msg}"),
+            _ => msg,
+        });
+    }
+
+    fn warn(&mut self, code: &str, node: Option<&str>, path: Option<&str>, msg: impl Into<String>) {
+        self.warnings.push(Warning {
+            code: code.into(),
+            message: msg.into(),
+            node_name: node.map(str::to_owned),
+            parameter_path: path.map(str::to_owned),
+        });
+    }
+}
+
+/// Header names whose literal values are secrets.
+const SECRET_HEADERS: &[&str] =
+    &["authorization", "proxy-authorization", "x-api-key", "api-key", "apikey", "x-auth-token", "x-access-token", "private-token", "x-token"];
+
+/// Validates n8n workflow JSON. `check_expressions` compiles every
+/// expression in the sandbox (syntax only; data-dependent failures pass).
+pub fn validate(wf: &Value, check_expressions: bool) -> Report {
+    let mut r = Report::default();
+    let Some(nodes) = wf.get("nodes").and_then(Value::as_array) else {
+        r.error(None, None, "the workflow has no `nodes` array");
+        return r;
+    };
+    if nodes.is_empty() {
+        r.error(None, None, "the workflow has no nodes");
+    }
+    let mut by_name: HashMap<String, &Value> = HashMap::new();
+    let mut evaluator = if check_expressions { expression::Evaluator::new(expression::Limits::default()).ok() } else { None };
+    for (i, node) in nodes.iter().enumerate() {
+        let Some(name) = node.get("name").and_then(Value::as_str).filter(|n| !n.trim().is_empty()) else {
+            r.error(None, None, format!("node {i} has no name"));
+            continue;
+        };
+        if by_name.insert(name.to_owned(), node).is_some() {
+            r.error(Some(name), None, "the name is used by two nodes; node names must be unique");
+        }
+        let Some(ty) = node.get("type").and_then(Value::as_str) else {
+            r.error(Some(name), None, "no `type` (e.g. \"n8n-nodes-base.set\")");
+            continue;
+        };
+        if ty == "n8n-nodes-base.stickyNote" {
+            continue;
+        }
+        let Some(desc) = catalog::describe_exact(ty) else {
+            r.error(Some(name), None, format!("unknown node type {ty:?}; use search_nodes to find available node types"));
+            continue;
+        };
+        match node.get("typeVersion").and_then(Value::as_f64) {
+            None => r.error(Some(name), None, format!("no numeric `typeVersion`; {ty} supports {}", versions(desc))),
+            Some(v) if !desc.versions().contains(&v) => {
+                r.error(Some(name), None, format!("typeVersion {v} is not supported by {ty}; supported: {}", versions(desc)))
+            }
+            Some(_) => {}
+        }
+        if !node.get("position").is_some_and(|p| p.as_array().is_some_and(|a| a.len() == 2 && a.iter().all(Value::is_number))) {
+            r.warn("MISSING_POSITION", Some(name), None, "no [x, y] position; the editor will place the node");
+        }
+        let params = node.get("parameters").cloned().unwrap_or_else(|| Value::Object(Map::new()));
+        let Some(pmap) = params.as_object() else {
+            r.error(Some(name), Some("parameters"), "must be an object");
+            continue;
+        };
+        check_parameters(&mut r, name, desc, pmap);
+        if ty == "n8n-nodes-base.httpRequest" {
+            check_secret_headers(&mut r, name, &params);
+        }
+        if let Some(ev) = evaluator.as_mut() {
+            check_expressions_in(&mut r, ev, name, "", &params);
+        }
+        if let Some(creds) = node.get("credentials") {
+            if !creds.is_object() {
+                r.error(Some(name), Some("credentials"), "must be an object {credentialType: {id, name}}");
+            }
+        }
+    }
+    check_connections(&mut r, wf.get("connections"), &by_name);
+    let has_trigger = nodes.iter().any(|n| {
+        n.get("type").and_then(Value::as_str).is_some_and(engine::workflow::is_trigger_type)
+            && !n.get("disabled").and_then(Value::as_bool).unwrap_or(false)
+    });
+    if !has_trigger && !nodes.is_empty() {
+        r.warn("NO_TRIGGER", None, None, "the workflow has no enabled trigger node; it can only run manually from its first node");
+    }
+    r
+}
+
+fn versions(d: &NodeDescription) -> String {
+    d.versions().iter().map(|v| v.to_string()).collect::<Vec<_>>().join(", ")
+}
+
+/// Does `p` show, given the node's parameters (defaults fill the gaps)?
+fn shown(p: &NodeProperty, params: &Map<String, Value>, all: &[NodeProperty]) -> bool {
+    let Some(opts) = p.display_options.as_ref() else { return true };
+    let value_of = |k: &str| params.get(k).cloned().or_else(|| all.iter().find(|x| x.name == k).map(|x| x.default.clone()));
+    if let Some(show) = opts.get("show").and_then(Value::as_object) {
+        for (k, allowed) in show {
+            if k.starts_with('@') {
+                continue; // @version conditions: not modelled
+            }
+            let v = value_of(k).unwrap_or(Value::Null);
+            if !allowed.as_array().is_some_and(|a| a.contains(&v)) {
+                return false;
+            }
+        }
+    }
+    if let Some(hide) = opts.get("hide").and_then(Value::as_object) {
+        for (k, denied) in hide {
+            let v = value_of(k).unwrap_or(Value::Null);
+            if denied.as_array().is_some_and(|a| a.contains(&v)) {
+                return false;
+            }
+        }
+    }
+    true
+}
+
+fn is_expr(v: &Value) -> bool {
+    v.as_str().is_some_and(|s| s.starts_with('='))
+}
+
+fn check_parameters(r: &mut Report, node: &str, d: &NodeDescription, params: &Map<String, Value>) {
+    let known: HashSet<&str> = d.properties.iter().map(|p| p.name.as_str()).collect();
+    for k in params.keys() {
+        if !known.contains(k.as_str()) {
+            r.warn(
+                "UNKNOWN_PARAMETER",
+                Some(node),
+                Some(k),
+                format!("{} has no parameter {k:?}; it is ignored (get_node_types lists the parameters)", d.name),
+            );
+        }
+    }
+    for p in &d.properties {
+        if !shown(p, params, &d.properties) {
+            continue;
+        }
+        let v = params.get(&p.name);
+        let empty = match v {
+            None | Some(Value::Null) => true,
+            Some(Value::String(s)) => s.trim().is_empty(),
+            _ => false,
+        };
+        if p.required && empty {
+            r.error(Some(node), Some(&p.name), format!("is required ({})", p.display_name));
+            continue;
+        }
+        let Some(v) = v else { continue };
+        if is_expr(v) {
+            continue;
+        }
+        match p.prop_type.as_str() {
+            "boolean" if !v.is_boolean() => r.error(Some(node), Some(&p.name), format!("must be a boolean, got {v}")),
+            "number" if !v.is_number() => r.error(Some(node), Some(&p.name), format!("must be a number, got {v}")),
+            "string" if !v.is_string() && !v.is_number() => r.error(Some(node), Some(&p.name), format!("must be a string, got {v}")),
+            "options" => {
+                let allowed: Vec<&Value> = p.options.iter().flatten().filter_map(|o| o.get("value")).collect();
+                if !allowed.is_empty() && !allowed.contains(&v) {
+                    let list: Vec<String> = allowed.iter().map(|a| a.to_string()).collect();
+                    r.error(Some(node), Some(&p.name), format!("{v} is not an option; use one of {}", list.join(", ")));
+                }
+            }
+            "collection" | "fixedCollection" | "filter" | "assignmentCollection" if !v.is_object() => {
+                r.error(Some(node), Some(&p.name), format!("must be an object, got {v}"))
+            }
+            _ => {}
+        }
+    }
+}
+
+fn check_secret_headers(r: &mut Report, node: &str, params: &Value) {
+    let Some(list) = params.pointer("/headerParameters/parameters").and_then(Value::as_array) else { return };
+    for (i, h) in list.iter().enumerate() {
+        let name = h.get("name").and_then(Value::as_str).unwrap_or_default().to_lowercase();
+        let value = h.get("value").and_then(Value::as_str).unwrap_or_default();
+        if SECRET_HEADERS.contains(&name.as_str()) && !value.trim().is_empty() && !value.starts_with('=') {
+            r.error(
+                Some(node),
+                Some(&format!("headerParameters.parameters[{i}].value")),
+                format!(
+                    "hard-coded secret in the {name:?} header; store it in a credential instead (authentication: \"genericCredentialType\", genericAuthType: \"httpHeaderAuth\")"
+                ),
+            );
+        }
+    }
+}
+
+fn check_expressions_in(r: &mut Report, ev: &mut expression::Evaluator, node: &str, path: &str, v: &Value) {
+    match v {
+        Value::String(s) if s.starts_with('=') => {
+            let data = expression::StaticData::new(vec![Value::Object(Map::new())]);
+            if let Err(expression::ExpressionError::Syntax { message, .. }) = ev.evaluate(s, &data) {
+                r.error(Some(node), Some(if path.is_empty() { "/" } else { path }), format!("expression {s:?} does not parse: {message}"));
+            }
+        }
+        Value::Object(m) => {
+            for (k, x) in m {
+                check_expressions_in(r, ev, node, &format!("{path}/{k}"), x);
+            }
+        }
+        Value::Array(a) => {
+            for (i, x) in a.iter().enumerate() {
+                check_expressions_in(r, ev, node, &format!("{path}/{i}"), x);
+            }
+        }
+        _ => {}
+    }
+}
+
+fn check_connections(r: &mut Report, conns: Option<&Value>, nodes: &HashMap<String, &Value>) {
+    let Some(conns) = conns else { return };
+    let Some(conns) = conns.as_object() else {
+        r.error(None, None, "`connections` must be an object");
+        return;
+    };
+    let mut has_parent: HashSet<&str> = HashSet::new();
+    for (src, by_type) in conns {
+        let Some(src_node) = nodes.get(src) else {
+            r.error(None, None, format!("connection from {src:?}, which is not a node of the workflow"));
+            continue;
+        };
+        let src_desc = src_node.get("type").and_then(Value::as_str).and_then(catalog::describe_exact);
+        let src_params = src_node.get("parameters").cloned().unwrap_or(Value::Null);
+        let Some(by_type) = by_type.as_object() else {
+            r.error(Some(src), None, "connections must map a type (\"main\") to outputs");
+            continue;
+        };
+        for (kind, outputs) in by_type {
+            let Some(outputs) = outputs.as_array() else {
+                r.error(Some(src), None, format!("connections.{kind} must be an array of outputs"));
+                continue;
+            };
+            if kind == "main" {
+                if let Some(d) = src_desc {
+                    let n = catalog::output_count(d, &src_params);
+                    let used = outputs.iter().rposition(|o| o.as_array().is_some_and(|a| !a.is_empty())).map_or(0, |i| i + 1);
+                    if used > n {
+                        r.error(Some(src), None, format!("connects output {} but {} has {n} output(s)", used - 1, d.name));
+                    }
+                }
+            }
+            for output in outputs.iter().filter(|o| !o.is_null()) {
+                for t in output.as_array().into_iter().flatten() {
+                    let Some(target) = t.get("node").and_then(Value::as_str) else {
+                        r.error(Some(src), None, "a connection has no target `node`");
+                        continue;
+                    };
+                    let Some(tn) = nodes.get(target) else {
+                        r.error(Some(src), None, format!("connects to {target:?}, which is not a node of the workflow"));
+                        continue;
+                    };
+                    has_parent.insert(target);
+                    let idx = t.get("index").and_then(Value::as_u64).unwrap_or(0) as usize;
+                    let t_desc = tn.get("type").and_then(Value::as_str).and_then(catalog::describe_exact);
+                    if let (Some(d), "main") = (t_desc, kind.as_str()) {
+                        let inputs = catalog::input_count(d, tn.get("parameters").unwrap_or(&Value::Null));
+                        if inputs == 0 {
+                            r.error(Some(src), None, format!("connects into {target:?}, a trigger, which has no inputs"));
+                        } else if idx >= inputs {
+                            r.error(Some(src), None, format!("connects into input {idx} of {target:?}, which has {inputs} input(s)"));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    for (name, node) in nodes {
+        let ty = node.get("type").and_then(Value::as_str).unwrap_or_default();
+        if !engine::workflow::is_trigger_type(ty) && ty != "n8n-nodes-base.stickyNote" && !has_parent.contains(name.as_str()) {
+            r.warn("DISCONNECTED_NODE", Some(name), None, "no connection leads into this node; it will never run");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn wf(nodes: Value, connections: Value) -> Value {
+        json!({"nodes": nodes, "connections": connections})
+    }
+
+    #[test]
+    fn flags_types_parameters_connections_and_secrets() {
+        let w = wf(
+            json!([
+                {"name": "Hook", "type": "n8n-nodes-base.webhook", "typeVersion": 2, "position": [0, 0], "parameters": {"path": "x", "httpMethod": "POST"}},
+                {"name": "Bogus", "type": "n8n-nodes-base.nope", "typeVersion": 1, "position": [0, 0]},
+                {"name": "Call", "type": "n8n-nodes-base.httpRequest", "typeVersion": 4.2, "position": [0, 0], "parameters": {
+                    "url": "https://api.example.com", "sendHeaders": true,
+                    "headerParameters": {"parameters": [{"name": "Authorization", "value": "Bearer sk-123"}]}}},
+                {"name": "Check", "type": "n8n-nodes-base.if", "typeVersion": 2.2, "position": [0, 0], "parameters": {"conditions": {}, "looseTypeValidation": "yes"}}
+            ]),
+            json!({"Hook": {"main": [[{"node": "Call", "type": "main", "index": 0}]]},
+                   "Call": {"main": [[{"node": "Check", "type": "main", "index": 0}], [{"node": "Hook", "type": "main", "index": 0}]]}}),
+        );
+        let r = validate(&w, false);
+        let all = r.errors.join("\n");
+        assert!(all.contains("node \"Bogus\": unknown node type"), "{all}");
+        assert!(all.contains("node \"Call\", parameter headerParameters.parameters[0].value: hard-coded secret"), "{all}");
+        assert!(all.contains("node \"Check\", parameter looseTypeValidation: must be a boolean"), "{all}");
+        assert!(all.contains("connects output 1"), "{all}");
+        assert!(all.contains("a trigger, which has no inputs"), "{all}");
+    }
+
+    #[test]
+    fn required_parameters_and_expression_syntax() {
+        let w = wf(
+            json!([
+                {"name": "Hook", "type": "n8n-nodes-base.webhook", "typeVersion": 2, "position": [0, 0], "parameters": {}},
+                {"name": "Set", "type": "n8n-nodes-base.set", "typeVersion": 3.4, "position": [0, 0], "parameters": {
+                    "assignments": {"assignments": [{"name": "a", "value": "={{ $json.x + }}", "type": "string"}]}}}
+            ]),
+            json!({"Hook": {"main": [[{"node": "Set", "type": "main", "index": 0}]]}}),
+        );
+        let r = validate(&w, true);
+        let all = r.errors.join("\n");
+        assert!(all.contains("node \"Hook\", parameter path: is required"), "{all}");
+        assert!(all.contains("node \"Set\", parameter /assignments/assignments/0/value: expression"), "{all}");
+    }
+}

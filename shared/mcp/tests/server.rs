@@ -1,0 +1,83 @@
+//! The JSON-RPC layer and a few tools against moto, without HTTP: what the
+//! api adapter hands to `transport::handle_post` after authentication.
+
+use http::HeaderMap;
+use mcp_server::transport::handle_post;
+use mcp_server::McpServer;
+use protocol::UserId;
+use serde_json::{json, Value};
+use store::testing::TestEnv;
+
+async fn server() -> McpServer {
+    let env = TestEnv::new().await;
+    McpServer::new(&env.clients, &env.config).await.expect("server")
+}
+
+async fn post(s: &McpServer, user: &str, body: Value) -> (u16, Option<Value>) {
+    let r = handle_post(s, &UserId::from(user.to_owned()), &HeaderMap::new(), body.to_string().as_bytes()).await;
+    (r.status, r.body)
+}
+
+async fn call(s: &McpServer, user: &str, name: &str, args: Value) -> Value {
+    let (status, body) = post(s, user, json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": name, "arguments": args}})).await;
+    assert_eq!(status, 200);
+    body.expect("a response")["result"].clone()
+}
+
+#[tokio::test]
+async fn json_rpc_framing() {
+    let s = server().await;
+    let (status, body) = post(&s, "u1", json!({"jsonrpc": "2.0", "id": "a", "method": "initialize", "params": {"protocolVersion": "2099-01-01"}})).await;
+    assert_eq!(status, 200);
+    let body = body.unwrap();
+    assert_eq!(body["id"], "a");
+    assert_eq!(body["result"]["protocolVersion"], mcp_server::transport::SUPPORTED_VERSIONS[0], "unknown version: we offer ours");
+    let (status, body) = post(&s, "u1", json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).await;
+    assert_eq!((status, body), (202, None));
+    let (_, body) = post(&s, "u1", json!([{"jsonrpc": "2.0", "id": 1, "method": "ping"}, {"jsonrpc": "2.0", "method": "notifications/x"}, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}])).await;
+    let batch = body.unwrap();
+    assert_eq!(batch.as_array().map(Vec::len), Some(2), "one answer per request");
+    assert_eq!(batch[1]["result"]["tools"].as_array().map(Vec::len), Some(27));
+    let (_, body) = post(&s, "u1", json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {}})).await;
+    assert_eq!(body.unwrap()["error"]["code"], -32602);
+}
+
+#[tokio::test]
+async fn tools_report_errors_as_results() {
+    let s = server().await;
+    let r = call(&s, "u2", "nope", json!({})).await;
+    assert_eq!(r["isError"], true);
+    let r = call(&s, "u2", "add_data_table_rows", json!({"dataTableId": "t", "projectId": "p", "rows": "many"})).await;
+    assert_eq!(r["isError"], true);
+    assert!(r["content"][0]["text"].as_str().unwrap().contains("invalid arguments"));
+    let r = call(&s, "u2", "get_workflow_details", json!({"workflowId": "missing"})).await;
+    assert_eq!(r["isError"], true);
+    assert!(r["content"][0]["text"].as_str().unwrap().contains("not found"));
+}
+
+#[tokio::test]
+async fn rate_limit_refuses_with_a_clear_error() {
+    let s = server().await;
+    for _ in 0..3 {
+        s.limiter.check_with("u3", "test_workflow", 3, 3600).await.expect("under the limit");
+    }
+    let e = s.limiter.check_with("u3", "test_workflow", 3, 3600).await.unwrap_err().to_string();
+    assert!(e.contains("3 calls per 3600 s"), "{e}");
+    s.limiter.check_with("u4", "test_workflow", 3, 3600).await.expect("per user");
+}
+
+#[tokio::test]
+async fn data_tables_end_to_end_in_process() {
+    let s = server().await;
+    let projects = call(&s, "u5", "search_projects", json!({})).await;
+    let pid = projects["structuredContent"]["data"][0]["id"].as_str().unwrap().to_owned();
+    let t = call(&s, "u5", "create_data_table", json!({"projectId": pid, "name": "t1", "columns": [{"name": "a", "type": "string"}]})).await;
+    assert_eq!(t["isError"], false, "{t}");
+    let id = t["structuredContent"]["id"].as_str().unwrap().to_owned();
+    let rows: Vec<Value> = (0..1001).map(|i| json!({"a": i.to_string()})).collect();
+    let r = call(&s, "u5", "add_data_table_rows", json!({"dataTableId": id, "projectId": pid, "rows": rows})).await;
+    assert_eq!(r["isError"], true);
+    assert_eq!(s.data.data_tables.count_rows(&id).await.unwrap(), 0, "nothing half-written");
+    let r = call(&s, "u6", "add_data_table_rows", json!({"dataTableId": id, "projectId": pid, "rows": [{"a": "x"}]})).await;
+    assert_eq!(r["isError"], true, "another user cannot write: {r}");
+}

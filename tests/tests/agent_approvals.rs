@@ -1,0 +1,110 @@
+//! Human-in-the-loop: ask-user questions, approvals, denial, first decision
+//! wins, always-allow for the session, schema errors the model can read.
+
+mod agent_common;
+
+use agent_common::*;
+use protocol::events::EventType;
+use serde_json::json;
+
+#[tokio::test]
+async fn ask_user_answers_reach_the_tool_result_and_a_second_confirm_is_409() {
+    let cloud = cloud(Setup::default()).await;
+    let t = thread();
+    let mut feed = cloud.events(ALICE, &t).await;
+    cloud.chat(ALICE, &t, "Ask me a question").await;
+    let frames = feed.until_type(EventType::ConfirmationRequest, WAIT).await;
+    let call = payload(find(&frames, EventType::ToolCall)[0]);
+    let req = payload(frames.last().unwrap());
+    assert_eq!(req["inputType"], "questions");
+    assert_eq!(req["toolName"], "ask-user");
+    assert_eq!(req["toolCallId"], call["toolCallId"]);
+    assert_eq!(req["questions"][0]["id"], "q1");
+    assert_eq!(req["introMessage"], "One quick question");
+    let request_id = req["requestId"].as_str().unwrap().to_owned();
+
+    // The suspension was written before the request was published.
+    let rt = cloud.running.app.agent().await.unwrap();
+    let activity = rt.runs.activity(&protocol::ids::ThreadId(t.clone())).await.unwrap();
+    assert!(activity.is_suspended && activity.active_run.is_some(), "{activity:?}");
+
+    let answers = json!([{"questionId": "q1", "selectedOptions": ["blue"]}]);
+    let (status, body) = cloud.confirm(ALICE, &request_id, json!({"approved": true, "answers": answers})).await;
+    assert_eq!(status, 200, "{body}");
+    let (status, body) = cloud.confirm(ALICE, &request_id, json!({"approved": false})).await;
+    assert_eq!(status, 409, "{body}");
+    assert_eq!(body["error"]["code"], "conflict");
+
+    let frames = feed.until_type(EventType::RunFinish, WAIT).await;
+    let result = payload(find(&frames, EventType::ToolResult)[0]);
+    assert_eq!(result["toolCallId"], call["toolCallId"]);
+    assert_eq!(result["result"]["answered"], true);
+    assert_eq!(result["result"]["answers"][0]["selectedOptions"], json!(["blue"]));
+    assert_eq!(result["result"]["answers"][0]["question"], "Which color do you prefer?");
+    let text: String = find(&frames, EventType::TextDelta).iter().map(|f| payload(f)["text"].as_str().unwrap().to_owned()).collect();
+    assert_eq!(text, "Thanks, noted your answer.");
+    assert_eq!(payload(frames.last().unwrap()), json!({"status": "completed"}));
+    // Exactly one result for the call, and the order the spec gives.
+    let all = kinds(&feed.seen);
+    let pos = |k: &str| all.iter().position(|x| *x == k).unwrap();
+    assert!(pos("tool-call") < pos("confirmation-request") && pos("confirmation-request") < pos("tool-result"));
+    assert_eq!(find(&feed.seen, EventType::ToolResult).len(), 1);
+    cloud.running.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_denial_reaches_the_model_as_a_structured_result() {
+    let cloud = cloud(Setup::default()).await;
+    let t = thread();
+    let mut feed = cloud.events(ALICE, &t).await;
+    cloud.chat(ALICE, &t, "Ask me a question").await;
+    let frames = feed.until_type(EventType::ConfirmationRequest, WAIT).await;
+    let (status, _) = cloud.confirm(ALICE, &request_id(&frames), json!({"approved": false})).await;
+    assert_eq!(status, 200);
+    let frames = feed.until_type(EventType::RunFinish, WAIT).await;
+    let result = payload(find(&frames, EventType::ToolResult)[0]);
+    assert_eq!(result["result"], json!({"answered": false}));
+    // The model was called again with the result in its history.
+    assert!(!find(&frames, EventType::TextDelta).is_empty());
+    let rt = cloud.running.app.agent().await.unwrap();
+    let history = rt.runs.history(&protocol::ids::ThreadId(t.clone())).await.unwrap().expect("history saved");
+    let history = String::from_utf8(history).unwrap();
+    assert!(history.contains(r#"{\"answered\":false}"#), "{history}");
+
+    // A denied approval is a denied result too; `scope: session` on an
+    // approval always-allows that tool action for the rest of the thread.
+    cloud.chat(ALICE, &t, "Delete the scratch workflow").await;
+    let frames = feed.until_type(EventType::ConfirmationRequest, WAIT).await;
+    let req = payload(frames.last().unwrap());
+    assert_eq!((req["severity"].as_str(), req["args"]["workflowId"].as_str()), (Some("warning"), Some("wf-1")));
+    cloud.confirm(ALICE, &request_id(&frames), json!({"approved": false})).await;
+    let frames = feed.until_type(EventType::ConfirmationRequest, WAIT).await;
+    let denied = payload(find(&frames, EventType::ToolResult)[0]);
+    assert_eq!(denied["result"]["denied"], true, "{denied}");
+    cloud.confirm(ALICE, &request_id(&frames), json!({"approved": true, "scope": "session"})).await;
+    let frames = feed.until_type(EventType::RunFinish, WAIT).await;
+    assert_eq!(payload(find(&frames, EventType::ToolResult)[0])["result"], json!({"archived": "wf-2"}));
+
+    // Same action again in this thread: no confirmation any more.
+    cloud.chat(ALICE, &t, "Delete the scratch workflow").await;
+    let frames = feed.until_type(EventType::RunFinish, WAIT).await;
+    assert!(find(&frames, EventType::ConfirmationRequest).is_empty(), "{:?}", kinds(&frames));
+    assert_eq!(find(&frames, EventType::ToolResult).len(), 2);
+    assert_eq!(payload(frames.last().unwrap())["status"], "completed");
+    cloud.running.shutdown().await;
+}
+
+#[tokio::test]
+async fn schema_invalid_input_is_a_tool_error_the_model_reads() {
+    let cloud = cloud(Setup::default()).await;
+    let t = thread();
+    let mut feed = cloud.events(ALICE, &t).await;
+    cloud.chat(ALICE, &t, "Call ask-user with bad input").await;
+    let frames = feed.until_type(EventType::RunFinish, WAIT).await;
+    assert!(find(&frames, EventType::ConfirmationRequest).is_empty());
+    let err = payload(find(&frames, EventType::ToolError)[0]);
+    assert!(err["error"].as_str().unwrap().contains("input.questions[0].type is required"), "{err}");
+    assert!(!find(&frames, EventType::TextDelta).is_empty(), "the model went on");
+    assert_eq!(payload(frames.last().unwrap())["status"], "completed");
+    cloud.running.shutdown().await;
+}

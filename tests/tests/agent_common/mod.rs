@@ -1,0 +1,330 @@
+//! Shared by the agent end-to-end tests: a local cloud with the scripted
+//! model (tests/fixtures/agent_script.json), a few stand-in domain tools,
+//! an HTTP client for chat/confirm/cancel and an SSE reader.
+#![allow(dead_code)]
+
+use agent::tools::{Gate, Tool, ToolContext, ToolOutcome};
+use futures::future::BoxFuture;
+use futures::StreamExt;
+use local_cloud::{start, Options, Running};
+use protocol::events::{ConfirmationRequest, Event, EventPayload, EventType, Severity};
+use protocol::ids::ThreadId;
+use serde_json::{json, Map, Value};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use store::testing::TestEnv;
+use tokio::sync::mpsc;
+
+pub const ALICE: &str = "alice-key-for-agent-tests";
+pub const BOB: &str = "bob-key-for-agent-tests";
+
+pub fn script_path() -> String {
+    format!("{}/fixtures/agent_script.json", env!("CARGO_MANIFEST_DIR"))
+}
+
+/// A stand-in `workflows` domain tool: `list` answers three workflows,
+/// `delete` needs approval.
+pub struct WorkflowsStub;
+
+impl Tool for WorkflowsStub {
+    fn name(&self) -> &'static str {
+        "workflows"
+    }
+    fn description(&self) -> &'static str {
+        "Workflows (test stand-in)"
+    }
+    fn input_schema(&self) -> Value {
+        json!({"oneOf": [
+            {"type": "object", "properties": {"action": {"const": "list"}}, "required": ["action"], "additionalProperties": false},
+            {"type": "object", "properties": {"action": {"const": "delete"}, "workflowId": {"type": "string"}}, "required": ["action", "workflowId"], "additionalProperties": false}
+        ]})
+    }
+    fn gate(&self, args: &Value) -> Option<Gate> {
+        (args["action"] == "delete").then(|| Gate {
+            request: ConfirmationRequest::approval("", "", "workflows", Map::new(), Severity::Warning, "Archive workflow?"),
+            before: Vec::new(),
+        })
+    }
+    fn run<'a>(&'a self, _ctx: &'a ToolContext<'a>, args: Value) -> BoxFuture<'a, ToolOutcome> {
+        Box::pin(async move {
+            match args["action"].as_str() {
+                Some("list") => ToolOutcome::Done(json!({"workflows": [
+                    {"id": "1", "name": "Weather", "active": true},
+                    {"id": "2", "name": "CRM", "active": false},
+                    {"id": "3", "name": "Backup", "active": true}
+                ]})),
+                _ => ToolOutcome::Done(json!({"archived": args["workflowId"]})),
+            }
+        })
+    }
+}
+
+/// A tool that takes a minute unless aborted.
+pub struct SlowTool;
+
+impl Tool for SlowTool {
+    fn name(&self) -> &'static str {
+        "slow"
+    }
+    fn description(&self) -> &'static str {
+        "Takes a long time (test)"
+    }
+    fn input_schema(&self) -> Value {
+        json!({"type": "object", "properties": {}, "additionalProperties": false})
+    }
+    fn run<'a>(&'a self, ctx: &'a ToolContext<'a>, _args: Value) -> BoxFuture<'a, ToolOutcome> {
+        Box::pin(async move {
+            tokio::select! {
+                _ = ctx.abort.cancelled() => ToolOutcome::Failed("aborted".into()),
+                _ = tokio::time::sleep(Duration::from_secs(60)) => ToolOutcome::Done(json!({"slow": "done"})),
+            }
+        })
+    }
+}
+
+pub struct Cloud {
+    pub running: Running,
+    pub http: reqwest::Client,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct Setup {
+    /// Poll the Steps queue into the step handler.
+    pub consumers: bool,
+    pub lease_secs: Option<u64>,
+    /// Configure the scripted model (false: no INSTANCE_AI_MODEL).
+    pub model: bool,
+}
+
+impl Default for Setup {
+    fn default() -> Self {
+        Setup { consumers: true, lease_secs: None, model: true }
+    }
+}
+
+pub async fn cloud(setup: Setup) -> Cloud {
+    cloud_with(setup, |c| (c.clone(), ()), None).await.0
+}
+
+/// A cloud whose agent runtime uses the clients `wrap` makes (e.g. counted
+/// ones) and, when given, another model.
+pub async fn cloud_with<X>(
+    setup: Setup,
+    wrap: impl FnOnce(&store::AwsClients) -> (store::AwsClients, X),
+    model: Option<Arc<dyn agent::model::ModelProvider>>,
+) -> (Cloud, X) {
+    let env = TestEnv::new().await;
+    let mut config = env.config.clone();
+    config.bootstrap_keys = vec![("alice".into(), ALICE.into()), ("bob".into(), BOB.into())];
+    config.model = setup.model.then(|| format!("scripted:{}", script_path()));
+    if let Some(l) = setup.lease_secs {
+        config.step_lease_secs = l;
+    }
+    let running = start(Options { config, prefix: env.prefix.clone(), port: 0, run_consumers: setup.consumers, run_schedules: false })
+        .await
+        .expect("local cloud starts");
+    let (clients, extra) = wrap(&running.app.clients);
+    // The runtime with the stand-in domain tools, installed before any request.
+    let mut rt = agent::Runtime::from_config(&running.app.config, &clients).await.expect("runtime");
+    rt.tools.register(Arc::new(WorkflowsStub));
+    rt.tools.register(Arc::new(SlowTool));
+    rt.settings.cancel_poll = Duration::from_millis(200);
+    if let Some(m) = model {
+        rt.model = Ok(m);
+    }
+    running.app.agent.set(Arc::new(rt)).expect("runtime not yet built");
+    (Cloud { running, http: reqwest::Client::new() }, extra)
+}
+
+pub fn thread() -> String {
+    format!("t-{}", uuid_like())
+}
+
+fn uuid_like() -> String {
+    let n = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
+    format!("{n:x}")
+}
+
+impl Cloud {
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{}", self.running.base_url(), path)
+    }
+
+    pub async fn post(&self, key: &str, path: &str, body: Value) -> (u16, Value) {
+        let resp = self.http.post(self.url(path)).bearer_auth(key).json(&body).send().await.expect("request");
+        let status = resp.status().as_u16();
+        let body = resp.json::<Value>().await.unwrap_or(Value::Null);
+        (status, body)
+    }
+
+    pub async fn chat(&self, key: &str, thread: &str, message: &str) -> (u16, Value) {
+        self.post(key, &format!("/instance-ai/chat/{thread}"), json!({"message": message})).await
+    }
+
+    pub async fn confirm(&self, key: &str, request_id: &str, body: Value) -> (u16, Value) {
+        self.post(key, &format!("/instance-ai/confirm/{request_id}"), body).await
+    }
+
+    pub async fn cancel(&self, key: &str, thread: &str) -> (u16, Value) {
+        self.post(key, &format!("/instance-ai/chat/{thread}/cancel"), json!({})).await
+    }
+
+    /// Subscribes to the thread's events over SSE (from the beginning).
+    pub async fn events(&self, key: &str, thread: &str) -> Feed {
+        let resp = self
+            .http
+            .get(self.url(&format!("/instance-ai/events/{thread}")))
+            .bearer_auth(key)
+            .header("accept", "text/event-stream")
+            .send()
+            .await
+            .expect("events request");
+        let (tx, rx) = mpsc::unbounded_channel();
+        if resp.status().as_u16() == 200 {
+            tokio::spawn(read_sse(resp, tx));
+        } else {
+            // Until the SSE endpoint serves, read the same log and live feed it reads.
+            eprintln!("SSE answered {}; tailing the event log directly", resp.status());
+            tokio::spawn(tail_store(self.running.app.clone(), ThreadId(thread.to_owned()), tx));
+        }
+        Feed { rx, seen: Vec::new() }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Frame {
+    pub id: Option<u64>,
+    pub event: Event,
+    pub at: Instant,
+}
+
+impl Frame {
+    pub fn kind(&self) -> EventType {
+        self.event.event_type()
+    }
+}
+
+async fn read_sse(resp: reqwest::Response, tx: mpsc::UnboundedSender<Frame>) {
+    let mut stream = resp.bytes_stream();
+    let mut buf = String::new();
+    while let Some(Ok(bytes)) = stream.next().await {
+        buf.push_str(&String::from_utf8_lossy(&bytes));
+        while let Some(end) = buf.find("\n\n") {
+            let block: String = buf.drain(..end + 2).collect();
+            let mut id = None;
+            let mut data = String::new();
+            for line in block.lines() {
+                if let Some(v) = line.strip_prefix("id:") {
+                    id = v.trim().parse().ok();
+                } else if let Some(v) = line.strip_prefix("data:") {
+                    data.push_str(v.trim_start());
+                }
+            }
+            if data.is_empty() {
+                continue;
+            }
+            match Event::from_json(&data) {
+                Ok(event) => {
+                    if tx.send(Frame { id, event, at: Instant::now() }).is_err() {
+                        return;
+                    }
+                }
+                Err(_) => continue, // control frames of the stream, not events
+            }
+        }
+    }
+}
+
+async fn tail_store(app: Arc<api::App>, thread: ThreadId, tx: mpsc::UnboundedSender<Frame>) {
+    let rt = app.agent().await.expect("runtime");
+    let live = rt.live.clone().expect("live frames");
+    let mut cursor = 0u64;
+    let mut live_cursor = store::live_frames::at_cursor(0);
+    loop {
+        let mut batch: Vec<(u64, u8, Frame)> = Vec::new();
+        if let Ok(frames) = live.read_after(&thread, &live_cursor, 500).await {
+            for f in frames {
+                live_cursor = f.at.clone();
+                let ts = f.event.ts.unwrap_or(0);
+                batch.push((ts, 0, Frame { id: None, event: f.event, at: Instant::now() }));
+            }
+        }
+        if let Ok(events) = rt.log.read_after(&thread, cursor, 500).await {
+            for e in events {
+                cursor = e.seq;
+                let ts = e.event.ts.unwrap_or(0);
+                batch.push((ts, 1, Frame { id: Some(e.seq), event: e.event, at: Instant::now() }));
+            }
+        }
+        batch.sort_by_key(|(ts, k, _)| (*ts, *k));
+        for (_, _, f) in batch {
+            if tx.send(f).is_err() {
+                return;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(30)).await;
+    }
+}
+
+pub struct Feed {
+    rx: mpsc::UnboundedReceiver<Frame>,
+    pub seen: Vec<Frame>,
+}
+
+impl Feed {
+    /// Reads frames until `stop` matches one (included); panics after `timeout`.
+    pub async fn until(&mut self, timeout: Duration, stop: impl Fn(&Frame) -> bool) -> Vec<Frame> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        let mut got = Vec::new();
+        loop {
+            match tokio::time::timeout_at(deadline, self.rx.recv()).await {
+                Ok(Some(f)) => {
+                    self.seen.push(f.clone());
+                    let done = stop(&f);
+                    got.push(f);
+                    if done {
+                        return got;
+                    }
+                }
+                Ok(None) => panic!("event stream ended; got {:?}", kinds(&got)),
+                Err(_) => panic!("timed out; got {:?}", kinds(&got)),
+            }
+        }
+    }
+
+    pub async fn until_type(&mut self, t: EventType, timeout: Duration) -> Vec<Frame> {
+        self.until(timeout, |f| f.kind() == t).await
+    }
+
+    /// Frames that arrive within `wait`.
+    pub async fn drain(&mut self, wait: Duration) -> Vec<Frame> {
+        let mut got = Vec::new();
+        while let Ok(Some(f)) = tokio::time::timeout(wait, self.rx.recv()).await {
+            self.seen.push(f.clone());
+            got.push(f);
+        }
+        got
+    }
+}
+
+pub fn kinds(frames: &[Frame]) -> Vec<&'static str> {
+    frames.iter().map(|f| f.kind().as_str()).collect()
+}
+
+pub fn payload(frame: &Frame) -> Value {
+    frame.event.to_value()["payload"].clone()
+}
+
+pub fn find<'a>(frames: &'a [Frame], t: EventType) -> Vec<&'a Frame> {
+    frames.iter().filter(|f| f.kind() == t).collect()
+}
+
+pub fn request_id(frames: &[Frame]) -> String {
+    let f = frames.iter().rev().find(|f| f.kind() == EventType::ConfirmationRequest).expect("a confirmation-request");
+    match &f.event.payload {
+        EventPayload::ConfirmationRequest(c) => c.request_id.clone(),
+        _ => unreachable!(),
+    }
+}
+
+pub const WAIT: Duration = Duration::from_secs(20);
