@@ -224,8 +224,13 @@ async def main():
         projects = await call(c, "search_projects", {"type": "personal"})
         pid = projects["data"][0]["id"]
         check("a personal project", projects["count"] == 1 and projects["data"][0]["type"] == "personal", projects)
-        folders = await call(c, "search_folders", {"projectId": pid})
-        check("no folders yet", folders["count"] == 0)
+        folders = await call(c, "search_folders", {"projectId": pid, "query": "client"})
+        check("the seeded folder is found", folders["count"] == 1 and folders["data"][0]["name"] == "Clients" and folders["data"][0]["parentFolderId"] is None, folders)
+        fid = folders["data"][0]["id"]
+        await fail(c, "create_workflow_from_code", {"code": json.dumps(chat_wf), "folderId": fid}, "requires projectId")
+        filed = await call(c, "create_workflow_from_code", {"code": json.dumps(chat_wf), "name": "Filed chat", "projectId": pid, "folderId": fid})
+        d = (await call(c, "get_workflow_details", {"workflowId": filed["workflowId"]}))["workflow"]
+        check("created in the folder", d["parentFolderId"] == fid and d["name"] == "Filed chat", d)
         dt = await call(c, "create_data_table", {"projectId": pid, "name": "orders", "columns": [{"name": "customer", "type": "string"}]})
         tid = dt["id"]
         col = await call(c, "add_data_table_column", {"dataTableId": tid, "projectId": pid, "name": "total", "type": "number"})

@@ -49,7 +49,7 @@ async fn ask_user_answers_reach_the_tool_result_and_a_second_confirm_is_409() {
     let pos = |k: &str| all.iter().position(|x| *x == k).unwrap();
     assert!(pos("tool-call") < pos("confirmation-request") && pos("confirmation-request") < pos("tool-result"));
     assert_eq!(find(&feed.seen, EventType::ToolResult).len(), 1);
-    cloud.running.shutdown().await;
+    cloud.stop().await;
 }
 
 #[tokio::test]
@@ -91,7 +91,7 @@ async fn a_denial_reaches_the_model_as_a_structured_result() {
     assert!(find(&frames, EventType::ConfirmationRequest).is_empty(), "{:?}", kinds(&frames));
     assert_eq!(find(&frames, EventType::ToolResult).len(), 2);
     assert_eq!(payload(frames.last().unwrap())["status"], "completed");
-    cloud.running.shutdown().await;
+    cloud.stop().await;
 }
 
 #[tokio::test]
@@ -106,5 +106,24 @@ async fn schema_invalid_input_is_a_tool_error_the_model_reads() {
     assert!(err["error"].as_str().unwrap().contains("input.questions[0].type is required"), "{err}");
     assert!(!find(&frames, EventType::TextDelta).is_empty(), "the model went on");
     assert_eq!(payload(frames.last().unwrap())["status"], "completed");
-    cloud.running.shutdown().await;
+    cloud.stop().await;
+}
+
+#[tokio::test]
+async fn an_expired_confirmation_is_resumed_as_a_denial_by_the_sweep() {
+    let cloud = cloud(Setup { confirmation_timeout_secs: Some(1), ..Setup::default() }).await;
+    let t = thread();
+    let mut feed = cloud.events(ALICE, &t).await;
+    cloud.chat(ALICE, &t, "Ask me a question").await;
+    let frames = feed.until_type(EventType::ConfirmationRequest, WAIT).await;
+    let req = request_id(&frames);
+    // No timeout without the sweep noticing; nothing happens before it.
+    tokio::time::sleep(std::time::Duration::from_millis(1200)).await;
+    api::handlers::sweep::handle(&cloud.running.app).await.unwrap();
+    let frames = feed.until_type(EventType::RunFinish, WAIT).await;
+    assert_eq!(payload(find(&frames, EventType::ToolResult)[0])["result"], json!({"answered": false}));
+    assert_eq!(payload(frames.last().unwrap())["status"], "completed");
+    let (status, _) = cloud.confirm(ALICE, &req, json!({"approved": true})).await;
+    assert_eq!(status, 409, "too late");
+    cloud.stop().await;
 }

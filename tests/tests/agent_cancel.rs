@@ -1,5 +1,7 @@
 //! Stop: while streaming (seen within 1 s), while suspended (finished at
-//! once), twice (one run-finish), after the end (a no-op).
+//! once), twice (one run-finish), after the end (a no-op). The timed tests
+//! read the WebSocket (pushed frames: the time measured is the agent's, not
+//! the SSE tail's poll interval); the suspended case reads SSE.
 
 mod agent_common;
 
@@ -29,7 +31,7 @@ async fn cancel_while_streaming_finishes_within_a_second() {
     assert_eq!((status, body["cancelled"].as_bool()), (200, Some(false)), "a finished run: no-op");
     let later = feed.drain(Duration::from_millis(800)).await;
     assert!(later.iter().all(|f| f.kind() == EventType::TextDelta || f.kind() == EventType::TextBlock) && find(&later, EventType::RunFinish).is_empty(), "{:?}", kinds(&later));
-    cloud.running.shutdown().await;
+    cloud.stop().await;
 }
 
 #[tokio::test]
@@ -49,20 +51,21 @@ async fn cancel_while_a_tool_runs_settles_it_as_cancelled() {
     assert_eq!(result["toolCallId"], call["toolCallId"]);
     assert_eq!(result["result"]["cancelled"], true);
     assert_eq!(payload(frames.last().unwrap())["status"], "cancelled");
-    cloud.running.shutdown().await;
+    cloud.stop().await;
 }
 
 #[tokio::test]
 async fn cancel_while_suspended_finishes_at_once_and_twice_gives_one_finish() {
     let cloud = cloud(Setup::default()).await;
     let t = thread();
-    let mut feed = cloud.events(ALICE, &t).await;
+    let mut feed = cloud.sse_events(ALICE, &t).await;
     cloud.chat(ALICE, &t, "Ask me a question").await;
     let frames = feed.until_type(EventType::ConfirmationRequest, WAIT).await;
     let req = request_id(&frames);
     // Two cancels at once: exactly one run-finish.
     let (a, b) = tokio::join!(cloud.cancel(ALICE, &t), cloud.cancel(ALICE, &t));
     assert_eq!((a.0, b.0), (200, 200));
+    assert_eq!([&a.1, &b.1].iter().filter(|v| v["cancelled"] == true).count(), 1, "one of them acted: {a:?} {b:?}");
     let frames = feed.until_type(EventType::RunFinish, Duration::from_secs(2)).await;
     assert_eq!(payload(frames.last().unwrap()), json!({"status": "cancelled", "reason": "user_cancelled"}));
     // The pending question is settled, not left dangling.
@@ -73,9 +76,9 @@ async fn cancel_while_suspended_finishes_at_once_and_twice_gives_one_finish() {
     let (status, _) = cloud.confirm(ALICE, &req, json!({"approved": true})).await;
     assert_eq!(status, 409);
     // And the thread is free again.
-    let (status, _) = cloud.chat(ALICE, &t, "Say hello").await;
-    assert_eq!(status, 200);
+    let (status, body) = cloud.chat(ALICE, &t, "Say hello").await;
+    assert_eq!(status, 200, "{body}");
     let frames = feed.until_type(EventType::RunFinish, WAIT).await;
     assert_eq!(payload(frames.last().unwrap())["status"], "completed");
-    cloud.running.shutdown().await;
+    cloud.stop().await;
 }

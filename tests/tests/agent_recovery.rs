@@ -5,30 +5,9 @@
 mod agent_common;
 
 use agent_common::*;
-use aws_lambda_events::sqs::{SqsEvent, SqsMessage};
 use protocol::events::EventType;
 use serde_json::json;
 use std::time::Duration;
-use store::deployment::QueueId;
-
-/// Takes the next step message off the queue (as the event source would).
-async fn receive(cloud: &Cloud) -> SqsEvent {
-    let app = &cloud.running.app;
-    let queue = app.config.queue_url(QueueId::Steps).unwrap().to_owned();
-    for _ in 0..20 {
-        let out = app.clients.sqs.receive_message().queue_url(&queue).max_number_of_messages(1).wait_time_seconds(1).send().await.unwrap();
-        if let Some(m) = out.messages.unwrap_or_default().into_iter().next() {
-            app.clients.sqs.delete_message().queue_url(&queue).receipt_handle(m.receipt_handle.clone().unwrap()).send().await.unwrap();
-            let mut rec = SqsMessage::default();
-            rec.message_id = m.message_id;
-            rec.body = m.body;
-            let mut ev = SqsEvent::default();
-            ev.records = vec![rec];
-            return ev;
-        }
-    }
-    panic!("no step message arrived");
-}
 
 #[tokio::test]
 async fn a_duplicate_step_message_is_acknowledged_without_effect() {
@@ -55,7 +34,7 @@ async fn a_duplicate_step_message_is_acknowledged_without_effect() {
     }
     let ids: Vec<u64> = frames.iter().filter_map(|f| f.id).collect();
     assert_eq!(ids, (1..=ids.len() as u64).collect::<Vec<_>>(), "gapless, no duplicates");
-    cloud.running.shutdown().await;
+    cloud.stop().await;
 }
 
 #[tokio::test]
@@ -94,5 +73,5 @@ async fn a_step_killed_mid_tool_is_interrupted_by_the_sweep() {
     // The slot is free again.
     let (status, _) = cloud.chat(ALICE, &t, "Say hello").await;
     assert_eq!(status, 200);
-    cloud.running.shutdown().await;
+    cloud.stop().await;
 }

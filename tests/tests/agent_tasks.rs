@@ -32,7 +32,7 @@ async fn an_approved_plan_runs_background_agents_in_dependency_order() {
     assert!(all.iter().all(|f| f.event.run_id.0 == run_id), "every event shares the runId");
     let spawned: Vec<String> = find(all, EventType::AgentSpawned).iter().map(|f| f.event.agent_id.0.clone()).collect();
     assert_eq!(spawned, ["agent-t1", "agent-t2"]);
-    let pos = |pred: &dyn Fn(&Frame) -> bool| all.iter().position(|f| pred(f)).unwrap();
+    let pos = |pred: &dyn Fn(&Frame) -> bool| all.iter().position(pred).unwrap();
     let t1_done = pos(&|f| f.kind() == EventType::AgentCompleted && f.event.agent_id.0 == "agent-t1");
     let t2_spawn = pos(&|f| f.kind() == EventType::AgentSpawned && f.event.agent_id.0 == "agent-t2");
     assert!(t1_done < t2_spawn, "t2 starts after t1 completed: {:?}", kinds(all));
@@ -48,5 +48,5 @@ async fn an_approved_plan_runs_background_agents_in_dependency_order() {
     let last_update = find(all, EventType::TasksUpdate).last().map(|f| payload(f)).unwrap();
     assert_eq!(last_update["tasks"][0]["status"], "completed");
     assert_eq!(last_update["tasks"][1]["status"], "completed");
-    cloud.running.shutdown().await;
+    cloud.stop().await;
 }

@@ -20,7 +20,8 @@ async fn cloud() -> Running {
     let mut config = env.config.clone();
     config.bootstrap_keys = vec![("alice".into(), ALICE_KEY.into()), ("bob".into(), BOB_KEY.into())];
     config.allowed_origins = vec![ALLOWED_ORIGIN.into()];
-    start(Options { config, prefix: env.prefix.clone(), port: 0, run_consumers: false, run_schedules: false })
+    // Consumers on: MCP executions go through the Runs queue to the executor.
+    start(Options { config, prefix: env.prefix.clone(), port: 0, run_consumers: true, run_schedules: false })
         .await
         .expect("local cloud starts")
 }
@@ -120,6 +121,7 @@ async fn python_sdk_client_end_to_end() {
         })
         .await
         .expect("credential");
+    data.folders.create(&user.personal_project_id, "Clients", None).await.expect("folder");
 
     let python = std::env::var("INSTANCE_AI_PYTHON").unwrap_or_else(|_| "python3".into());
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/mcp/client_e2e.py");

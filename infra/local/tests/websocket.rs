@@ -101,10 +101,18 @@ async fn management_api_posts_gets_deletes_and_answers_gone_for_closed_connectio
         }
     }
     assert!(gone, "POST to a closed connection must answer 410 Gone");
-    // $disconnect removed the connection record too.
+    // $disconnect (which runs right after the connection leaves the
+    // registry) removes the connection record too.
     let table = cloud.app.config.table(store::deployment::TableId::Connections).unwrap();
-    let left = cloud.app.clients.dynamo.scan().table_name(table).send().await.unwrap().count;
-    assert_eq!(left, 0);
+    let mut left = -1;
+    for _ in 0..50 {
+        left = cloud.app.clients.dynamo.scan().table_name(table).consistent_read(true).send().await.unwrap().count;
+        if left == 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(left, 0, "connection record left behind after $disconnect");
 
     // DELETE on a live connection closes the client's socket.
     let mut ws = connect(&cloud).await;

@@ -42,6 +42,11 @@ pub async fn sweep(rt: &Runtime) -> Result<SweepReport, AgentError> {
             }
             ChainState::Finishing => {
                 tracing::warn!("finish was not completed; writing the final event");
+                if chain.is_orchestrator() {
+                    // The winner may have died before giving the slot back.
+                    let ckpt = Checkpoint::decode(chain.checkpoint.as_deref()).unwrap_or_default();
+                    rt.runs.release(&chain, Some(&ckpt.history_bytes()?)).await?;
+                }
                 let status = parse_status(chain.finish_status.as_deref().unwrap_or("interrupted"));
                 let open: Vec<String> = chain.open_tools.keys().cloned().collect();
                 write_final(rt, &writer, &chain, &open, Settle::Interrupted, status, chain.finish_reason.clone(), None).await?;

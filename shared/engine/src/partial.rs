@@ -198,3 +198,95 @@ fn walk(v: &Value, path: &str, expr: &mut Expr, proxy: &NodeProxy<'_>, failed: &
         other => other.clone(),
     }
 }
+
+/// Trigger input shaped the way the trigger would emit it in production
+/// (n8n's `getPinDataForTrigger`): form fields flat with `submittedAt`/
+/// `formMode`, webhook payloads wrapped in `{headers, query, params, body}`
+/// unless already an envelope, chat as `{sessionId, action, chatInput}`,
+/// schedule as timestamp fields, anything else as the item itself.
+pub fn trigger_items(node_type: &str, input: Option<&Value>, timezone: &str) -> Vec<Item> {
+    let input = input.cloned().unwrap_or(Value::Object(Map::new()));
+    let json = match node_type {
+        "n8n-nodes-base.formTrigger" => {
+            let mut m = Map::new();
+            m.insert("submittedAt".into(), Value::String(now_iso()));
+            m.insert("formMode".into(), Value::String("instanceAi".into()));
+            if let Value::Object(o) = input {
+                m.extend(o);
+            }
+            Value::Object(m)
+        }
+        "n8n-nodes-base.webhook" => {
+            let envelope = input.as_object().is_some_and(|o| !o.is_empty() && o.keys().all(|k| matches!(k.as_str(), "body" | "query" | "headers" | "params")));
+            if envelope {
+                let mut m = Map::new();
+                for k in ["headers", "params", "query", "body"] {
+                    m.insert(k.into(), input.get(k).cloned().unwrap_or(Value::Object(Map::new())));
+                }
+                Value::Object(m)
+            } else {
+                serde_json::json!({ "headers": {}, "params": {}, "query": {}, "body": input })
+            }
+        }
+        "@n8n/n8n-nodes-langchain.chatTrigger" => serde_json::json!({
+            "sessionId": input.get("sessionId").cloned().unwrap_or_else(|| Value::String(uuid::Uuid::new_v4().to_string())),
+            "action": "sendMessage",
+            "chatInput": input.get("chatInput").cloned().unwrap_or(Value::String(String::new())),
+        }),
+        "n8n-nodes-base.scheduleTrigger" => {
+            use chrono::{Datelike, Timelike};
+            let now = crate::nodes::datetime::in_zone(chrono::Utc::now().fixed_offset(), timezone);
+            serde_json::json!({
+                "timestamp": crate::nodes::datetime::to_iso(now, timezone),
+                "Readable date": crate::nodes::datetime::format_luxon(&now, "MMMM d yyyy, h:mm:ss a"),
+                "Readable time": crate::nodes::datetime::format_luxon(&now, "h:mm:ss a"),
+                "Day of week": crate::nodes::datetime::format_luxon(&now, "EEEE"),
+                "Year": now.year().to_string(),
+                "Month": crate::nodes::datetime::format_luxon(&now, "MMMM"),
+                "Day of month": format!("{:02}", now.day()),
+                "Hour": format!("{:02}", now.hour()),
+                "Minute": format!("{:02}", now.minute()),
+                "Second": format!("{:02}", now.second()),
+                "Timezone": format!("{timezone} (UTC{})", crate::nodes::datetime::format_luxon(&now, "ZZ")),
+            })
+        }
+        _ => input,
+    };
+    vec![Item { json, ..Default::default() }]
+}
+
+/// Labels of a node's main outputs as the editor shows them: If true/false,
+/// Filter Kept/Discarded, Loop done/loop, Switch rule names, and
+/// `Success`/`Error` when errors go to their own output.
+pub fn output_names(node: &crate::workflow::Node) -> Vec<String> {
+    let short = node.node_type.rsplit('.').next().unwrap_or("");
+    let mut names: Vec<String> = match short {
+        "if" => vec!["true".into(), "false".into()],
+        "filter" => vec!["Kept".into(), "Discarded".into()],
+        "splitInBatches" if node.type_version >= 3.0 => vec!["done".into(), "loop".into()],
+        "splitInBatches" => vec!["loop".into(), "done".into()],
+        "switch" => {
+            let rules = node.parameters.pointer("/rules/values").and_then(|v| v.as_array()).cloned().unwrap_or_default();
+            let mut n: Vec<String> = rules
+                .iter()
+                .enumerate()
+                .map(|(i, r)| match (r.get("renameOutput").and_then(|v| v.as_bool()), r.get("outputKey").and_then(|v| v.as_str())) {
+                    (Some(true), Some(k)) => k.to_string(),
+                    _ => i.to_string(),
+                })
+                .collect();
+            if node.parameters.pointer("/options/fallbackOutput").and_then(|v| v.as_str()) == Some("extra") {
+                n.push("Fallback".into());
+            }
+            n
+        }
+        _ => vec![],
+    };
+    if node.on_error() == crate::workflow::OnError::ContinueErrorOutput {
+        if names.is_empty() {
+            names.push("Success".into());
+        }
+        names.push("Error".into());
+    }
+    names
+}

@@ -14,8 +14,8 @@ use serde_json::Value;
 
 fn conformance_dir() -> PathBuf {
     match std::env::var("CONFORMANCE_DIR") {
-        Ok(d) => PathBuf::from(d),
-        Err(_) => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/conformance"),
+        Ok(d) if !d.is_empty() => PathBuf::from(d),
+        _ => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/conformance"),
     }
 }
 

@@ -303,3 +303,29 @@ fn catalog_lists_searches_and_generates_types() {
     let d = engine::catalog::describe("set").unwrap();
     assert_eq!(d.name, "n8n-nodes-base.set");
 }
+
+#[test]
+fn trigger_items_follow_the_trigger_shape() {
+    use engine::partial::trigger_items;
+    let w = trigger_items("n8n-nodes-base.webhook", Some(&json!({ "event": "signup" })), "UTC");
+    assert_eq!(w[0].json, json!({ "headers": {}, "params": {}, "query": {}, "body": { "event": "signup" } }));
+    let env = trigger_items("n8n-nodes-base.webhook", Some(&json!({ "query": { "a": "1" } })), "UTC");
+    assert_eq!(env[0].json["query"], json!({ "a": "1" }));
+    let f = trigger_items("n8n-nodes-base.formTrigger", Some(&json!({ "name": "Alice" })), "UTC");
+    assert_eq!(f[0].json["formMode"], json!("instanceAi"));
+    assert_eq!(f[0].json["name"], json!("Alice"));
+    let c = trigger_items("@n8n/n8n-nodes-langchain.chatTrigger", Some(&json!({ "chatInput": "hi" })), "UTC");
+    assert_eq!(c[0].json["chatInput"], json!("hi"));
+    let s = trigger_items("n8n-nodes-base.scheduleTrigger", None, "Europe/Berlin");
+    assert!(s[0].json["Timezone"].as_str().unwrap().starts_with("Europe/Berlin"));
+}
+
+#[test]
+fn output_names_follow_the_editor() {
+    let g = Graph::from_json(&json!({ "nodes": [
+        node("If", "n8n-nodes-base.if", 2.0, json!({})),
+        { "name": "Set", "type": "n8n-nodes-base.set", "typeVersion": 3.4, "parameters": {}, "onError": "continueErrorOutput" }
+    ], "connections": {} })).unwrap();
+    assert_eq!(engine::partial::output_names(g.node("If").unwrap()), vec!["true", "false"]);
+    assert_eq!(engine::partial::output_names(g.node("Set").unwrap()), vec!["Success", "Error"]);
+}

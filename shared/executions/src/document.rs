@@ -42,10 +42,17 @@ pub(crate) struct Loaded {
 }
 
 fn corrupt(id: &str, reason: impl Into<String>) -> ExecutionError {
-    ExecutionError::Corrupt { id: id.to_owned(), reason: reason.into() }
+    ExecutionError::Corrupt {
+        id: id.to_owned(),
+        reason: reason.into(),
+    }
 }
 
-pub(crate) fn initial(workflow: Value, start: &StartData, pin_data: &BTreeMap<String, Vec<Item>>) -> Result<Value> {
+pub(crate) fn initial(
+    workflow: Value,
+    start: &StartData,
+    pin_data: &BTreeMap<String, Vec<Item>>,
+) -> Result<Value> {
     Ok(json!({
         "workflowData": workflow,
         "startData": serde_json::to_value(start).map_err(|e| ExecutionError::Invalid(e.to_string()))?,
@@ -54,35 +61,75 @@ pub(crate) fn initial(workflow: Value, start: &StartData, pin_data: &BTreeMap<St
 }
 
 pub(crate) fn load(id: &str, doc: Value) -> Result<Loaded> {
-    let Value::Object(mut doc) = doc else { return Err(corrupt(id, "execution data is not an object")) };
-    let workflow = doc.remove("workflowData").filter(Value::is_object).ok_or_else(|| corrupt(id, "no workflowData"))?;
-    let project_id = workflow.get("projectId").and_then(Value::as_str).unwrap_or_default().to_owned();
-    let start: StartData = serde_json::from_value(doc.remove("startData").unwrap_or_else(|| json!({"timeoutSecs": 0})))
-        .map_err(|e| corrupt(id, format!("startData: {e}")))?;
+    let Value::Object(mut doc) = doc else {
+        return Err(corrupt(id, "execution data is not an object"));
+    };
+    let workflow = doc
+        .remove("workflowData")
+        .filter(Value::is_object)
+        .ok_or_else(|| corrupt(id, "no workflowData"))?;
+    let project_id = workflow
+        .get("projectId")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
+    let start: StartData = serde_json::from_value(
+        doc.remove("startData")
+            .unwrap_or_else(|| json!({"timeoutSecs": 0})),
+    )
+    .map_err(|e| corrupt(id, format!("startData: {e}")))?;
     let mut result = match doc.remove("resultData") {
         Some(Value::Object(m)) => m,
         _ => Map::new(),
     };
     let pin_value = result.remove("pinData").unwrap_or_else(|| json!({}));
-    let pin_data: BTreeMap<String, Vec<Item>> =
-        serde_json::from_value(if pin_value.is_null() { json!({}) } else { pin_value.clone() }).map_err(|e| corrupt(id, format!("pinData: {e}")))?;
-    let state = match doc.remove("executionData").and_then(|mut e| e.get_mut("engineState").map(Value::take)) {
+    let pin_data: BTreeMap<String, Vec<Item>> = serde_json::from_value(if pin_value.is_null() {
+        json!({})
+    } else {
+        pin_value.clone()
+    })
+    .map_err(|e| corrupt(id, format!("pinData: {e}")))?;
+    let state = match doc
+        .remove("executionData")
+        .and_then(|mut e| e.get_mut("engineState").map(Value::take))
+    {
         Some(Value::Object(mut st)) => {
-            st.insert("runData".into(), result.remove("runData").unwrap_or_else(|| json!({})));
+            st.insert(
+                "runData".into(),
+                result.remove("runData").unwrap_or_else(|| json!({})),
+            );
             st.insert("pinData".into(), pin_value);
-            Some(serde_json::from_value(Value::Object(st)).map_err(|e| corrupt(id, format!("engine state: {e}")))?)
+            Some(
+                serde_json::from_value(Value::Object(st))
+                    .map_err(|e| corrupt(id, format!("engine state: {e}")))?,
+            )
         }
         _ => None,
     };
-    Ok(Loaded { workflow, project_id, start, pin_data, state })
+    Ok(Loaded {
+        workflow,
+        project_id,
+        start,
+        pin_data,
+        state,
+    })
 }
 
 /// The document after a run segment. `keep_state` (waiting) stores what the
 /// engine needs to resume; finished executions drop it.
-pub(crate) fn after_run(workflow: &Value, start: &StartData, state: &ExecutionState, error: Option<&Value>, keep_state: bool) -> Result<Value> {
-    let encode = |e: serde_json::Error| ExecutionError::Engine(format!("cannot encode engine state: {e}"));
+pub(crate) fn after_run(
+    workflow: &Value,
+    start: &StartData,
+    state: &ExecutionState,
+    error: Option<&Value>,
+    keep_state: bool,
+) -> Result<Value> {
+    let encode =
+        |e: serde_json::Error| ExecutionError::Engine(format!("cannot encode engine state: {e}"));
     let Value::Object(mut st) = serde_json::to_value(state).map_err(encode)? else {
-        return Err(ExecutionError::Engine("engine state is not an object".into()));
+        return Err(ExecutionError::Engine(
+            "engine state is not an object".into(),
+        ));
     };
     let run_data = st.remove("runData").unwrap_or_else(|| json!({}));
     let pin_data = st.remove("pinData").unwrap_or_else(|| json!({}));
@@ -123,11 +170,23 @@ mod tests {
         let mut st = ExecutionState::new("e1".into());
         st.status = engine::ExecutionStatus::Waiting;
         st.wait_till = Some("2030-01-01T00:00:00.000Z".into());
-        st.pin_data.insert("A".into(), vec![Item { json: json!({"a": 1}), ..Item::default() }]);
+        st.pin_data.insert(
+            "A".into(),
+            vec![Item {
+                json: json!({"a": 1}),
+                ..Item::default()
+            }],
+        );
         let wf = json!({"id": "w", "projectId": "p", "nodes": [], "connections": {}});
-        let start = StartData { timeout_secs: 5, ..StartData::default() };
+        let start = StartData {
+            timeout_secs: 5,
+            ..StartData::default()
+        };
         let doc = after_run(&wf, &start, &st, None, true).unwrap();
-        assert!(doc["executionData"]["engineState"].get("runData").is_none(), "run data is stored once");
+        assert!(
+            doc["executionData"]["engineState"].get("runData").is_none(),
+            "run data is stored once"
+        );
         let back = load("e1", doc).unwrap();
         let state = back.state.unwrap();
         assert_eq!(state.status, engine::ExecutionStatus::Waiting);
@@ -138,6 +197,9 @@ mod tests {
 
     #[test]
     fn a_document_without_workflow_is_corrupt() {
-        assert!(matches!(load("x", json!({"resultData": {}})), Err(ExecutionError::Corrupt { .. })));
+        assert!(matches!(
+            load("x", json!({"resultData": {}})),
+            Err(ExecutionError::Corrupt { .. })
+        ));
     }
 }

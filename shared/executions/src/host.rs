@@ -6,10 +6,12 @@
 //! call drives the store's async client on the process runtime through
 //! `Handle::block_on`, which is allowed there (never on a runtime worker).
 
-use engine::host::{CredentialsProvider, DataTableProvider, Host, RowFilter, SystemResolver, WorkflowProvider};
+use engine::host::{
+    CredentialsProvider, DataTableProvider, Host, RowFilter, SystemResolver, WorkflowProvider,
+};
 use engine::EngineSettings;
 use serde_json::{json, Map, Value};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use store::data::data_tables::{Condition, Filter, FilterKind, Op, RowQuery};
 use store::data::executions::ExecutionMode;
 use store::data::InstanceData;
@@ -48,6 +50,89 @@ impl HttpPolicy {
     }
 }
 
+/// Secret strings handed to nodes during one run, so the runner can scrub
+/// them from everything it stores or returns: a node can echo what it was
+/// given (an HTTP error message carries the URL with a query-auth key; a
+/// server may reflect headers), and run data reaches tools and the model.
+#[derive(Clone, Default)]
+pub(crate) struct Secrets(Arc<Mutex<Vec<String>>>);
+
+/// Shorter strings are too likely to be ordinary words to scrub safely.
+const MIN_SECRET_LEN: usize = 6;
+const REDACTED: &str = "[redacted]";
+
+impl Secrets {
+    fn remember(&self, v: &Value) {
+        let mut found = Vec::new();
+        collect(v, None, &mut found);
+        // Basic auth travels base64-encoded.
+        if let (Some(u), Some(p)) = (
+            v.get("user").and_then(Value::as_str),
+            v.get("password").and_then(Value::as_str),
+        ) {
+            use base64::Engine as _;
+            found.push(base64::engine::general_purpose::STANDARD.encode(format!("{u}:{p}")));
+        }
+        if let Ok(mut list) = self.0.lock() {
+            for f in found {
+                if f.len() >= MIN_SECRET_LEN && !list.contains(&f) {
+                    list.push(f);
+                }
+            }
+            // Longest first, so a secret containing another is scrubbed whole.
+            list.sort_by_key(|s| std::cmp::Reverse(s.len()));
+        }
+    }
+
+    pub fn scrub_str(&self, s: &str) -> String {
+        let Ok(list) = self.0.lock() else {
+            return s.to_owned();
+        };
+        let mut out = s.to_owned();
+        for secret in list.iter() {
+            if out.contains(secret.as_str()) {
+                out = out.replace(secret.as_str(), REDACTED);
+            }
+        }
+        out
+    }
+
+    pub fn scrub(&self, v: &mut Value) {
+        if self.0.lock().map(|l| l.is_empty()).unwrap_or(true) {
+            return;
+        }
+        match v {
+            Value::String(s) => {
+                let clean = self.scrub_str(s);
+                if clean != *s {
+                    *s = clean;
+                }
+            }
+            Value::Array(a) => a.iter_mut().for_each(|x| self.scrub(x)),
+            Value::Object(o) => o.values_mut().for_each(|x| self.scrub(x)),
+            _ => {}
+        }
+    }
+}
+
+/// String leaves of credential data, except the `name` of a header/query
+/// pair (not secret); a string holding JSON (custom auth) is looked into.
+fn collect(v: &Value, key: Option<&str>, out: &mut Vec<String>) {
+    match v {
+        Value::String(s) if key != Some("name") => {
+            if let Ok(inner @ (Value::Object(_) | Value::Array(_))) =
+                serde_json::from_str::<Value>(s)
+            {
+                collect(&inner, None, out);
+            }
+            out.push(s.clone());
+        }
+        Value::Array(a) => a.iter().for_each(|x| collect(x, None, out)),
+        Value::Object(o) => o.iter().for_each(|(k, x)| collect(x, Some(k), out)),
+        _ => {}
+    }
+}
+
 /// Who is running: the project whose credentials, tables and workflows the
 /// execution may use, and the mode (manual runs call sub-workflow drafts).
 #[derive(Clone)]
@@ -56,6 +141,7 @@ pub(crate) struct Scope {
     pub handle: Handle,
     pub project_id: String,
     pub mode: ExecutionMode,
+    pub secrets: Secrets,
 }
 
 pub(crate) fn host(scope: Scope) -> Host {
@@ -78,21 +164,35 @@ impl CredentialsProvider for StoreCredentials {
             .get("id")
             .and_then(Value::as_str)
             .filter(|i| !i.is_empty())
-            .ok_or_else(|| format!("the node selects no {cred_type} credential (reference without id)"))?;
+            .ok_or_else(|| {
+                format!("the node selects no {cred_type} credential (reference without id)")
+            })?;
         let meta = s
             .handle
             .block_on(s.data.credentials.get(id))
             .map_err(|e| format!("credential {id}: {e}"))?
             .ok_or_else(|| format!("credential {id} does not exist"))?;
-        let usable = meta.is_global || meta.home_project_id == s.project_id || meta.shared_with_project_ids.iter().any(|p| *p == s.project_id);
+        let usable = meta.is_global
+            || meta.home_project_id == s.project_id
+            || meta
+                .shared_with_project_ids
+                .iter()
+                .any(|p| *p == s.project_id);
         if !usable {
             // Same answer as a missing one: the workflow's project cannot see it.
             return Err(format!("credential {id} does not exist"));
         }
         if meta.kind != cred_type {
-            return Err(format!("credential {id} is of type {}, the node needs {cred_type}", meta.kind));
+            return Err(format!(
+                "credential {id} is of type {}, the node needs {cred_type}",
+                meta.kind
+            ));
         }
-        let secret = s.handle.block_on(s.data.credentials.decrypt_secret(id)).map_err(|e| format!("credential {id}: {e}"))?;
+        let secret = s
+            .handle
+            .block_on(s.data.credentials.decrypt_secret(id))
+            .map_err(|e| format!("credential {id}: {e}"))?;
+        s.secrets.remember(secret.expose());
         Ok(secret.expose().clone())
     }
 }
@@ -117,13 +217,22 @@ impl WorkflowProvider for StoreWorkflows {
         }
         // Manual runs call drafts; other modes the published version when there is one.
         let body = match (&meta.active_version_id, s.mode) {
-            (Some(active), m) if m != ExecutionMode::Manual => s
-                .handle
-                .block_on(s.data.workflows.get_version(id, active))
-                .map_err(|e| format!("workflow {id}: {e}"))?
-                .ok_or_else(|| format!("published version {active} of workflow {id} does not exist"))?
-                .body,
-            _ => s.handle.block_on(s.data.workflows.get(id)).map_err(|e| format!("workflow {id}: {e}"))?.ok_or_else(|| format!("workflow {id} does not exist"))?.body,
+            (Some(active), m) if m != ExecutionMode::Manual => {
+                s.handle
+                    .block_on(s.data.workflows.get_version(id, active))
+                    .map_err(|e| format!("workflow {id}: {e}"))?
+                    .ok_or_else(|| {
+                        format!("published version {active} of workflow {id} does not exist")
+                    })?
+                    .body
+            }
+            _ => {
+                s.handle
+                    .block_on(s.data.workflows.get(id))
+                    .map_err(|e| format!("workflow {id}: {e}"))?
+                    .ok_or_else(|| format!("workflow {id} does not exist"))?
+                    .body
+            }
         };
         Ok(json!({
             "id": meta.id,
@@ -142,15 +251,29 @@ fn filter(f: &RowFilter) -> Result<Filter, String> {
         .conditions
         .iter()
         .map(|c| {
-            let op: Op = serde_json::from_value(Value::String(c.condition.clone())).map_err(|_| format!("unknown condition {:?}", c.condition))?;
-            Ok(Condition { column_name: c.column.clone(), condition: op, value: c.value.clone() })
+            let op: Op = serde_json::from_value(Value::String(c.condition.clone()))
+                .map_err(|_| format!("unknown condition {:?}", c.condition))?;
+            Ok(Condition {
+                column_name: c.column.clone(),
+                condition: op,
+                value: c.value.clone(),
+            })
         })
         .collect::<Result<Vec<_>, String>>()?;
-    Ok(Filter { kind: if f.match_all { FilterKind::And } else { FilterKind::Or }, conditions })
+    Ok(Filter {
+        kind: if f.match_all {
+            FilterKind::And
+        } else {
+            FilterKind::Or
+        },
+        conditions,
+    })
 }
 
 fn object(v: &Value) -> Result<Map<String, Value>, String> {
-    v.as_object().cloned().ok_or_else(|| "a row must be a JSON object".to_owned())
+    v.as_object()
+        .cloned()
+        .ok_or_else(|| "a row must be a JSON object".to_owned())
 }
 
 fn rows(rows: Vec<Map<String, Value>>) -> Vec<Value> {
@@ -165,20 +288,30 @@ impl StoreDataTables {
         if table.is_empty() {
             return Err("the node selects no data table".into());
         }
-        if let Some(t) = s.handle.block_on(s.data.data_tables.get(table)).map_err(|e| e.to_string())? {
+        if let Some(t) = s
+            .handle
+            .block_on(s.data.data_tables.get(table))
+            .map_err(|e| e.to_string())?
+        {
             if t.project_id == s.project_id {
                 return Ok(t.id);
             }
         }
         let page = s
             .handle
-            .block_on(s.data.data_tables.search(std::slice::from_ref(&s.project_id), Some(table), Some(50)))
+            .block_on(s.data.data_tables.search(
+                std::slice::from_ref(&s.project_id),
+                Some(table),
+                Some(50),
+            ))
             .map_err(|e| e.to_string())?;
         page.data
             .into_iter()
             .find(|t| t.name == table)
             .map(|t| t.id)
-            .ok_or_else(|| format!("data table {table:?} does not exist in this workflow's project"))
+            .ok_or_else(|| {
+                format!("data table {table:?} does not exist in this workflow's project")
+            })
     }
 }
 
@@ -187,7 +320,10 @@ impl DataTableProvider for StoreDataTables {
         let id = self.resolve(table)?;
         let maps = new_rows.iter().map(object).collect::<Result<Vec<_>, _>>()?;
         let s = &self.0;
-        s.handle.block_on(s.data.data_tables.insert_rows(&id, &maps)).map(rows).map_err(|e| e.to_string())
+        s.handle
+            .block_on(s.data.data_tables.insert_rows(&id, &maps))
+            .map(rows)
+            .map_err(|e| e.to_string())
     }
 
     fn get(&self, table: &str, f: &RowFilter, limit: Option<usize>) -> Result<Vec<Value>, String> {
@@ -198,12 +334,22 @@ impl DataTableProvider for StoreDataTables {
         let mut cursor = None;
         // `limit: None` is n8n's "return all": page through 1,000 at a time.
         loop {
-            let want = limit.map(|l| l.saturating_sub(out.len()).min(1000)).unwrap_or(1000);
+            let want = limit
+                .map(|l| l.saturating_sub(out.len()).min(1000))
+                .unwrap_or(1000);
             if want == 0 {
                 return Ok(out);
             }
-            let q = RowQuery { filter: filter.clone(), limit: Some(want), cursor: cursor.take(), ..RowQuery::default() };
-            let page = s.handle.block_on(s.data.data_tables.query(&id, &q)).map_err(|e| e.to_string())?;
+            let q = RowQuery {
+                filter: filter.clone(),
+                limit: Some(want),
+                cursor: cursor.take(),
+                ..RowQuery::default()
+            };
+            let page = s
+                .handle
+                .block_on(s.data.data_tables.query(&id, &q))
+                .map_err(|e| e.to_string())?;
             out.extend(rows(page.data));
             match page.next_cursor {
                 Some(c) => cursor = Some(c),
@@ -215,13 +361,23 @@ impl DataTableProvider for StoreDataTables {
     fn update(&self, table: &str, f: &RowFilter, set: &Value) -> Result<Vec<Value>, String> {
         let id = self.resolve(table)?;
         let s = &self.0;
-        s.handle.block_on(s.data.data_tables.update_rows(&id, &filter(f)?, &object(set)?)).map(rows).map_err(|e| e.to_string())
+        s.handle
+            .block_on(
+                s.data
+                    .data_tables
+                    .update_rows(&id, &filter(f)?, &object(set)?),
+            )
+            .map(rows)
+            .map_err(|e| e.to_string())
     }
 
     fn delete(&self, table: &str, f: &RowFilter) -> Result<Vec<Value>, String> {
         let id = self.resolve(table)?;
         let s = &self.0;
-        s.handle.block_on(s.data.data_tables.delete_rows(&id, &filter(f)?)).map(rows).map_err(|e| e.to_string())
+        s.handle
+            .block_on(s.data.data_tables.delete_rows(&id, &filter(f)?))
+            .map(rows)
+            .map_err(|e| e.to_string())
     }
 
     fn upsert(&self, table: &str, f: &RowFilter, row: &Value) -> Result<Vec<Value>, String> {
@@ -243,13 +399,44 @@ mod tests {
     fn filters_map_to_store_conditions() {
         let f = RowFilter {
             match_all: true,
-            conditions: vec![RowCondition { column: "name".into(), condition: "ilike".into(), value: json!("%a%") }],
+            conditions: vec![RowCondition {
+                column: "name".into(),
+                condition: "ilike".into(),
+                value: json!("%a%"),
+            }],
         };
         let out = filter(&f).unwrap();
         assert_eq!(out.kind, FilterKind::And);
         assert_eq!(out.conditions[0].condition, Op::Ilike);
-        let bad = RowFilter { match_all: false, conditions: vec![RowCondition { column: "x".into(), condition: "near".into(), value: Value::Null }] };
+        let bad = RowFilter {
+            match_all: false,
+            conditions: vec![RowCondition {
+                column: "x".into(),
+                condition: "near".into(),
+                value: Value::Null,
+            }],
+        };
         assert!(filter(&bad).unwrap_err().contains("near"));
+    }
+
+    #[test]
+    fn secrets_are_scrubbed_wherever_they_appear() {
+        let s = Secrets::default();
+        s.remember(&json!({"name": "X-Api-Key", "value": "tok-123456"}));
+        s.remember(&json!({"user": "alice", "password": "hunter22"}));
+        s.remember(&json!({"json": "{\"headers\": {\"k\": \"custom-secret\"}}"}));
+        let mut v = json!({"msg": "url http://h/?X-Api-Key=tok-123456 failed", "h": ["Basic YWxpY2U6aHVudGVyMjI="], "c": "custom-secret!"});
+        s.scrub(&mut v);
+        let text = v.to_string();
+        for leaked in [
+            "tok-123456",
+            "hunter22",
+            "YWxpY2U6aHVudGVyMjI=",
+            "custom-secret",
+        ] {
+            assert!(!text.contains(leaked), "{leaked} in {text}");
+        }
+        assert!(text.contains("X-Api-Key"), "names are not secret: {text}");
     }
 
     #[test]

@@ -79,7 +79,10 @@ pub enum WorkflowRef {
     /// The published version; an unpublished workflow is refused.
     Published(String),
     /// One saved version.
-    Version { workflow_id: String, version_id: String },
+    Version {
+        workflow_id: String,
+        version_id: String,
+    },
     /// Unsaved n8n workflow JSON (`nodes`, `connections`, `settings`, optional
     /// `id`/`name`), run with the credentials and tables of `project_id`.
     Inline { workflow: Value, project_id: String },
@@ -237,12 +240,17 @@ struct Inner {
 
 impl fmt::Debug for Executor {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Executor").field("settings", &self.inner.settings).finish()
+        f.debug_struct("Executor")
+            .field("settings", &self.inner.settings)
+            .finish()
     }
 }
 
 fn mode_str(mode: ExecutionMode) -> String {
-    serde_json::to_value(mode).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_else(|| "manual".into())
+    serde_json::to_value(mode)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_else(|| "manual".into())
 }
 
 fn iso_in(d: Duration) -> String {
@@ -257,21 +265,46 @@ fn describe(e: &engine::NodeError) -> String {
 }
 
 impl Executor {
-    pub fn new(data: InstanceData, sqs: aws_sdk_sqs::Client, runs_queue_url: impl Into<String>, settings: ExecutorSettings) -> Self {
+    pub fn new(
+        data: InstanceData,
+        sqs: aws_sdk_sqs::Client,
+        runs_queue_url: impl Into<String>,
+        settings: ExecutorSettings,
+    ) -> Self {
         let sweeper = Sweeper::new(&data.executions, sqs, runs_queue_url);
-        Executor { inner: Arc::new(Inner { data, sweeper, settings }) }
+        Executor {
+            inner: Arc::new(Inner {
+                data,
+                sweeper,
+                settings,
+            }),
+        }
     }
 
     /// Repositories, key provider and Runs queue from the configuration
     /// (once per process, at init).
-    pub async fn from_config(clients: &AwsClients, config: &Config, settings: ExecutorSettings) -> Result<Self> {
-        let data = InstanceData::new(clients, config).await?;
+    pub async fn from_config(
+        clients: &AwsClients,
+        config: &Config,
+        settings: ExecutorSettings,
+    ) -> Result<Self> {
+        let data = Box::pin(InstanceData::new(clients, config)).await?;
         let url = config.queue_url(QueueId::Runs)?.to_owned();
         Ok(Executor::new(data, clients.sqs.clone(), url, settings))
     }
 
     pub fn sweeper(&self) -> &Sweeper {
         &self.inner.sweeper
+    }
+
+    /// See [`Sweeper::resume_due`].
+    pub async fn resume_due(&self) -> Result<usize> {
+        self.inner.sweeper.resume_due().await
+    }
+
+    /// See [`Sweeper::mark_crashed`].
+    pub async fn mark_crashed(&self) -> Result<usize> {
+        self.inner.sweeper.mark_crashed().await
     }
 
     pub fn settings(&self) -> &ExecutorSettings {
@@ -286,7 +319,13 @@ impl Executor {
     pub async fn start_execution(&self, req: StartRequest) -> Result<ExecutionId> {
         let id = self.create(req).await?;
         if let Err(e) = self.inner.sweeper.enqueue(id.as_str()).await {
-            let _ = self.records().fail_unstarted(id.as_str(), &format!("the execution could not be queued: {e}")).await;
+            let _ = self
+                .records()
+                .fail_unstarted(
+                    id.as_str(),
+                    &format!("the execution could not be queued: {e}"),
+                )
+                .await;
             return Err(e);
         }
         tracing::info!(executionId = %id, "execution queued");
@@ -304,7 +343,10 @@ impl Executor {
             graph.node_or_err(d)?;
         }
         let max = self.inner.settings.max_timeout;
-        let timeout = req.timeout.unwrap_or(max).clamp(Duration::from_secs(1), max);
+        let timeout = req
+            .timeout
+            .unwrap_or(max)
+            .clamp(Duration::from_secs(1), max);
         let start = StartData {
             trigger: req.trigger,
             trigger_items: req.trigger_items,
@@ -326,7 +368,10 @@ impl Executor {
             })
             .await?;
         if let Err(e) = self.inner.data.executions.save_data(&exec.id, &doc).await {
-            let _ = self.records().fail_unstarted(&exec.id, &format!("the execution could not be stored: {e}")).await;
+            let _ = self
+                .records()
+                .fail_unstarted(&exec.id, &format!("the execution could not be stored: {e}"))
+                .await;
             return Err(e.into());
         }
         Ok(ExecutionId(exec.id))
@@ -335,67 +380,109 @@ impl Executor {
     /// `(workflow id for the record, workflow JSON with projectId)`.
     async fn snapshot(&self, w: &WorkflowRef) -> Result<(String, Value)> {
         let wfs = &self.inner.data.workflows;
-        let stored = |id: &str, project: &str, name: &str, body: store::data::workflows::WorkflowBody| {
-            json!({
-                "id": id,
-                "name": name,
-                "projectId": project,
-                "nodes": body.nodes,
-                "connections": body.connections,
-                "settings": if body.settings.is_object() { body.settings } else { json!({}) },
-            })
-        };
-        let meta_of = |id: &str| {
-            let id = id.to_owned();
-            async move {
-                let meta = wfs.meta(&id).await?.ok_or_else(|| ExecutionError::NotFound(format!("workflow {id}")))?;
-                if meta.is_archived {
-                    return Err(ExecutionError::Invalid(format!("workflow {id} is archived")));
-                }
-                Ok(meta)
-            }
-        };
+        let stored =
+            |id: &str, project: &str, name: &str, body: store::data::workflows::WorkflowBody| {
+                json!({
+                    "id": id,
+                    "name": name,
+                    "projectId": project,
+                    "nodes": body.nodes,
+                    "connections": body.connections,
+                    "settings": if body.settings.is_object() { body.settings } else { json!({}) },
+                })
+            };
         match w {
             WorkflowRef::Draft(id) => {
-                meta_of(id).await?;
-                let wf = wfs.get(id).await?.ok_or_else(|| ExecutionError::NotFound(format!("workflow {id}")))?;
-                Ok((id.clone(), stored(id, &wf.meta.project_id, &wf.meta.name, wf.body)))
+                self.live_meta(id).await?;
+                let wf = wfs
+                    .get(id)
+                    .await?
+                    .ok_or_else(|| ExecutionError::NotFound(format!("workflow {id}")))?;
+                Ok((
+                    id.clone(),
+                    stored(id, &wf.meta.project_id, &wf.meta.name, wf.body),
+                ))
             }
             WorkflowRef::Published(id) => {
-                let meta = meta_of(id).await?;
+                let meta = self.live_meta(id).await?;
                 let active = meta.active_version_id.clone().ok_or_else(|| {
                     ExecutionError::Invalid(format!("workflow {id} is not published: publish it, or run its draft in manual mode"))
                 })?;
-                let v = wfs.get_version(id, &active).await?.ok_or_else(|| ExecutionError::NotFound(format!("version {active} of workflow {id}")))?;
+                let v = wfs.get_version(id, &active).await?.ok_or_else(|| {
+                    ExecutionError::NotFound(format!("version {active} of workflow {id}"))
+                })?;
                 Ok((id.clone(), stored(id, &meta.project_id, &meta.name, v.body)))
             }
-            WorkflowRef::Version { workflow_id, version_id } => {
-                let meta = meta_of(workflow_id).await?;
+            WorkflowRef::Version {
+                workflow_id,
+                version_id,
+            } => {
+                let meta = self.live_meta(workflow_id).await?;
                 let v = wfs
                     .get_version(workflow_id, version_id)
                     .await?
-                    .ok_or_else(|| ExecutionError::NotFound(format!("version {version_id} of workflow {workflow_id}")))?;
-                Ok((workflow_id.clone(), stored(workflow_id, &meta.project_id, &meta.name, v.body)))
+                    .ok_or_else(|| {
+                        ExecutionError::NotFound(format!(
+                            "version {version_id} of workflow {workflow_id}"
+                        ))
+                    })?;
+                Ok((
+                    workflow_id.clone(),
+                    stored(workflow_id, &meta.project_id, &meta.name, v.body),
+                ))
             }
-            WorkflowRef::Inline { workflow, project_id } => {
+            WorkflowRef::Inline {
+                workflow,
+                project_id,
+            } => {
                 let Value::Object(mut wf) = workflow.clone() else {
-                    return Err(ExecutionError::Invalid("workflow JSON must be an object".into()));
+                    return Err(ExecutionError::Invalid(
+                        "workflow JSON must be an object".into(),
+                    ));
                 };
-                let id = wf.get("id").and_then(Value::as_str).filter(|s| !s.is_empty()).unwrap_or("unsaved").to_owned();
+                let id = wf
+                    .get("id")
+                    .and_then(Value::as_str)
+                    .filter(|s| !s.is_empty())
+                    .unwrap_or("unsaved")
+                    .to_owned();
                 wf.insert("projectId".into(), json!(project_id));
                 Ok((id, Value::Object(wf)))
             }
         }
     }
 
+    /// A workflow's metadata, refusing archived workflows.
+    async fn live_meta(&self, id: &str) -> Result<store::data::workflows::WorkflowMeta> {
+        let meta = self
+            .inner
+            .data
+            .workflows
+            .meta(id)
+            .await?
+            .ok_or_else(|| ExecutionError::NotFound(format!("workflow {id}")))?;
+        if meta.is_archived {
+            return Err(ExecutionError::Invalid(format!(
+                "workflow {id} is archived"
+            )));
+        }
+        Ok(meta)
+    }
+
     /// Where an execution stands (one consistent read).
     pub async fn outcome(&self, id: &str) -> Result<ExecutionOutcome> {
-        let meta = self.records().meta(id).await?.ok_or_else(|| ExecutionError::NotFound(format!("execution {id}")))?;
+        let meta = self
+            .records()
+            .meta(id)
+            .await?
+            .ok_or_else(|| ExecutionError::NotFound(format!("execution {id}")))?;
         Ok(ExecutionOutcome {
             execution_id: ExecutionId(id.to_owned()),
             status: meta.status,
             error: meta.error_message,
-            wait_till: meta.wait_till.filter(|_| meta.status == ExecutionStatus::Waiting),
+            wait_till: meta
+                .wait_till
+                .filter(|_| meta.status == ExecutionStatus::Waiting),
         })
     }
 
@@ -406,7 +493,8 @@ impl Executor {
         let mut pause = Duration::from_millis(100);
         loop {
             let o = self.outcome(id).await?;
-            if o.is_finished() || o.status == ExecutionStatus::Waiting || Instant::now() >= deadline {
+            if o.is_finished() || o.status == ExecutionStatus::Waiting || Instant::now() >= deadline
+            {
                 return Ok(o);
             }
             tokio::time::sleep(pause.min(deadline.saturating_duration_since(Instant::now()))).await;
@@ -415,7 +503,12 @@ impl Executor {
     }
 
     /// Starts an execution and waits up to `wait` for its outcome.
-    pub async fn execute_and_wait(&self, mut req: StartRequest, wait: Duration, dispatch: Dispatch) -> Result<ExecutionOutcome> {
+    pub async fn execute_and_wait(
+        &self,
+        mut req: StartRequest,
+        wait: Duration,
+        dispatch: Dispatch,
+    ) -> Result<ExecutionOutcome> {
         match dispatch {
             Dispatch::Queue => {
                 let id = self.start_execution(req).await?;
@@ -437,8 +530,13 @@ impl Executor {
     /// finished execution is left as it is.
     pub async fn stop_execution(&self, id: &str) -> Result<ExecutionOutcome> {
         let records = self.records();
-        let meta = records.request_cancel(id).await?.ok_or_else(|| ExecutionError::NotFound(format!("execution {id}")))?;
-        if matches!(meta.status, ExecutionStatus::New | ExecutionStatus::Waiting) && records.cancel_idle(id).await? {
+        let meta = records
+            .request_cancel(id)
+            .await?
+            .ok_or_else(|| ExecutionError::NotFound(format!("execution {id}")))?;
+        if matches!(meta.status, ExecutionStatus::New | ExecutionStatus::Waiting)
+            && records.cancel_idle(id).await?
+        {
             tracing::info!(executionId = %id, "execution canceled before it ran");
         }
         self.outcome(id).await
@@ -446,10 +544,16 @@ impl Executor {
 
     /// The SQS consumer's body: runs each record's execution; returns the
     /// message ids to report failed (redelivered, then dead-lettered).
-    pub async fn handle_queue_batch(&self, batch: impl IntoIterator<Item = QueueRecord>) -> Vec<String> {
+    pub async fn handle_queue_batch(
+        &self,
+        batch: impl IntoIterator<Item = QueueRecord>,
+    ) -> Vec<String> {
         let mut failed = Vec::new();
         for record in batch {
-            let msg = record.body.as_deref().map(serde_json::from_str::<RunMessage>);
+            let msg = record
+                .body
+                .as_deref()
+                .map(serde_json::from_str::<RunMessage>);
             let Some(Ok(msg)) = msg else {
                 // Kept for the dead-letter queue, where someone can look at it.
                 tracing::error!(message_id = %record.message_id, "malformed Runs message");
@@ -457,8 +561,12 @@ impl Executor {
                 continue;
             };
             match self.run_execution(msg.execution_id.as_str()).await {
-                Ok(RunResult::Ran(o)) => tracing::info!(executionId = %o.execution_id, status = o.status.as_str(), "execution ran"),
-                Ok(RunResult::Skipped(reason)) => tracing::info!(executionId = %msg.execution_id, ?reason, "delivery skipped"),
+                Ok(RunResult::Ran(o)) => {
+                    tracing::info!(executionId = %o.execution_id, status = o.status.as_str(), "execution ran")
+                }
+                Ok(RunResult::Skipped(reason)) => {
+                    tracing::info!(executionId = %msg.execution_id, ?reason, "delivery skipped")
+                }
                 Err(e) => {
                     tracing::error!(executionId = %msg.execution_id, error = %e, "execution could not be run; will be redelivered");
                     failed.push(record.message_id);
@@ -473,7 +581,9 @@ impl Executor {
     /// recording the result failed (the message should be redelivered).
     pub async fn run_execution(&self, id: &str) -> Result<RunResult> {
         let span = tracing::info_span!("execution", executionId = %id);
-        self.run_traced(id).instrument(span).await
+        // Boxed: the run's future is deep (engine join, SDK calls); unboxed,
+        // a Lambda main that nests it overflows the compiler's layout depth.
+        Box::pin(self.run_traced(id).instrument(span)).await
     }
 
     async fn run_traced(&self, id: &str) -> Result<RunResult> {
@@ -507,7 +617,17 @@ impl Executor {
             _ => return Ok(RunResult::Skipped(SkipReason::AlreadyFinished)),
         }
         let owner = uuid::Uuid::new_v4().simple().to_string();
-        if records.claim(id, &owner, &iso_in(self.inner.settings.lease), &now).await? == Claim::Refused {
+        if records
+            .claim(
+                id,
+                meta.status,
+                &owner,
+                &iso_in(self.inner.settings.lease),
+                &now,
+            )
+            .await?
+            == Claim::Refused
+        {
             // Someone else claimed or finished it between our read and write.
             return Ok(RunResult::Skipped(SkipReason::RunningElsewhere));
         }
@@ -517,7 +637,10 @@ impl Executor {
             Err(e) => {
                 let message = format!("the executor failed: {e}");
                 tracing::error!(error = %message, "run failed");
-                if records.finish(id, &owner, ExecutionStatus::Error, Some(&message)).await? {
+                if records
+                    .finish(id, &owner, ExecutionStatus::Error, Some(&message))
+                    .await?
+                {
                     Ok(RunResult::Ran(ExecutionOutcome {
                         execution_id: ExecutionId(id.to_owned()),
                         status: ExecutionStatus::Error,
@@ -536,19 +659,38 @@ impl Executor {
         let data = &self.inner.data;
         let settings = &self.inner.settings;
         let records = self.records();
-        let exec = data.executions.get(id).await?.ok_or_else(|| ExecutionError::NotFound(format!("execution {id}")))?;
+        let exec = data
+            .executions
+            .get(id)
+            .await?
+            .ok_or_else(|| ExecutionError::NotFound(format!("execution {id}")))?;
         let doc = data
             .executions
             .get_data(id, &DataSelection::default())
             .await?
-            .ok_or_else(|| ExecutionError::Corrupt { id: id.to_owned(), reason: "no execution document".into() })?;
+            .ok_or_else(|| ExecutionError::Corrupt {
+                id: id.to_owned(),
+                reason: "no execution document".into(),
+            })?;
         let loaded = document::load(id, doc)?;
-        let timeout = Duration::from_secs(loaded.start.timeout_secs).clamp(Duration::from_secs(1), settings.max_timeout);
+        let timeout = Duration::from_secs(loaded.start.timeout_secs)
+            .clamp(Duration::from_secs(1), settings.max_timeout);
         let workflow = loaded.workflow.clone();
         let start = loaded.start.clone();
         let graph = match Graph::from_json(&loaded.workflow) {
             Ok(g) => g,
-            Err(e) => return self.end(id, owner, ExecutionStatus::Error, &e.to_string(), document::failed_before_run(&workflow, &start, &e.to_string())).await,
+            Err(e) => {
+                return self
+                    .end(
+                        id,
+                        owner,
+                        ExecutionStatus::Error,
+                        &e.to_string(),
+                        document::failed_before_run(&workflow, &start, &e.to_string()),
+                        &host::Secrets::default(),
+                    )
+                    .await
+            }
         };
 
         let mut engine_settings = EngineSettings {
@@ -558,11 +700,13 @@ impl Executor {
             ..EngineSettings::default()
         };
         settings.http.apply(&mut engine_settings);
+        let secrets = host::Secrets::default();
         let host = host::host(host::Scope {
             data: data.clone(),
             handle: tokio::runtime::Handle::current(),
             project_id: loaded.project_id.clone(),
             mode: exec.mode,
+            secrets: secrets.clone(),
         });
         let cancel = CancelToken::new();
         let job = {
@@ -628,31 +772,77 @@ impl Executor {
                 break None;
             }
         };
-        let timeout_message = format!("Execution timed out after {} s (the execution's timeout)", timeout.as_secs());
+        let timeout_message = format!(
+            "Execution timed out after {} s (the execution's timeout)",
+            timeout.as_secs()
+        );
         let (mut state, _stats) = match joined {
             None => {
-                let msg = format!("{timeout_message}; the engine did not stop in time and was abandoned");
-                return self.end(id, owner, ExecutionStatus::Error, &msg, document::failed_before_run(&workflow, &start, &msg)).await;
+                let msg =
+                    format!("{timeout_message}; the engine did not stop in time and was abandoned");
+                return self
+                    .end(
+                        id,
+                        owner,
+                        ExecutionStatus::Error,
+                        &msg,
+                        document::failed_before_run(&workflow, &start, &msg),
+                        &secrets,
+                    )
+                    .await;
             }
             Some(Err(join)) => {
                 let msg = format!("the engine crashed: {join}");
-                return self.end(id, owner, ExecutionStatus::Error, &msg, document::failed_before_run(&workflow, &start, &msg)).await;
+                return self
+                    .end(
+                        id,
+                        owner,
+                        ExecutionStatus::Error,
+                        &msg,
+                        document::failed_before_run(&workflow, &start, &msg),
+                        &secrets,
+                    )
+                    .await;
             }
             Some(Ok(Err(e))) => {
                 let msg = e.to_string();
-                return self.end(id, owner, ExecutionStatus::Error, &msg, document::failed_before_run(&workflow, &start, &msg)).await;
+                return self
+                    .end(
+                        id,
+                        owner,
+                        ExecutionStatus::Error,
+                        &msg,
+                        document::failed_before_run(&workflow, &start, &msg),
+                        &secrets,
+                    )
+                    .await;
             }
             Some(Ok(Ok(r))) => r,
         };
         if !canceled_by_user {
             // A stop request that landed after the last poll still counts.
-            canceled_by_user = records.meta(id).await?.is_some_and(|m| m.cancel_requested) && state.status != engine::ExecutionStatus::Success;
+            canceled_by_user = records.meta(id).await?.is_some_and(|m| m.cancel_requested)
+                && state.status != engine::ExecutionStatus::Success;
         }
         let (status, message) = match state.status {
             engine::ExecutionStatus::Success => (ExecutionStatus::Success, None),
-            engine::ExecutionStatus::Error => (ExecutionStatus::Error, Some(state.error.as_ref().map(describe).unwrap_or_else(|| "the workflow failed".into()))),
-            engine::ExecutionStatus::Canceled | engine::ExecutionStatus::Waiting if canceled_by_user => {
-                (ExecutionStatus::Canceled, Some("The execution was canceled".to_owned()))
+            engine::ExecutionStatus::Error => (
+                ExecutionStatus::Error,
+                Some(
+                    state
+                        .error
+                        .as_ref()
+                        .map(describe)
+                        .unwrap_or_else(|| "the workflow failed".into()),
+                ),
+            ),
+            engine::ExecutionStatus::Canceled | engine::ExecutionStatus::Waiting
+                if canceled_by_user =>
+            {
+                (
+                    ExecutionStatus::Canceled,
+                    Some("The execution was canceled".to_owned()),
+                )
             }
             engine::ExecutionStatus::Canceled => {
                 // Nobody asked to stop it: the engine's deadline fired.
@@ -662,7 +852,10 @@ impl Executor {
                 (ExecutionStatus::Error, Some(timeout_message.clone()))
             }
             engine::ExecutionStatus::Waiting => (ExecutionStatus::Waiting, None),
-            other => (ExecutionStatus::Error, Some(format!("the engine ended with status {other:?}"))),
+            other => (
+                ExecutionStatus::Error,
+                Some(format!("the engine ended with status {other:?}")),
+            ),
         };
         let error_value = match (&state.error, &message) {
             (Some(e), _) => serde_json::to_value(e).ok(),
@@ -672,14 +865,42 @@ impl Executor {
         if status == ExecutionStatus::Waiting {
             let Some(wait_till) = state.wait_till.as_deref().and_then(db::parse_iso) else {
                 let msg = "the engine parked the execution without a resume time";
-                return self.end(id, owner, ExecutionStatus::Error, msg, document::failed_before_run(&workflow, &start, msg)).await;
+                return self
+                    .end(
+                        id,
+                        owner,
+                        ExecutionStatus::Error,
+                        msg,
+                        document::failed_before_run(&workflow, &start, msg),
+                        &secrets,
+                    )
+                    .await;
             };
-            let doc = document::after_run(&workflow, &start, &state, error_value.as_ref(), true)?;
+            let mut doc =
+                document::after_run(&workflow, &start, &state, error_value.as_ref(), true)?;
+            secrets.scrub(&mut doc);
             data.executions.save_data(id, &doc).await?;
             if !records.park(id, owner, &wait_till).await? {
                 return Ok(RunResult::Skipped(SkipReason::LostLease));
             }
             tracing::info!(waitTill = %wait_till, "execution waiting");
+            // A wait within SQS's 15-minute delay gets its resume message now,
+            // due a second after waitTill: it resumes on time instead of at
+            // the next minute sweep (which stays the fallback).
+            let remaining = time::OffsetDateTime::parse(
+                &wait_till,
+                &time::format_description::well_known::Rfc3339,
+            )
+            .map(|t| t - time::OffsetDateTime::now_utc())
+            .ok()
+            .and_then(|d| Duration::try_from(d).ok())
+            .unwrap_or_default();
+            if remaining <= Duration::from_secs(899) {
+                let delay = Duration::from_secs(remaining.as_secs() + 1);
+                if let Err(e) = self.inner.sweeper.enqueue_delayed(id, delay).await {
+                    tracing::warn!(error = %e, "could not queue the resume; the sweep will");
+                }
+            }
             return Ok(RunResult::Ran(ExecutionOutcome {
                 execution_id: ExecutionId(id.to_owned()),
                 status,
@@ -688,14 +909,32 @@ impl Executor {
             }));
         }
         let doc = document::after_run(&workflow, &start, &state, error_value.as_ref(), false)?;
-        self.end(id, owner, status, message.as_deref().unwrap_or_default(), doc).await
+        self.end(
+            id,
+            owner,
+            status,
+            message.as_deref().unwrap_or_default(),
+            doc,
+            &secrets,
+        )
+        .await
     }
 
     /// Stores the document, then the final status (in that order, so a
     /// reader that sees the status also finds the run data).
-    async fn end(&self, id: &str, owner: &str, status: ExecutionStatus, message: &str, doc: Value) -> Result<RunResult> {
+    async fn end(
+        &self,
+        id: &str,
+        owner: &str,
+        status: ExecutionStatus,
+        message: &str,
+        mut doc: Value,
+        secrets: &host::Secrets,
+    ) -> Result<RunResult> {
+        secrets.scrub(&mut doc);
+        let message = secrets.scrub_str(message);
         self.inner.data.executions.save_data(id, &doc).await?;
-        let error = (!message.is_empty()).then_some(message);
+        let error = (!message.is_empty()).then_some(message.as_str());
         if !self.records().finish(id, owner, status, error).await? {
             tracing::warn!("lease lost before the result was recorded");
             return Ok(RunResult::Skipped(SkipReason::LostLease));

@@ -37,16 +37,22 @@ pub(crate) struct Meta {
 }
 
 fn parse_status(v: &str) -> ExecutionStatus {
-    serde_json::from_value(serde_json::Value::String(v.to_owned())).unwrap_or(ExecutionStatus::Unknown)
+    serde_json::from_value(serde_json::Value::String(v.to_owned()))
+        .unwrap_or(ExecutionStatus::Unknown)
 }
 
 impl Meta {
     fn from_item(item: &Item) -> Meta {
         Meta {
-            status: get_s(item, "status").map(parse_status).unwrap_or(ExecutionStatus::Unknown),
+            status: get_s(item, "status")
+                .map(parse_status)
+                .unwrap_or(ExecutionStatus::Unknown),
             wait_till: get_s(item, "waitTill").map(str::to_owned),
             lease_until: get_s(item, "leaseUntil").map(str::to_owned),
-            cancel_requested: matches!(item.get("cancelRequested"), Some(AttributeValue::Bool(true))),
+            cancel_requested: matches!(
+                item.get("cancelRequested"),
+                Some(AttributeValue::Bool(true))
+            ),
             error_message: get_s(item, "errorMessage").map(str::to_owned),
         }
     }
@@ -78,14 +84,35 @@ impl Records {
     }
 
     pub async fn meta(&self, id: &str) -> Result<Option<Meta>> {
-        Ok(self.table.get_raw(&pk(id), "meta").await?.as_ref().map(Meta::from_item))
+        Ok(self
+            .table
+            .get_raw(&pk(id), "meta")
+            .await?
+            .as_ref()
+            .map(Meta::from_item))
     }
 
     /// Takes the execution for `owner` until `lease_until`: from `new`, or
     /// from `waiting` once its time has come. A running execution is never
     /// taken over, even with an expired lease (its effects are unknown: the
     /// sweep marks it crashed instead).
-    pub async fn claim(&self, id: &str, owner: &str, lease_until: &str, now: &str) -> Result<Claim> {
+    pub async fn claim(
+        &self,
+        id: &str,
+        from: ExecutionStatus,
+        owner: &str,
+        lease_until: &str,
+        now: &str,
+    ) -> Result<Claim> {
+        // The store writes `startedAt: NULL` at create, so `if_not_exists`
+        // cannot be used: a first run stamps it, a resume keeps it.
+        let (set_started, condition) = match from {
+            ExecutionStatus::New => (", startedAt = :now", "attribute_exists(pk) AND #st = :new"),
+            _ => (
+                "",
+                "attribute_exists(pk) AND #st = :waiting AND waitTill <= :now",
+            ),
+        };
         // The index item first: if we die right after the claim, the sweep
         // still finds the execution. A claim that then fails leaves a stale
         // hint, which the sweep re-checks and drops.
@@ -99,15 +126,21 @@ impl Records {
             .update_item()
             .table_name(&self.table.name)
             .set_key(Some(key(pk(id), "meta")))
-            .update_expression(
-                "SET #st = :running, leaseOwner = :owner, leaseUntil = :lease, startedAt = if_not_exists(startedAt, :now), \
-                 waitTill = :null, cancelRequested = if_not_exists(cancelRequested, :false)",
-            )
-            .condition_expression("attribute_exists(pk) AND (#st = :new OR (#st = :waiting AND waitTill <= :now))")
+            .update_expression(format!(
+                "SET #st = :running, leaseOwner = :owner, leaseUntil = :lease, waitTill = :null, \
+                 cancelRequested = if_not_exists(cancelRequested, :false){set_started}"
+            ))
+            .condition_expression(condition)
             .expression_attribute_names("#st", "status")
             .expression_attribute_values(":running", s("running"))
-            .expression_attribute_values(":new", s("new"))
-            .expression_attribute_values(":waiting", s("waiting"))
+            .expression_attribute_values(
+                if from == ExecutionStatus::New {
+                    ":new"
+                } else {
+                    ":waiting"
+                },
+                s(from.as_str()),
+            )
             .expression_attribute_values(":owner", s(owner))
             .expression_attribute_values(":lease", s(lease_until))
             .expression_attribute_values(":now", s(now))
@@ -164,7 +197,13 @@ impl Records {
     }
 
     /// Ends a run we own with a final status. `false` when the lease was lost.
-    pub async fn finish(&self, id: &str, owner: &str, status: ExecutionStatus, error: Option<&str>) -> Result<bool> {
+    pub async fn finish(
+        &self,
+        id: &str,
+        owner: &str,
+        status: ExecutionStatus,
+        error: Option<&str>,
+    ) -> Result<bool> {
         let t = &self.table.name;
         let mut values = vec![
             (":st", s(status.as_str())),
@@ -205,7 +244,12 @@ impl Records {
                 "SET #st = :waiting, waitTill = :wt REMOVE leaseOwner, leaseUntil",
                 Some("#st = :running AND leaseOwner = :owner"),
                 &[("#st", "status")],
-                vec![(":waiting", s("waiting")), (":wt", s(wait_till)), (":running", s("running")), (":owner", s(owner))],
+                vec![
+                    (":waiting", s("waiting")),
+                    (":wt", s(wait_till)),
+                    (":running", s("running")),
+                    (":owner", s(owner)),
+                ],
             )?,
             tx_delete(t, key(pk(id), "lease"), None)?,
             tx_put(t, marker(id, "wait", WAITING_INDEX, wait_till), None)?,
@@ -338,7 +382,12 @@ impl Records {
                 .send()
                 .await
                 .map_err(StoreError::dynamo)?;
-            out.extend(page.items.unwrap_or_default().iter().filter_map(|i| get_s(i, "executionId").map(str::to_owned)));
+            out.extend(
+                page.items
+                    .unwrap_or_default()
+                    .iter()
+                    .filter_map(|i| get_s(i, "executionId").map(str::to_owned)),
+            );
             if out.len() >= limit {
                 out.truncate(limit);
                 return Ok(out);

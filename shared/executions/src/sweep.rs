@@ -31,7 +31,11 @@ pub struct Sweeper {
 }
 
 impl Sweeper {
-    pub fn new(executions: &store::data::Executions, sqs: aws_sdk_sqs::Client, runs_queue_url: impl Into<String>) -> Self {
+    pub fn new(
+        executions: &store::data::Executions,
+        sqs: aws_sdk_sqs::Client,
+        runs_queue_url: impl Into<String>,
+    ) -> Self {
         Sweeper {
             records: Records::new(executions.table().clone()),
             sqs,
@@ -45,15 +49,28 @@ impl Sweeper {
     pub fn from_config(clients: &AwsClients, config: &Config) -> Result<Self> {
         let table = Table::new(clients.dynamo.clone(), config.table(TableId::Executions)?);
         let url = config.queue_url(QueueId::Runs)?;
-        Ok(Sweeper::new(&store::data::Executions::new(table), clients.sqs.clone(), url))
+        Ok(Sweeper::new(
+            &store::data::Executions::new(table),
+            clients.sqs.clone(),
+            url,
+        ))
     }
 
     pub(crate) async fn enqueue(&self, id: &str) -> Result<()> {
-        let body = serde_json::to_string(&RunMessage { execution_id: id.into() }).map_err(|e| ExecutionError::Queue(e.to_string()))?;
+        self.enqueue_delayed(id, Duration::ZERO).await
+    }
+
+    /// SQS delays up to 15 minutes; longer waits are left to the sweep.
+    pub(crate) async fn enqueue_delayed(&self, id: &str, delay: Duration) -> Result<()> {
+        let body = serde_json::to_string(&RunMessage {
+            execution_id: id.into(),
+        })
+        .map_err(|e| ExecutionError::Queue(e.to_string()))?;
         self.sqs
             .send_message()
             .queue_url(&self.queue_url)
             .message_body(body)
+            .delay_seconds(delay.as_secs().min(900) as i32)
             .send()
             .await
             .map_err(|e| ExecutionError::Queue(store::StoreError::sqs(e).to_string()))?;
@@ -68,11 +85,13 @@ impl Sweeper {
         let due = self.records.due_waiting(&now, self.batch).await?;
         let mut sent = 0;
         for id in due {
-            self.enqueue(&id).await?;
-            // Moves the index entry ahead, so the next sweeps do not enqueue
-            // it again while the message is in flight.
+            // Moves the index entry ahead first, so the next sweeps do not
+            // enqueue it again while the message is in flight (and a fast
+            // executor's claim, which drops the entry, comes after this).
+            // If the send fails, the entry comes due again later.
             let later = db::iso(time::OffsetDateTime::now_utc() + self.redrive_after);
             self.records.reindex_wait(&id, &later).await?;
+            self.enqueue(&id).await?;
             tracing::info!(executionId = %id, "waiting execution is due: queued");
             sent += 1;
         }
@@ -107,6 +126,10 @@ impl Sweeper {
 
     /// Both, as the minute sweep runs them.
     pub async fn sweep(&self) -> Result<SweepReport> {
-        Ok(SweepReport { crashed: self.mark_crashed().await?, resumed: self.resume_due().await? })
+        // Boxed: keeps the sweep function's future shallow (see `run_execution`).
+        Ok(SweepReport {
+            crashed: Box::pin(self.mark_crashed()).await?,
+            resumed: Box::pin(self.resume_due()).await?,
+        })
     }
 }

@@ -17,9 +17,19 @@ fn manual(id: &str) -> StartRequest {
 }
 
 fn set_if_workflow() -> Value {
-    let mut wf = chain(vec![trigger(), set("Set", "n", json!(7)), if_gt("If", "n", 5.0)]);
-    wf["nodes"].as_array_mut().unwrap().push(set("Big", "size", json!("big")));
-    wf["nodes"].as_array_mut().unwrap().push(set("Small", "size", json!("small")));
+    let mut wf = chain(vec![
+        trigger(),
+        set("Set", "n", json!(7)),
+        if_gt("If", "n", 5.0),
+    ]);
+    wf["nodes"]
+        .as_array_mut()
+        .unwrap()
+        .push(set("Big", "size", json!("big")));
+    wf["nodes"]
+        .as_array_mut()
+        .unwrap()
+        .push(set("Small", "size", json!("small")));
     wf["connections"]["If"] = json!({ "main": [[{ "node": "Big", "type": "main", "index": 0 }], [{ "node": "Small", "type": "main", "index": 0 }]] });
     wf
 }
@@ -36,11 +46,21 @@ fn assert_set_if_ran(doc: &Value) {
 async fn manual_execution_runs_inline() {
     let c = ctx().await;
     let wf = c.workflow(&set_if_workflow()).await;
-    let o = c.executor.execute_and_wait(manual(&wf), Duration::from_secs(30), Dispatch::Inline).await.unwrap();
+    let o = c
+        .executor
+        .execute_and_wait(manual(&wf), Duration::from_secs(30), Dispatch::Inline)
+        .await
+        .unwrap();
     assert_eq!(o.status, ExecutionStatus::Success, "{o:?}");
     assert!(o.error.is_none());
     assert_set_if_ran(&c.run_data(o.execution_id.as_str()).await);
-    let rec = c.data.executions.get(o.execution_id.as_str()).await.unwrap().unwrap();
+    let rec = c
+        .data
+        .executions
+        .get(o.execution_id.as_str())
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(rec.workflow_id, wf);
     assert_eq!(rec.mode, ExecutionMode::Manual);
     assert!(rec.started_at.is_some() && rec.stopped_at.is_some());
@@ -53,7 +73,10 @@ async fn manual_execution_runs_through_the_queue_and_a_duplicate_delivery_does_n
     let c = ctx().await;
     let wf = c.workflow(&set_if_workflow()).await;
     let id = c.executor.start_execution(manual(&wf)).await.unwrap();
-    assert_eq!(c.executor.outcome(id.as_str()).await.unwrap().status, ExecutionStatus::New);
+    assert_eq!(
+        c.executor.outcome(id.as_str()).await.unwrap().status,
+        ExecutionStatus::New
+    );
     let batch = c.receive(Duration::from_secs(5)).await;
     assert_eq!(batch.len(), 1);
     assert!(batch[0].body.as_deref().unwrap().contains(id.as_str()));
@@ -66,21 +89,39 @@ async fn manual_execution_runs_through_the_queue_and_a_duplicate_delivery_does_n
 
     // The same message again: acknowledged, nothing runs or changes.
     assert!(c.executor.handle_queue_batch(batch).await.is_empty());
-    assert_eq!(c.executor.run_execution(id.as_str()).await.unwrap(), RunResult::Skipped(SkipReason::AlreadyFinished));
-    assert_eq!(c.data.executions.get(id.as_str()).await.unwrap().unwrap(), first);
+    assert_eq!(
+        c.executor.run_execution(id.as_str()).await.unwrap(),
+        RunResult::Skipped(SkipReason::AlreadyFinished)
+    );
+    assert_eq!(
+        c.data.executions.get(id.as_str()).await.unwrap().unwrap(),
+        first
+    );
 }
 
 #[tokio::test]
 async fn concurrent_deliveries_run_an_execution_once() {
-    let c = ctx_with(executions::ExecutorSettings { inline_wait: Duration::from_secs(5), ..settings() }).await;
+    let c = ctx_with(executions::ExecutorSettings {
+        inline_wait: Duration::from_secs(5),
+        ..settings()
+    })
+    .await;
     // A 1 s in-process wait keeps the first run busy while the others arrive.
-    let wf = c.workflow(&chain(vec![trigger(), wait_secs("Wait", 1), set("Set", "done", json!(1))])).await;
+    let wf = c
+        .workflow(&chain(vec![
+            trigger(),
+            wait_secs("Wait", 1),
+            set("Set", "done", json!(1)),
+        ]))
+        .await;
     let id = c.executor.start_execution(manual(&wf)).await.unwrap();
     let mut runs = Vec::new();
     for _ in 0..3 {
         let ex = c.executor.clone();
         let id = id.clone();
-        runs.push(tokio::spawn(async move { ex.run_execution(id.as_str()).await.unwrap() }));
+        runs.push(tokio::spawn(async move {
+            ex.run_execution(id.as_str()).await.unwrap()
+        }));
     }
     let mut ran = 0;
     for r in runs {
@@ -89,52 +130,123 @@ async fn concurrent_deliveries_run_an_execution_once() {
                 assert_eq!(o.status, ExecutionStatus::Success);
                 ran += 1;
             }
-            RunResult::Skipped(reason) => assert!(matches!(reason, SkipReason::RunningElsewhere | SkipReason::AlreadyFinished), "{reason:?}"),
+            RunResult::Skipped(reason) => assert!(
+                matches!(
+                    reason,
+                    SkipReason::RunningElsewhere | SkipReason::AlreadyFinished
+                ),
+                "{reason:?}"
+            ),
         }
     }
     assert_eq!(ran, 1, "exactly one delivery runs it");
-    assert_eq!(c.run_data(id.as_str()).await["resultData"]["runData"]["Set"].as_array().unwrap().len(), 1);
+    assert_eq!(
+        c.run_data(id.as_str()).await["resultData"]["runData"]["Set"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
 }
 
 #[tokio::test]
 async fn a_wait_parks_the_execution_and_resume_due_finishes_it() {
     let c = ctx().await;
-    let wf = c.workflow(&chain(vec![trigger(), set("Before", "a", json!(1)), wait_secs("Wait", 2), set("After", "b", json!(2))])).await;
+    let wf = c
+        .workflow(&chain(vec![
+            trigger(),
+            set("Before", "a", json!(1)),
+            wait_secs("Wait", 2),
+            set("After", "b", json!(2)),
+        ]))
+        .await;
     let id = c.executor.start_execution(manual(&wf)).await.unwrap();
     let start_msg = c.receive(Duration::from_secs(5)).await;
-    assert!(c.executor.handle_queue_batch(start_msg.clone()).await.is_empty());
+    assert!(c
+        .executor
+        .handle_queue_batch(start_msg.clone())
+        .await
+        .is_empty());
     let o = c.executor.outcome(id.as_str()).await.unwrap();
     assert_eq!(o.status, ExecutionStatus::Waiting, "{o:?}");
     assert!(o.wait_till.is_some());
     let doc = c.run_data(id.as_str()).await;
     assert_eq!(output(&doc, "Before", 0), vec![json!({"a": 1})]);
     assert!(doc["resultData"]["runData"].get("After").is_none());
-    assert!(doc["executionData"]["engineState"]["stack"].is_array(), "the engine's state is stored for the resume");
+    assert!(
+        doc["executionData"]["engineState"]["stack"].is_array(),
+        "the engine's state is stored for the resume"
+    );
 
     // Not due yet: neither the sweep nor a duplicate delivery resumes it.
     assert_eq!(c.executor.sweeper().resume_due().await.unwrap(), 0);
-    assert_eq!(c.executor.run_execution(id.as_str()).await.unwrap(), RunResult::Skipped(SkipReason::NotDue));
+    assert_eq!(
+        c.executor.run_execution(id.as_str()).await.unwrap(),
+        RunResult::Skipped(SkipReason::NotDue)
+    );
 
     tokio::time::sleep(Duration::from_millis(2300)).await;
+    // Due: the sweep queues it (the fallback for waits beyond SQS's delay)...
     assert_eq!(c.executor.sweeper().resume_due().await.unwrap(), 1);
-    // The index entry moved ahead: the next sweep does not queue it again.
+    // ...and the index entry moved ahead: the next sweep does not queue it again.
     assert_eq!(c.executor.sweeper().resume_due().await.unwrap(), 0);
-    let resume = c.receive(Duration::from_secs(5)).await;
-    assert_eq!(resume.len(), 1);
-    assert!(c.executor.handle_queue_batch(resume).await.is_empty());
+    // Two messages: the delayed one sent when it parked, and the sweep's.
+    let mut resume = Vec::new();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(6);
+    while resume.len() < 2 && tokio::time::Instant::now() < deadline {
+        resume.extend(c.receive(Duration::from_secs(1)).await);
+    }
+    assert_eq!(resume.len(), 2, "{resume:?}");
+    for m in &resume {
+        assert!(m.body.as_deref().unwrap().contains(id.as_str()));
+    }
+    // Both delivered: one resumes it, the other does nothing.
+    let mut results = Vec::new();
+    for m in resume {
+        results.push(c.executor.handle_queue_batch(vec![m]).await);
+    }
+    assert!(results.iter().all(Vec::is_empty));
+    assert_eq!(
+        c.run_data(id.as_str()).await["resultData"]["runData"]["After"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1,
+        "resumed once"
+    );
     let o = c.executor.outcome(id.as_str()).await.unwrap();
     assert_eq!(o.status, ExecutionStatus::Success, "{o:?}");
     assert!(o.wait_till.is_none());
     let doc = c.run_data(id.as_str()).await;
     assert_eq!(output(&doc, "After", 0), vec![json!({"a": 1, "b": 2})]);
-    assert_eq!(doc["resultData"]["runData"]["Before"].as_array().unwrap().len(), 1, "nodes before the wait ran once");
-    assert!(doc.get("executionData").is_none(), "a finished execution keeps no engine state");
+    assert_eq!(
+        doc["resultData"]["runData"]["Before"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1,
+        "nodes before the wait ran once"
+    );
+    assert!(
+        doc.get("executionData").is_none(),
+        "a finished execution keeps no engine state"
+    );
 }
 
 #[tokio::test]
 async fn a_stopped_execution_ends_canceled() {
-    let c = ctx_with(executions::ExecutorSettings { inline_wait: Duration::from_secs(60), ..settings() }).await;
-    let wf = c.workflow(&chain(vec![trigger(), wait_secs("Wait", 30), set("After", "b", json!(2))])).await;
+    let c = ctx_with(executions::ExecutorSettings {
+        inline_wait: Duration::from_secs(60),
+        ..settings()
+    })
+    .await;
+    let wf = c
+        .workflow(&chain(vec![
+            trigger(),
+            wait_secs("Wait", 30),
+            set("After", "b", json!(2)),
+        ]))
+        .await;
     let id = c.executor.start_execution(manual(&wf)).await.unwrap();
     let ex = c.executor.clone();
     let run_id = id.clone();
@@ -147,55 +259,141 @@ async fn a_stopped_execution_ends_canceled() {
     }
     let began = std::time::Instant::now();
     let o = c.executor.stop_execution(id.as_str()).await.unwrap();
-    assert_eq!(o.status, ExecutionStatus::Running, "a running execution stops at its next check");
-    let RunResult::Ran(o) = tokio::time::timeout(Duration::from_secs(10), run).await.unwrap().unwrap() else { panic!("not ran") };
+    assert_eq!(
+        o.status,
+        ExecutionStatus::Running,
+        "a running execution stops at its next check"
+    );
+    let RunResult::Ran(o) = tokio::time::timeout(Duration::from_secs(10), run)
+        .await
+        .unwrap()
+        .unwrap()
+    else {
+        panic!("not ran")
+    };
     assert_eq!(o.status, ExecutionStatus::Canceled, "{o:?}");
-    assert!(began.elapsed() < Duration::from_secs(5), "stopped promptly: {:?}", began.elapsed());
-    assert_eq!(c.executor.outcome(id.as_str()).await.unwrap().status, ExecutionStatus::Canceled);
-    assert!(c.run_data(id.as_str()).await["resultData"]["runData"].get("After").is_none());
+    assert!(
+        began.elapsed() < Duration::from_secs(5),
+        "stopped promptly: {:?}",
+        began.elapsed()
+    );
+    assert_eq!(
+        c.executor.outcome(id.as_str()).await.unwrap().status,
+        ExecutionStatus::Canceled
+    );
+    assert!(c.run_data(id.as_str()).await["resultData"]["runData"]
+        .get("After")
+        .is_none());
     // Stopping again is a no-op.
-    assert_eq!(c.executor.stop_execution(id.as_str()).await.unwrap().status, ExecutionStatus::Canceled);
+    assert_eq!(
+        c.executor.stop_execution(id.as_str()).await.unwrap().status,
+        ExecutionStatus::Canceled
+    );
 }
 
 #[tokio::test]
 async fn stopping_a_queued_or_waiting_execution_cancels_it_at_once() {
     let c = ctx().await;
-    let wf = c.workflow(&chain(vec![trigger(), wait_secs("Wait", 3600), set("After", "b", json!(2))])).await;
+    let wf = c
+        .workflow(&chain(vec![
+            trigger(),
+            wait_secs("Wait", 3600),
+            set("After", "b", json!(2)),
+        ]))
+        .await;
     // Queued, never run: canceled directly; its message then does nothing.
     let queued = c.executor.start_execution(manual(&wf)).await.unwrap();
-    assert_eq!(c.executor.stop_execution(queued.as_str()).await.unwrap().status, ExecutionStatus::Canceled);
-    assert!(c.executor.handle_queue_batch(c.receive(Duration::from_secs(5)).await).await.is_empty());
-    assert_eq!(c.executor.outcome(queued.as_str()).await.unwrap().status, ExecutionStatus::Canceled);
+    assert_eq!(
+        c.executor
+            .stop_execution(queued.as_str())
+            .await
+            .unwrap()
+            .status,
+        ExecutionStatus::Canceled
+    );
+    assert!(c
+        .executor
+        .handle_queue_batch(c.receive(Duration::from_secs(5)).await)
+        .await
+        .is_empty());
+    assert_eq!(
+        c.executor.outcome(queued.as_str()).await.unwrap().status,
+        ExecutionStatus::Canceled
+    );
     // Waiting (parked for an hour): canceled directly.
-    let o = c.executor.execute_and_wait(manual(&wf), Duration::from_secs(30), Dispatch::Inline).await.unwrap();
+    let o = c
+        .executor
+        .execute_and_wait(manual(&wf), Duration::from_secs(30), Dispatch::Inline)
+        .await
+        .unwrap();
     assert_eq!(o.status, ExecutionStatus::Waiting);
-    let stopped = c.executor.stop_execution(o.execution_id.as_str()).await.unwrap();
+    let stopped = c
+        .executor
+        .stop_execution(o.execution_id.as_str())
+        .await
+        .unwrap();
     assert_eq!(stopped.status, ExecutionStatus::Canceled);
     assert!(stopped.wait_till.is_none());
 }
 
 #[tokio::test]
 async fn a_timeout_ends_the_execution_with_a_clear_error() {
-    let c = ctx_with(executions::ExecutorSettings { inline_wait: Duration::from_secs(60), ..settings() }).await;
-    let wf = c.workflow(&chain(vec![trigger(), wait_secs("Wait", 30), set("After", "b", json!(2))])).await;
+    let c = ctx_with(executions::ExecutorSettings {
+        inline_wait: Duration::from_secs(60),
+        ..settings()
+    })
+    .await;
+    let wf = c
+        .workflow(&chain(vec![
+            trigger(),
+            wait_secs("Wait", 30),
+            set("After", "b", json!(2)),
+        ]))
+        .await;
     let mut req = manual(&wf);
     req.timeout = Some(Duration::from_secs(2));
     let began = std::time::Instant::now();
     let id = c.executor.start_execution(req).await.unwrap();
-    assert!(c.executor.handle_queue_batch(c.receive(Duration::from_secs(5)).await).await.is_empty());
-    assert!(began.elapsed() < Duration::from_secs(10), "{:?}", began.elapsed());
+    assert!(c
+        .executor
+        .handle_queue_batch(c.receive(Duration::from_secs(5)).await)
+        .await
+        .is_empty());
+    assert!(
+        began.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        began.elapsed()
+    );
     let o = c.executor.outcome(id.as_str()).await.unwrap();
     assert_eq!(o.status, ExecutionStatus::Error, "{o:?}");
     let msg = o.error.unwrap();
     assert!(msg.contains("timed out after 2 s"), "{msg}");
     let doc = c.run_data(id.as_str()).await;
-    assert!(doc["resultData"]["error"]["message"].as_str().unwrap().contains("timed out"), "{}", doc["resultData"]["error"]);
+    assert!(
+        doc["resultData"]["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("timed out"),
+        "{}",
+        doc["resultData"]["error"]
+    );
 }
 
 #[tokio::test]
 async fn an_execution_whose_executor_died_is_marked_crashed() {
-    let c = ctx_with(executions::ExecutorSettings { inline_wait: Duration::from_secs(60), lease: Duration::from_secs(1), ..settings() }).await;
-    let wf = c.workflow(&chain(vec![trigger(), wait_secs("Wait", 4), set("After", "b", json!(2))])).await;
+    let c = ctx_with(executions::ExecutorSettings {
+        inline_wait: Duration::from_secs(60),
+        lease: Duration::from_secs(1),
+        ..settings()
+    })
+    .await;
+    let wf = c
+        .workflow(&chain(vec![
+            trigger(),
+            wait_secs("Wait", 4),
+            set("After", "b", json!(2)),
+        ]))
+        .await;
     let id = c.executor.start_execution(manual(&wf)).await.unwrap();
     let msg = c.receive(Duration::from_secs(5)).await;
     // The executor "dies" mid-run: its task is dropped, so nobody renews the lease.
@@ -209,7 +407,10 @@ async fn an_execution_whose_executor_died_is_marked_crashed() {
     }
     run.abort();
     // Under a live lease a redelivery leaves it alone.
-    assert_eq!(c.executor.run_execution(id.as_str()).await.unwrap(), RunResult::Skipped(SkipReason::RunningElsewhere));
+    assert_eq!(
+        c.executor.run_execution(id.as_str()).await.unwrap(),
+        RunResult::Skipped(SkipReason::RunningElsewhere)
+    );
     assert_eq!(c.executor.sweeper().mark_crashed().await.unwrap(), 0);
     tokio::time::sleep(Duration::from_millis(1500)).await;
     assert_eq!(c.executor.sweeper().mark_crashed().await.unwrap(), 1);
@@ -218,17 +419,30 @@ async fn an_execution_whose_executor_died_is_marked_crashed() {
     assert!(o.error.unwrap().contains("stopped unexpectedly"));
     // The redelivered message does not run it again.
     assert!(c.executor.handle_queue_batch(msg).await.is_empty());
-    assert_eq!(c.executor.outcome(id.as_str()).await.unwrap().status, ExecutionStatus::Crashed);
+    assert_eq!(
+        c.executor.outcome(id.as_str()).await.unwrap().status,
+        ExecutionStatus::Crashed
+    );
     assert_eq!(c.executor.sweeper().mark_crashed().await.unwrap(), 0);
     // Let the orphaned engine thread finish: its late result must not land.
     tokio::time::sleep(Duration::from_secs(3)).await;
-    assert_eq!(c.executor.outcome(id.as_str()).await.unwrap().status, ExecutionStatus::Crashed);
+    assert_eq!(
+        c.executor.outcome(id.as_str()).await.unwrap().status,
+        ExecutionStatus::Crashed
+    );
 }
 
 #[tokio::test]
 async fn a_redelivery_after_an_expired_lease_marks_it_crashed_instead_of_rerunning() {
-    let c = ctx_with(executions::ExecutorSettings { inline_wait: Duration::from_secs(60), lease: Duration::from_secs(1), ..settings() }).await;
-    let wf = c.workflow(&chain(vec![trigger(), wait_secs("Wait", 4)])).await;
+    let c = ctx_with(executions::ExecutorSettings {
+        inline_wait: Duration::from_secs(60),
+        lease: Duration::from_secs(1),
+        ..settings()
+    })
+    .await;
+    let wf = c
+        .workflow(&chain(vec![trigger(), wait_secs("Wait", 4)]))
+        .await;
     let id = c.executor.start_execution(manual(&wf)).await.unwrap();
     let ex = c.executor.clone();
     let run_id = id.clone();
@@ -238,8 +452,14 @@ async fn a_redelivery_after_an_expired_lease_marks_it_crashed_instead_of_rerunni
     }
     run.abort();
     tokio::time::sleep(Duration::from_millis(1500)).await;
-    assert_eq!(c.executor.run_execution(id.as_str()).await.unwrap(), RunResult::Skipped(SkipReason::MarkedCrashed));
-    assert_eq!(c.executor.outcome(id.as_str()).await.unwrap().status, ExecutionStatus::Crashed);
+    assert_eq!(
+        c.executor.run_execution(id.as_str()).await.unwrap(),
+        RunResult::Skipped(SkipReason::MarkedCrashed)
+    );
+    assert_eq!(
+        c.executor.outcome(id.as_str()).await.unwrap().status,
+        ExecutionStatus::Crashed
+    );
 }
 
 const SECRET: &str = "s3cr3t-HEADER-VALUE-7781";
@@ -253,7 +473,11 @@ async fn header_server() -> (String, Arc<Mutex<Vec<String>>>) {
         axum::routing::get(move |headers: axum::http::HeaderMap| {
             let seen = seen_in.clone();
             async move {
-                let key = headers.get("x-api-key").and_then(|v| v.to_str().ok()).unwrap_or("").to_owned();
+                let key = headers
+                    .get("x-api-key")
+                    .and_then(|v| v.to_str().ok())
+                    .unwrap_or("")
+                    .to_owned();
                 seen.lock().unwrap().push(key.clone());
                 axum::Json(json!({ "authorized": key == SECRET }))
             }
@@ -276,7 +500,9 @@ async fn header_auth_workflow(c: &Ctx, url: &str) -> String {
             project_id: c.project.id.clone(),
             is_managed: false,
             is_global: false,
-            secret: store::data::credentials::SecretData::new(json!({ "name": "X-Api-Key", "value": SECRET })),
+            secret: store::data::credentials::SecretData::new(
+                json!({ "name": "X-Api-Key", "value": SECRET }),
+            ),
         })
         .await
         .unwrap();
@@ -296,23 +522,41 @@ async fn credentials_are_decrypted_only_inside_the_run() {
     let (url, seen) = header_server().await;
     let wf = header_auth_workflow(&c, &url).await;
     let id = c.executor.start_execution(manual(&wf)).await.unwrap();
-    assert!(c.executor.handle_queue_batch(c.receive(Duration::from_secs(5)).await).await.is_empty());
+    assert!(c
+        .executor
+        .handle_queue_batch(c.receive(Duration::from_secs(5)).await)
+        .await
+        .is_empty());
     let o = c.executor.outcome(id.as_str()).await.unwrap();
     assert_eq!(o.status, ExecutionStatus::Success, "{o:?}");
-    assert_eq!(*seen.lock().unwrap(), vec![SECRET.to_owned()], "the server got the secret");
+    assert_eq!(
+        *seen.lock().unwrap(),
+        vec![SECRET.to_owned()],
+        "the server got the secret"
+    );
     let doc = c.run_data(id.as_str()).await;
     assert_eq!(output(&doc, "HTTP", 0), vec![json!({"authorized": true})]);
-    assert!(!doc.to_string().contains(SECRET), "run data holds no secret");
+    assert!(
+        !doc.to_string().contains(SECRET),
+        "run data holds no secret"
+    );
     assert!(!format!("{o:?}").contains(SECRET));
     // Every stored item of the execution (meta, index, run data parts, decompressed).
-    let items = c.data.executions.table().query_prefix(&format!("exec#{id}"), "", false).await.unwrap();
+    let items = c
+        .data
+        .executions
+        .table()
+        .query_prefix(&format!("exec#{id}"), "", false)
+        .await
+        .unwrap();
     for item in items {
         for v in item.values() {
             let text = match v {
                 aws_sdk_dynamodb::types::AttributeValue::B(b) => {
                     // Run data parts are DEFLATE streams: look inside them.
                     let inflated = store::data::db::decompress(b.as_ref()).unwrap_or_default();
-                    String::from_utf8_lossy(&inflated).into_owned() + &String::from_utf8_lossy(b.as_ref())
+                    String::from_utf8_lossy(&inflated).into_owned()
+                        + &String::from_utf8_lossy(b.as_ref())
                 }
                 other => format!("{other:?}"),
             };
@@ -323,19 +567,35 @@ async fn credentials_are_decrypted_only_inside_the_run() {
 
 #[tokio::test]
 async fn the_ssrf_guard_stays_on_in_production_settings() {
-    let c = ctx_with(executions::ExecutorSettings { http: executions::HttpPolicy::PublicOnly, ..settings() }).await;
+    let c = ctx_with(executions::ExecutorSettings {
+        http: executions::HttpPolicy::PublicOnly,
+        ..settings()
+    })
+    .await;
     let (url, seen) = header_server().await;
     let wf = header_auth_workflow(&c, &url).await;
-    let o = c.executor.execute_and_wait(manual(&wf), Duration::from_secs(30), Dispatch::Inline).await.unwrap();
+    let o = c
+        .executor
+        .execute_and_wait(manual(&wf), Duration::from_secs(30), Dispatch::Inline)
+        .await
+        .unwrap();
     assert_eq!(o.status, ExecutionStatus::Error, "{o:?}");
-    assert!(o.error.as_deref().unwrap_or("").contains("not allowed"), "{o:?}");
-    assert!(seen.lock().unwrap().is_empty(), "no request reached the local server");
+    assert!(
+        o.error.as_deref().unwrap_or("").contains("not allowed"),
+        "{o:?}"
+    );
+    assert!(
+        seen.lock().unwrap().is_empty(),
+        "no request reached the local server"
+    );
 }
 
 #[tokio::test]
 async fn two_megabytes_of_run_data_round_trip_through_the_executor() {
     let c = ctx().await;
-    let wf = c.workflow(&chain(vec![trigger(), set("Set", "tag", json!("x"))])).await;
+    let wf = c
+        .workflow(&chain(vec![trigger(), set("Set", "tag", json!("x"))]))
+        .await;
     // Pseudo-random text, so compression cannot make it small.
     let mut seed = 0x9e37_79b9_7f4a_7c15u64;
     let mut text = || -> String {
@@ -348,14 +608,30 @@ async fn two_megabytes_of_run_data_round_trip_through_the_executor() {
             })
             .collect()
     };
-    let items: Vec<engine::Item> = (0..1100).map(|i| engine::Item { json: json!({"i": i, "text": text()}), ..Default::default() }).collect();
+    let items: Vec<engine::Item> = (0..1100)
+        .map(|i| engine::Item {
+            json: json!({"i": i, "text": text()}),
+            ..Default::default()
+        })
+        .collect();
     let mut req = manual(&wf);
     req.pin_data = BTreeMap::from([("Trigger".to_owned(), items.clone())]);
     let id = c.executor.start_execution(req).await.unwrap();
-    assert!(c.executor.handle_queue_batch(c.receive(Duration::from_secs(5)).await).await.is_empty());
-    assert_eq!(c.executor.outcome(id.as_str()).await.unwrap().status, ExecutionStatus::Success);
+    assert!(c
+        .executor
+        .handle_queue_batch(c.receive(Duration::from_secs(5)).await)
+        .await
+        .is_empty());
+    assert_eq!(
+        c.executor.outcome(id.as_str()).await.unwrap().status,
+        ExecutionStatus::Success
+    );
     let doc = c.run_data(id.as_str()).await;
-    assert!(doc.to_string().len() > 2_000_000, "{}", doc.to_string().len());
+    assert!(
+        doc.to_string().len() > 2_000_000,
+        "{}",
+        doc.to_string().len()
+    );
     let out = output(&doc, "Set", 0);
     assert_eq!(out.len(), 1100);
     for (i, (got, want)) in out.iter().zip(&items).enumerate() {
@@ -374,7 +650,10 @@ async fn data_table_nodes_read_and_write_the_projects_tables() {
         .create(
             &c.project.id,
             "people",
-            &[store::data::data_tables::NewColumn { name: "name".into(), kind: store::data::data_tables::ColumnType::String }],
+            &[store::data::data_tables::NewColumn {
+                name: "name".into(),
+                kind: store::data::data_tables::ColumnType::String,
+            }],
         )
         .await
         .unwrap();
@@ -393,7 +672,11 @@ async fn data_table_nodes_read_and_write_the_projects_tables() {
                 "filters": { "conditions": [{ "keyName": "name", "condition": "eq", "keyValue": "Ada" }] } }),
     );
     let wf = c.workflow(&chain(vec![trigger(), insert, get])).await;
-    let o = c.executor.execute_and_wait(manual(&wf), Duration::from_secs(30), Dispatch::Inline).await.unwrap();
+    let o = c
+        .executor
+        .execute_and_wait(manual(&wf), Duration::from_secs(30), Dispatch::Inline)
+        .await
+        .unwrap();
     assert_eq!(o.status, ExecutionStatus::Success, "{o:?}");
     let doc = c.run_data(o.execution_id.as_str()).await;
     let rows = output(&doc, "Get", 0);
@@ -407,7 +690,12 @@ async fn execute_workflow_runs_a_sub_workflow_by_id_from_the_same_project() {
     let c = ctx().await;
     let child = c
         .workflow(&chain(vec![
-            node("Start", "n8n-nodes-base.executeWorkflowTrigger", 1.1, json!({ "inputSource": "passthrough" })),
+            node(
+                "Start",
+                "n8n-nodes-base.executeWorkflowTrigger",
+                1.1,
+                json!({ "inputSource": "passthrough" }),
+            ),
             set("Child", "child", json!("yes")),
         ]))
         .await;
@@ -417,11 +705,20 @@ async fn execute_workflow_runs_a_sub_workflow_by_id_from_the_same_project() {
         1.2,
         json!({ "source": "database", "workflowId": { "__rl": true, "mode": "id", "value": child }, "options": {} }),
     );
-    let wf = c.workflow(&chain(vec![trigger(), set("Parent", "p", json!(1)), call])).await;
-    let o = c.executor.execute_and_wait(manual(&wf), Duration::from_secs(30), Dispatch::Inline).await.unwrap();
+    let wf = c
+        .workflow(&chain(vec![trigger(), set("Parent", "p", json!(1)), call]))
+        .await;
+    let o = c
+        .executor
+        .execute_and_wait(manual(&wf), Duration::from_secs(30), Dispatch::Inline)
+        .await
+        .unwrap();
     assert_eq!(o.status, ExecutionStatus::Success, "{o:?}");
     let doc = c.run_data(o.execution_id.as_str()).await;
-    assert_eq!(output(&doc, "Call", 0), vec![json!({"p": 1, "child": "yes"})]);
+    assert_eq!(
+        output(&doc, "Call", 0),
+        vec![json!({"p": 1, "child": "yes"})]
+    );
 
     // A workflow of another project cannot be called.
     let other = ctx().await;
@@ -433,7 +730,11 @@ async fn execute_workflow_runs_a_sub_workflow_by_id_from_the_same_project() {
         json!({ "source": "database", "workflowId": { "__rl": true, "mode": "id", "value": foreign }, "options": {} }),
     );
     let wf = c.workflow(&chain(vec![trigger(), call])).await;
-    let o = c.executor.execute_and_wait(manual(&wf), Duration::from_secs(30), Dispatch::Inline).await.unwrap();
+    let o = c
+        .executor
+        .execute_and_wait(manual(&wf), Duration::from_secs(30), Dispatch::Inline)
+        .await
+        .unwrap();
     assert_eq!(o.status, ExecutionStatus::Error);
     assert!(o.error.unwrap().contains("does not exist"));
 }
@@ -441,23 +742,51 @@ async fn execute_workflow_runs_a_sub_workflow_by_id_from_the_same_project() {
 #[tokio::test]
 async fn bad_requests_are_refused_before_anything_is_written() {
     let c = ctx().await;
-    let wf = c.workflow(&chain(vec![trigger(), node("X", "n8n-nodes-base.doesNotExist", 1.0, json!({}))])).await;
+    let wf = c
+        .workflow(&chain(vec![
+            trigger(),
+            node("X", "n8n-nodes-base.doesNotExist", 1.0, json!({})),
+        ]))
+        .await;
     let err = c.executor.start_execution(manual(&wf)).await.unwrap_err();
     assert!(err.to_string().contains("doesNotExist"), "{err}");
-    let err = c.executor.start_execution(StartRequest::new(WorkflowRef::Published(wf.clone()), ExecutionMode::Trigger)).await.unwrap_err();
+    let err = c
+        .executor
+        .start_execution(StartRequest::new(
+            WorkflowRef::Published(wf.clone()),
+            ExecutionMode::Trigger,
+        ))
+        .await
+        .unwrap_err();
     assert!(err.to_string().contains("not published"), "{err}");
-    let err = c.executor.start_execution(manual("no-such-workflow")).await.unwrap_err();
-    assert!(matches!(err, executions::ExecutionError::NotFound(_)), "{err}");
+    let err = c
+        .executor
+        .start_execution(manual("no-such-workflow"))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, executions::ExecutionError::NotFound(_)),
+        "{err}"
+    );
     assert!(c.receive(Duration::ZERO).await.is_empty());
     let page = c
         .data
         .executions
-        .search(&store::data::executions::ExecutionSearch { workflow_ids: vec![wf], ..Default::default() })
+        .search(&store::data::executions::ExecutionSearch {
+            workflow_ids: vec![wf],
+            ..Default::default()
+        })
         .await
         .unwrap();
     assert_eq!(page.count, 0);
     // A malformed message is reported failed (kept for the dead-letter queue).
-    let failed = c.executor.handle_queue_batch(vec![executions::QueueRecord { message_id: "m1".into(), body: Some("{}".into()) }]).await;
+    let failed = c
+        .executor
+        .handle_queue_batch(vec![executions::QueueRecord {
+            message_id: "m1".into(),
+            body: Some("{}".into()),
+        }])
+        .await;
     assert_eq!(failed, vec!["m1".to_owned()]);
 }
 
@@ -466,12 +795,67 @@ async fn execute_and_wait_through_the_queue_reports_running_when_the_wait_ends_f
     let c = ctx().await;
     let wf = c.workflow(&set_if_workflow()).await;
     // No consumer: the wait ends, the execution is still new (queued).
-    let o = c.executor.execute_and_wait(manual(&wf), Duration::from_millis(300), Dispatch::Queue).await.unwrap();
+    let o = c
+        .executor
+        .execute_and_wait(manual(&wf), Duration::from_millis(300), Dispatch::Queue)
+        .await
+        .unwrap();
     assert_eq!(o.status, ExecutionStatus::New);
     // A consumer picks it up; waiting again sees success.
     let ex = c.executor.clone();
     let batch = c.receive(Duration::from_secs(5)).await;
     tokio::spawn(async move { ex.handle_queue_batch(batch).await });
-    let o = c.executor.wait_for(o.execution_id.as_str(), Duration::from_secs(20)).await.unwrap();
+    let o = c
+        .executor
+        .wait_for(o.execution_id.as_str(), Duration::from_secs(20))
+        .await
+        .unwrap();
     assert_eq!(o.status, ExecutionStatus::Success, "{o:?}");
+}
+
+#[tokio::test]
+async fn secrets_a_node_echoes_are_scrubbed_from_what_is_stored() {
+    let c = ctx().await;
+    let cred = c
+        .data
+        .credentials
+        .create(store::data::credentials::NewCredential {
+            name: "Query key".into(),
+            kind: "httpQueryAuth".into(),
+            description: None,
+            project_id: c.project.id.clone(),
+            is_managed: false,
+            is_global: false,
+            secret: store::data::credentials::SecretData::new(
+                json!({ "name": "api_key", "value": SECRET }),
+            ),
+        })
+        .await
+        .unwrap();
+    // Nothing listens on port 9 of 127.0.0.1: the request fails, and the
+    // HTTP client's error names the URL, query key included.
+    let mut http = node(
+        "HTTP",
+        "n8n-nodes-base.httpRequest",
+        4.2,
+        json!({ "url": "http://127.0.0.1:9/x", "authentication": "genericCredentialType", "genericAuthType": "httpQueryAuth", "options": {} }),
+    );
+    http["credentials"] = json!({ "httpQueryAuth": { "id": cred.id, "name": cred.name } });
+    let wf = c.workflow(&chain(vec![trigger(), http])).await;
+    let o = c
+        .executor
+        .execute_and_wait(manual(&wf), Duration::from_secs(30), Dispatch::Inline)
+        .await
+        .unwrap();
+    assert_eq!(o.status, ExecutionStatus::Error, "{o:?}");
+    let err = o.error.unwrap();
+    assert!(!err.contains(SECRET), "{err}");
+    assert!(
+        err.contains("[redacted]"),
+        "the error did name the key, scrubbed: {err}"
+    );
+    let stored = c.executor.outcome(o.execution_id.as_str()).await.unwrap();
+    assert!(!format!("{stored:?}").contains(SECRET));
+    let doc = c.run_data(o.execution_id.as_str()).await.to_string();
+    assert!(!doc.contains(SECRET), "{doc}");
 }

@@ -85,6 +85,11 @@
   def('$vars', () => cached('vars', () => H.vars()));
   def('$now', () => DateTime.now());
   def('$today', () => DateTime.now().startOf('day'));
+  def('$prevNode', () => cached('prevNode', () => H.prevNode()));
+  def('$mode', () => {
+    const e = G.$execution;
+    return e && e.mode;
+  });
   def('$env', () => {
     throw new Error('access to env vars denied');
   });
@@ -97,13 +102,21 @@
   const nodeProxies = new Map();
   function nodeProxy(name) {
     const all = (branch, run) => cached('node:' + name + ':' + branch + ':' + run, () => nodeOutput(name, branch, run));
+    // one item without copying the whole output (unless `all()` was read)
+    const one = (branch, run, index) => {
+      const key = 'node:' + name + ':' + branch + ':' + run;
+      if (state.seen === state.gen && state.cache.has(key)) {
+        const a = state.cache.get(key);
+        return a[index < 0 ? a.length + index : index];
+      }
+      return cached('nodeItem:' + name + ':' + branch + ':' + run + ':' + index, () =>
+        H.nodeItem(name, branch === undefined ? 0 : Number(branch), run === undefined ? -1 : Number(run), index),
+      );
+    };
     const proxy = {
       all,
-      first: (branch, run) => all(branch, run)[0],
-      last: (branch, run) => {
-        const a = all(branch, run);
-        return a[a.length - 1];
-      },
+      first: (branch, run) => one(branch, run, 0),
+      last: (branch, run) => one(branch, run, -1),
       get item() {
         return cached('paired:' + name + ':' + currentIndex(), () => H.pairedItem(name, currentIndex()));
       },
@@ -116,7 +129,7 @@
         return H.nodeOutput(name, 0, -1) !== null;
       },
       get params() {
-        return {};
+        return cached('params:' + name, () => H.nodeParameters(name));
       },
       get context() {
         return {};
@@ -136,21 +149,24 @@
 
   // `$node["Name"].json`: the legacy accessor, item at the current index
   function legacyNode(name, index) {
-    const items = () => nodeOutput(name, 0, undefined);
+    const item = () => {
+      const i = index();
+      return cached('nodeItem:' + name + ':undefined:undefined:' + i, () => H.nodeItem(name, 0, -1, i));
+    };
     return {
       get json() {
-        const it = items()[index()];
+        const it = item();
         return it ? it.json : undefined;
       },
       get data() {
         return this.json;
       },
       get binary() {
-        const it = items()[index()];
+        const it = item();
         return it && it.binary ? it.binary : {};
       },
       get parameter() {
-        return {};
+        return cached('params:' + name, () => H.nodeParameters(name));
       },
       get runIndex() {
         return 0;
@@ -273,10 +289,16 @@
     if (ka.length !== kb.length) return false;
     return ka.every((k) => Object.prototype.hasOwnProperty.call(b, k) && deepEqual(a[k], b[k]));
   }
-  function extendProto(proto, methods) {
-    for (const [name, fn] of Object.entries(methods)) {
-      Object.defineProperty(proto, name, { value: fn, writable: true, configurable: true, enumerable: false });
-    }
+  // Extension methods live in per-type tables, not on the prototypes, so a
+  // missing field named like one (`$json.values`) stays undefined as in n8n.
+  // Calls `x.name(…)` of extension names are rewritten (Rust side) to
+  // `x.__n8n_name(…)`, which dispatches like n8n's `extend()`.
+  const TABLES = {
+    string: Object.create(null), number: Object.create(null), boolean: Object.create(null),
+    object: Object.create(null), array: Object.create(null), date: Object.create(null), jsdate: Object.create(null),
+  };
+  function extendProto(kind, methods) {
+    Object.assign(TABLES[kind], methods);
   }
   const isObj = (v) => v !== null && typeof v === 'object';
 
@@ -415,7 +437,7 @@
       .replace(/[^\u0000-\u007f]/g, (c) => (c in SPECIAL ? SPECIAL[c] : '?'));
   }
 
-  extendProto(String.prototype, {
+  extendProto('string', {
     hash(algorithm) {
       const alg = algorithm === undefined ? 'md5' : String(algorithm).toLowerCase();
       if (alg === 'base64') return H.base64Encode(String(this));
@@ -425,7 +447,7 @@
     },
     isEmpty() { return String(this) === ''; },
     isNotEmpty() { return String(this) !== ''; },
-    __n8n_length() { return String(this).length; },
+    length() { return String(this).length; },
     removeMarkdown() { return removeMarkdown(String(this)); },
     removeTags() { return String(this).replace(/<[^>]*>?/gm, ''); },
     toDate() {
@@ -501,7 +523,7 @@
   });
 
   // ------------------------------------------------------------ numbers
-  extendProto(Number.prototype, {
+  extendProto('number', {
     ceil() { return Math.ceil(this); },
     floor() { return Math.floor(this); },
     round(decimals = 0) { return +Number(this).toFixed(decimals); },
@@ -526,7 +548,7 @@
   });
 
   // ------------------------------------------------------------ booleans
-  extendProto(Boolean.prototype, {
+  extendProto('boolean', {
     toInt() { return this.valueOf() ? 1 : 0; },
     toFloat() { return this.valueOf() ? 1 : 0; },
     toNumber() { return this.valueOf() ? 1 : 0; },
@@ -556,7 +578,7 @@
   function formEncode(s) {
     return encodeURIComponent(s).replace(/%20/g, '+').replace(/[!'()~]/g, (c) => '%' + c.charCodeAt(0).toString(16).toUpperCase());
   }
-  extendProto(Object.prototype, {
+  extendProto('object', {
     isEmpty() { return Object.keys(this).length === 0; },
     isNotEmpty() { return Object.keys(this).length > 0; },
     hasField(name) { return name in this; },
@@ -633,12 +655,12 @@
     for (const o of objects) if (isObj(o) && !Array.isArray(o)) merged = objMerge(merged, o);
     return merged;
   }
-  extendProto(Array.prototype, {
+  extendProto('array', {
     first() { return this[0]; },
     last() { return this[this.length - 1]; },
     isEmpty() { return this.length === 0; },
     isNotEmpty() { return this.length > 0; },
-    __n8n_length() { return this.length; },
+    length() { return this.length; },
     pluck(...fields) {
       if (fields.length === 0) return this;
       return this.reduce((out, cur) => {
@@ -771,8 +793,8 @@
     isNotEmpty() { return this.isValid; },
     toJsonString() { return JSON.stringify(this); },
   };
-  extendProto(DateTime.prototype, dateMethods);
-  extendProto(Date.prototype, {
+  extendProto('date', dateMethods);
+  extendProto('jsdate', {
     toDateTime() { return DateTime.fromJSDate(this); },
     ...Object.fromEntries(
       Object.keys(dateMethods)
@@ -783,9 +805,44 @@
         }]),
     ),
   });
-  // bare strings in date position (`"2024-01-01".plus(1, "day")` is not n8n), keep natives
 
-  // ------------------------------------------------------------ console + Code node
+  // n8n's dispatch: the type's extension first (native method otherwise) for
+  // strings, numbers, booleans, arrays and dates; for other objects their own
+  // (native or user) method first, then the object extension.
+  function dispatch(self, name, args) {
+    const v = self instanceof String || self instanceof Number || self instanceof Boolean ? self.valueOf() : self;
+    let table;
+    if (typeof v === 'string') table = TABLES.string;
+    else if (typeof v === 'number') table = TABLES.number;
+    else if (typeof v === 'boolean') table = TABLES.boolean;
+    else if (Array.isArray(v)) table = TABLES.array;
+    else if (DateTime.isDateTime(v)) table = TABLES.date;
+    else if (v instanceof Date) table = TABLES.jsdate;
+    if (table) {
+      const f = table[name];
+      if (f) return f.apply(v, args);
+      const own = v[name];
+      if (typeof own === 'function') return own.apply(v, args);
+    } else if (v !== null && (typeof v === 'object' || typeof v === 'function')) {
+      const own = v[name];
+      if (typeof own === 'function') return own.apply(v, args);
+      const f = typeof v === 'object' ? TABLES.object[name] : undefined;
+      if (f) return f.apply(v, args);
+    }
+    throw new TypeError(`${name} is not a function`);
+  }
+  const EXTENSION_NAMES = new Set();
+  for (const t of Object.values(TABLES)) for (const k of Object.keys(t)) EXTENSION_NAMES.add(k);
+  for (const name of EXTENSION_NAMES) {
+    Object.defineProperty(Object.prototype, '__n8n_' + name, {
+      value: function (...args) {
+        return dispatch(this, name, args);
+      },
+      writable: false, configurable: false, enumerable: false,
+    });
+  }
+
+  // ------------------------------------------------------------ console
   function show(v) {
     if (typeof v === 'string') return v;
     if (v === undefined) return 'undefined';
@@ -802,23 +859,6 @@
   const mkLog = (level) => (...args) => H.console(level, args.map(show).join(' '));
   defValue('console', Object.freeze({ log: mkLog('log'), info: mkLog('info'), warn: mkLog('warn'), error: mkLog('error'), debug: mkLog('debug'), trace: mkLog('trace') }));
 
-  // n8n's normalisation of Code node results into items
-  const ITEM_KEYS = new Set(['json', 'binary', 'pairedItem', 'error', 'index']);
-  function toItem(v) {
-    if (isObj(v) && !Array.isArray(v) && isObj(v.json) && Object.keys(v).every((k) => ITEM_KEYS.has(k))) return v;
-    return { json: v };
-  }
-  function normalizeAll(result) {
-    if (result === undefined || result === null) return [];
-    const list = Array.isArray(result) ? result : [result];
-    return list.filter((v) => v !== undefined && v !== null).map(toItem);
-  }
-  function normalizeEach(result) {
-    if (result === undefined || result === null) return null;
-    if (Array.isArray(result)) throw new Error("Code doesn't return a single object: an array was returned. In 'Run Once for Each Item' mode, return one item");
-    return toItem(result);
-  }
-  defValue('__n8n_code', Object.freeze({ normalizeAll, normalizeEach }));
 
   return { state, setZone: (z) => { Intl.__setDefaultZone(z); Settings.defaultZone = z; } };
 })

@@ -5,6 +5,28 @@
 //! against the data of one item of one node run, which the engine supplies
 //! through [`DataProxy`]. The same sandbox (time and memory limits, no host
 //! access) runs Code node scripts and workflow SDK code.
+//!
+//! How it works:
+//! - Templates are split once per distinct text and cached. `={{ x }}` alone
+//!   yields the typed value; any other mix of text and blocks yields a string
+//!   built like n8n's template engine (`null`/`undefined` become empty, objects
+//!   use JS `String()`: `[object Object]`, arrays `1,2`). See
+//!   [`object_to_n8n_string`] for n8n's `[Object: {...}]` rendering.
+//! - Simple code (literals, `$json` paths, arithmetic, comparisons, `&&`, `||`,
+//!   `??`, `?:`, `typeof`) is evaluated natively with exact JS semantics; it
+//!   falls back to QuickJS for anything else, including any case the native
+//!   path does not model (method calls, objects in arithmetic, errors).
+//! - QuickJS (rquickjs, no module loader, no std/os) holds Luxon (MIT, vendored
+//!   in `js/`), a small Intl polyfill backed by chrono-tz, and `js/prelude.js`:
+//!   the `$…` globals as lazy getters over native callbacks into the
+//!   [`DataProxy`], and n8n's extension methods (`.isEmpty()`, `.toDateTime()`,
+//!   `.pluck()`, …). Calls of extension names are rewritten to dispatchers that
+//!   pick the method by the receiver's type as n8n's `extend()` does, so plain
+//!   reads like `$json.values` keep their JavaScript meaning. The three are
+//!   compiled to bytecode once per process.
+//! - Every call runs under [`Limits`]: an interrupt handler enforces the time
+//!   limit, the runtime's allocator the memory limit; after a timeout or
+//!   out-of-memory the runtime is rebuilt, so the evaluator stays usable.
 
 use std::collections::{HashMap, HashSet};
 
@@ -12,7 +34,6 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 mod fast;
-mod json;
 mod sandbox;
 mod template;
 mod tz;
@@ -50,6 +71,25 @@ pub trait DataProxy {
     fn workflow(&self) -> Value;
     fn execution(&self) -> Value;
     fn vars(&self) -> Value;
+    /// `$prevNode`: `{"name", "outputIndex", "runIndex"}` of the node that fed
+    /// this one; `None` when unknown.
+    fn prev_node(&self) -> Option<Value> {
+        None
+    }
+    /// One item of another node's output, for `$('Node').first()` / `.last()`
+    /// and `$node["Node"].json` (`index` < 0 counts from the end). `None` when
+    /// the node has not run, `Some(None)` when there is no such item. The
+    /// default copies the list through [`DataProxy::node_output`]; engines
+    /// with large outputs should answer directly.
+    fn node_item(&self, node: &str, output: usize, run: Option<usize>, index: i64) -> Option<Option<Item>> {
+        let items = self.node_output(node, output, run)?;
+        let i = if index < 0 { items.len() as i64 + index } else { index };
+        Some(if i < 0 { None } else { items.into_iter().nth(i as usize) })
+    }
+    /// Parameters of another node (`$('Node').params`, `$node["Node"].parameter`).
+    fn node_parameters(&self, _node: &str) -> Option<Value> {
+        None
+    }
 }
 
 /// Limits every evaluation runs under. A runaway expression or script fails
@@ -142,6 +182,15 @@ impl Evaluator {
 
     pub fn limits(&self) -> Limits {
         self.limits
+    }
+
+    /// Changes the limits for the following evaluations (e.g. a larger memory
+    /// limit around a Code node that handles many items).
+    pub fn set_limits(&mut self, limits: Limits) {
+        self.limits = limits;
+        if let Some(sb) = self.sandbox.as_mut() {
+            sb.set_limits(limits);
+        }
     }
 
     /// Sets the zone `$now`, `$today` and Luxon use by default (the workflow's
@@ -250,18 +299,29 @@ impl Evaluator {
     /// `AllItems` gives an array of items (`[{json, ...}]`), `EachItem` one item
     /// object (or null when the script returned nothing).
     pub fn run_code(&mut self, code: &str, mode: CodeMode, data: &dyn DataProxy) -> Result<CodeOutput, ExpressionError> {
+        // extension methods (`$json.name.isEmpty()`) work in Code too
+        let code_js = template::rewrite_extension_calls(code);
         let source = match mode {
             CodeMode::AllItems => format!(
-                "(async function(){{\nvar items = $input.all();\nreturn __n8n_code.normalizeAll(await (async function(){{\n{code}\n}}).call({{}}));\n}})"
+                "(async function(){{\nvar items = $input.all();\nreturn await (async function(){{\n{code_js}\n}}).call({{}});\n}})"
             ),
             CodeMode::EachItem => format!(
-                "(async function(){{\nvar item = $input.item;\nreturn __n8n_code.normalizeEach(await (async function(){{\n{code}\n}}).call({{}}));\n}})"
+                "(async function(){{\nvar item = $input.item;\nreturn await (async function(){{\n{code_js}\n}}).call({{}});\n}})"
             ),
         };
         let limits = self.limits;
         let r = self.sandbox()?.run_script(&source, data);
         match r {
-            Ok((value, console)) => Ok(CodeOutput { value, console }),
+            Ok((value, console)) => {
+                let value = match mode {
+                    CodeMode::AllItems => normalize_all(value),
+                    CodeMode::EachItem => normalize_each(value).map_err(|message| ExpressionError::Runtime {
+                        expression: excerpt(code),
+                        message,
+                    })?,
+                };
+                Ok(CodeOutput { value, console })
+            }
             Err(f) => {
                 if f.is_fatal() {
                     self.sandbox = None;
@@ -269,6 +329,41 @@ impl Evaluator {
                 Err(f.into_error(&excerpt(code), &limits))
             }
         }
+    }
+}
+
+/// n8n's normalisation of Code node results: plain objects become `{json: …}`.
+fn to_item(v: Value) -> Value {
+    const ITEM_KEYS: [&str; 5] = ["json", "binary", "pairedItem", "error", "index"];
+    let is_item = match &v {
+        Value::Object(m) => {
+            // a non-object `json` stays as returned: n8n rejects such items
+            m.contains_key("json") && m.keys().all(|k| ITEM_KEYS.contains(&k.as_str()))
+        }
+        _ => false,
+    };
+    if is_item {
+        v
+    } else {
+        let mut m = serde_json::Map::with_capacity(1);
+        m.insert("json".into(), v);
+        Value::Object(m)
+    }
+}
+
+fn normalize_all(v: Value) -> Value {
+    match v {
+        Value::Null => Value::Array(Vec::new()),
+        Value::Array(a) => Value::Array(a.into_iter().filter(|x| !x.is_null()).map(to_item).collect()),
+        other => Value::Array(vec![to_item(other)]),
+    }
+}
+
+fn normalize_each(v: Value) -> Result<Value, String> {
+    match v {
+        Value::Null => Ok(Value::Null),
+        Value::Array(_) => Err("Code doesn't return a single object: an array was returned. In 'Run Once for Each Item' mode, return one item".into()),
+        other => Ok(to_item(other)),
     }
 }
 
@@ -367,6 +462,24 @@ fn run_fast(plan: &FastPlan, data: &dyn DataProxy, proto: &fast::ProtoNames) -> 
             Ok(Value::String(s))
         }
     }
+}
+
+/// n8n's rendering of an object where a string is expected
+/// (`returnObjectAsString`, e.g. a Set node field of type string):
+/// `[Object: {"a": 1, "b": "x"}]`, `[Array: [1,2]]`. Other values are
+/// rendered as JavaScript's `String(value)` would.
+pub fn object_to_n8n_string(value: &Value) -> String {
+    let (kind, v) = match value {
+        Value::Object(_) => ("Object", value),
+        Value::Array(_) => ("Array", value),
+        Value::String(s) => return s.clone(),
+        Value::Number(n) => return fast::num_to_string(n.as_f64().unwrap_or(f64::NAN)),
+        other => return other.to_string(),
+    };
+    let json = serde_json::to_string(v).unwrap_or_default();
+    // n8n's spacing for readability: `,"` -> `, "` and `":` -> `": `
+    let json = json.replace(",\"", ", \"").replace("\":", "\": ");
+    format!("[{kind}: {json}]")
 }
 
 /// True for parameter values that are expression templates (`"=…"` strings).

@@ -169,6 +169,11 @@ impl Sandbox {
         Ok(sb)
     }
 
+    pub(crate) fn set_limits(&mut self, limits: Limits) {
+        self.limits = limits;
+        self._rt.set_memory_limit(limits.memory_bytes);
+    }
+
     pub(crate) fn set_timezone(&mut self, tz: &str) -> Result<(), Failure> {
         let f = self.set_zone.clone();
         self.ctx.with(|ctx| {
@@ -368,7 +373,12 @@ fn boot_module<'js>(ctx: &Ctx<'js>) -> rquickjs::Result<rquickjs::Module<'js, rq
     Ok(m)
 }
 
+/// The message of a thrown value, without the `__n8n_` call rewriting.
 fn exception_message(ctx: &Ctx, e: rquickjs::Error) -> String {
+    exception_text(ctx, e).replace("__n8n_", "")
+}
+
+fn exception_text(ctx: &Ctx, e: rquickjs::Error) -> String {
     if !matches!(e, rquickjs::Error::Exception) {
         return e.to_string();
     }
@@ -463,6 +473,27 @@ fn host_object<'js>(ctx: &Ctx<'js>, host: &Host) -> rquickjs::Result<Object<'js>
 
     let hh = host.clone();
     h.set(
+        "nodeItem",
+        Function::new(
+            ctx.clone(),
+            move |ctx: Ctx<'js>, name: String, output: f64, run: f64, index: f64| -> rquickjs::Result<JsValue<'js>> {
+                let output = if output.is_finite() && output >= 0.0 { output as usize } else { 0 };
+                let run = if run.is_finite() && run >= 0.0 { Some(run as usize) } else { None };
+                let index = if index.is_finite() { index as i64 } else { 0 };
+                match with_proxy(&hh, |d| d.node_item(&name, output, run, index))? {
+                    Some(Some(it)) => item_to_js(&ctx, &it),
+                    Some(None) => Ok(JsValue::new_undefined(ctx)),
+                    None => Err(rquickjs::Exception::throw_message(
+                        &ctx,
+                        &format!("Node '{name}' hasn't been executed"),
+                    )),
+                }
+            },
+        ),
+    )?;
+
+    let hh = host.clone();
+    h.set(
         "pairedItem",
         Function::new(
             ctx.clone(),
@@ -491,6 +522,28 @@ fn host_object<'js>(ctx: &Ctx<'js>, host: &Host) -> rquickjs::Result<Object<'js>
             }),
         )?;
     }
+
+    let hh = host.clone();
+    h.set(
+        "prevNode",
+        Function::new(ctx.clone(), move |ctx: Ctx<'js>| -> rquickjs::Result<JsValue<'js>> {
+            match with_proxy(&hh, |d| d.prev_node())? {
+                Some(v) => to_js(&ctx, &v),
+                None => Ok(JsValue::new_undefined(ctx)),
+            }
+        }),
+    )?;
+
+    let hh = host.clone();
+    h.set(
+        "nodeParameters",
+        Function::new(ctx.clone(), move |ctx: Ctx<'js>, name: String| -> rquickjs::Result<JsValue<'js>> {
+            match with_proxy(&hh, |d| d.node_parameters(&name))? {
+                Some(v) => to_js(&ctx, &v),
+                None => Ok(Object::new(ctx)?.into_value()),
+            }
+        }),
+    )?;
 
     h.set(
         "hash",
@@ -552,8 +605,8 @@ fn hash(alg: &str, s: &str) -> Option<String> {
 
 // ---------------------------------------------------------------- conversions
 
-/// Item data into JS. Objects and arrays go through JSON text: QuickJS's C
-/// parser builds them much faster than one FFI call per property.
+/// Item data into JS, built natively (about twice as fast as JSON text
+/// through `JSON.parse` for large inputs, and without the text's memory).
 pub(crate) fn to_js<'js>(ctx: &Ctx<'js>, v: &Value) -> rquickjs::Result<JsValue<'js>> {
     Ok(match v {
         Value::Null => JsValue::new_null(ctx.clone()),
@@ -565,29 +618,65 @@ pub(crate) fn to_js<'js>(ctx: &Ctx<'js>, v: &Value) -> rquickjs::Result<JsValue<
             _ => JsValue::new_number(ctx.clone(), n.as_f64().unwrap_or(f64::NAN)),
         },
         Value::String(s) => rquickjs::String::from_str(ctx.clone(), s)?.into_value(),
-        Value::Array(_) | Value::Object(_) => json_to_js(ctx, v)?,
+        Value::Array(a) => {
+            let arr = Array::new(ctx.clone())?;
+            for (i, x) in a.iter().enumerate() {
+                arr.set(i, to_js(ctx, x)?)?;
+            }
+            arr.into_value()
+        }
+        Value::Object(m) => {
+            let o = Object::new(ctx.clone())?;
+            for (k, x) in m {
+                o.set(k.as_str(), to_js(ctx, x)?)?;
+            }
+            o.into_value()
+        }
     })
 }
 
-fn json_to_js<'js, T: serde::Serialize + ?Sized>(ctx: &Ctx<'js>, v: &T) -> rquickjs::Result<JsValue<'js>> {
-    let text = serde_json::to_string(v)
-        .map_err(|e| rquickjs::Exception::throw_type(ctx, &format!("cannot convert data: {e}")))?;
-    ctx.json_parse(text)
-}
-
 fn item_to_js<'js>(ctx: &Ctx<'js>, it: &Item) -> rquickjs::Result<JsValue<'js>> {
-    json_to_js(ctx, it)
+    let o = Object::new(ctx.clone())?;
+    o.set("json", to_js(ctx, &it.json)?)?;
+    if let Some(b) = &it.binary {
+        o.set("binary", to_js(ctx, b)?)?;
+    }
+    if let Some(p) = &it.paired_item {
+        o.set("pairedItem", to_js(ctx, p)?)?;
+    }
+    Ok(o.into_value())
 }
 
 fn items_to_js<'js>(ctx: &Ctx<'js>, items: &[Item]) -> rquickjs::Result<Array<'js>> {
-    let v = json_to_js(ctx, items)?;
-    v.into_array().ok_or(rquickjs::Error::Unknown)
+    let arr = Array::new(ctx.clone())?;
+    for (i, it) in items.iter().enumerate() {
+        arr.set(i, item_to_js(ctx, it)?)?;
+    }
+    Ok(arr)
 }
 
-/// A JS result as JSON, with JSON.stringify semantics (QuickJS's own: `toJSON`
-/// for Date/DateTime, `undefined` and functions dropped from objects, NaN as
-/// null). `None` when the value has no JSON form (`undefined`, functions).
+/// Nesting depth accepted when reading results (also stops cycles).
+const MAX_DEPTH: usize = 512;
+
+/// A JS result as JSON with JSON.stringify semantics: `toJSON` is honoured
+/// (Date, Luxon DateTime/Duration), `undefined`, functions and symbols are
+/// dropped from objects and become null in arrays, NaN/Infinity become null.
+/// `None` when the value itself has no JSON form. Walking the value natively
+/// is about twice as fast as JSON.stringify plus parsing the text.
 pub(crate) fn to_json<'js>(ctx: &Ctx<'js>, v: &JsValue<'js>) -> rquickjs::Result<Option<Value>> {
+    let to_json_key = rquickjs::Atom::from_str(ctx.clone(), "toJSON")?;
+    walk(ctx, v, &to_json_key, 0)
+}
+
+fn walk<'js>(
+    ctx: &Ctx<'js>,
+    v: &JsValue<'js>,
+    to_json_key: &rquickjs::Atom<'js>,
+    depth: usize,
+) -> rquickjs::Result<Option<Value>> {
+    if depth > MAX_DEPTH {
+        return Err(rquickjs::Exception::throw_type(ctx, "cyclic or too deeply nested value"));
+    }
     Ok(Some(match v.type_of() {
         Type::Uninitialized | Type::Undefined | Type::Symbol | Type::Function | Type::Constructor => {
             return Ok(None)
@@ -597,11 +686,45 @@ pub(crate) fn to_json<'js>(ctx: &Ctx<'js>, v: &JsValue<'js>) -> rquickjs::Result
         Type::Int => Value::from(v.as_int().unwrap_or(0)),
         Type::Float => num_to_json(v.as_float().unwrap_or(f64::NAN)),
         Type::String => Value::String(v.as_string().map(|s| s.to_string()).transpose()?.unwrap_or_default()),
+        Type::BigInt => return Err(rquickjs::Exception::throw_type(ctx, "BigInt value can't be serialized in JSON")),
+        Type::Array => {
+            let arr = v.as_array().ok_or(rquickjs::Error::Unknown)?;
+            let mut out = Vec::with_capacity(arr.len());
+            for i in 0..arr.len() {
+                let x: JsValue = arr.get(i)?;
+                out.push(walk(ctx, &x, to_json_key, depth + 1)?.unwrap_or(Value::Null));
+            }
+            Value::Array(out)
+        }
         _ => {
-            let Some(text) = ctx.json_stringify(v.clone())? else { return Ok(None) };
-            let text = text.to_string()?;
-            crate::json::parse(&text)
-                .map_err(|e| rquickjs::Exception::throw_type(ctx, &format!("cannot read result: {e}")))?
+            let Some(o) = v.as_object() else { return Ok(None) };
+            let f: JsValue = o.get(to_json_key.clone())?;
+            if let Some(f) = f.as_function() {
+                let r: JsValue = f.call((rquickjs::function::This(o.clone()),))?;
+                return walk(ctx, &r, to_json_key, depth + 1);
+            }
+            let mut m = serde_json::Map::new();
+            for prop in o.props::<String, JsValue>() {
+                let (k, x) = prop?;
+                if let Some(j) = walk(ctx, &x, to_json_key, depth + 1)? {
+                    m.insert(k, j);
+                }
+            }
+            Value::Object(m)
         }
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn extension_names_match_prelude() {
+        let sb = Sandbox::new(Limits::default(), "UTC").unwrap_or_else(|_| panic!("sandbox"));
+        let mut from_js: Vec<&str> =
+            sb.proto_names.iter().filter_map(|n| n.strip_prefix("__n8n_")).collect();
+        from_js.sort();
+        assert_eq!(from_js, crate::template::EXTENSION_NAMES);
+    }
 }

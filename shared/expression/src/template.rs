@@ -48,12 +48,35 @@ pub fn is_single(chunks: &[Chunk]) -> bool {
     matches!(chunks, [Chunk::Text(""), Chunk::Code(_)])
 }
 
-/// Rewrites a code chunk for QuickJS: drops trailing semicolons, and renames
-/// extension calls that would collide with native properties (`"ab".length()`
-/// is n8n's `length` extension, not the `length` property).
+/// Method names of n8n's extension functions (all types), sorted. Calls
+/// `x.name(…)` of these are rewritten to `x.__n8n_name(…)`, the dispatchers
+/// `js/prelude.js` installs (a unit test keeps both lists equal).
+pub const EXTENSION_NAMES: &[&str] = &[
+    "abs", "append", "average", "base64Decode", "base64Encode", "beginningOf", "ceil", "chunk",
+    "compact", "diffTo", "diffToNow", "difference", "endOfMonth", "extract", "extractDomain",
+    "extractEmail", "extractUrl", "extractUrlPath", "first", "floor", "format", "hasField",
+    "hash", "intersection", "isBetween", "isDomain", "isDst", "isEmail", "isEmpty", "isEven",
+    "isInLast", "isInteger", "isNotEmpty", "isNumeric", "isOdd", "isUrl", "isWeekend",
+    "keepFieldsContaining", "keys", "last", "length", "max", "merge", "mergeIntoObject", "min",
+    "minus", "parseJson", "pluck", "plus", "quote", "randomItem", "removeDuplicates",
+    "removeField", "removeFieldsContaining", "removeMarkdown", "removeTags", "renameKeys",
+    "replaceSpecialChars", "round", "smartJoin", "sum", "toBoolean", "toDate", "toDateTime",
+    "toDecimalNumber", "toFloat", "toInt", "toJsonString", "toNumber", "toSentenceCase",
+    "toSnakeCase", "toTitleCase", "toWholeNumber", "union", "unique", "urlDecode", "urlEncode",
+    "values",
+];
+
+/// Prepares a `{{ }}` code chunk for QuickJS: drops trailing semicolons and
+/// rewrites extension calls.
 pub fn prepare_code(code: &str) -> String {
     let code = code.trim_end();
-    let code = code.trim_end_matches(';');
+    rewrite_extension_calls(code.trim_end_matches(';'))
+}
+
+/// Renames calls of extension methods (`"ab".length()`, `$json.keys()`) to the
+/// sandbox's dispatchers, outside strings, comments and regex literals, so
+/// plain property reads (`$json.values`) keep their JavaScript meaning.
+pub fn rewrite_extension_calls(code: &str) -> String {
     let mut out = String::with_capacity(code.len() + 8);
     let b = code.as_bytes();
     let mut i = 0;
@@ -105,17 +128,20 @@ pub fn prepare_code(code: &str) -> String {
             }
             b'.' => {
                 let rest = code.get(i + 1..).unwrap_or("");
-                let name = "length";
-                if rest.starts_with(name)
-                    && !rest[name.len()..]
-                        .bytes()
-                        .next()
-                        .is_some_and(|d| d.is_ascii_alphanumeric() || d == b'_' || d == b'$')
-                    && rest[name.len()..].trim_start().starts_with('(')
-                    && !(i > 0 && b[i - 1] == b'.')
+                let name_len = rest
+                    .bytes()
+                    .take_while(|d| d.is_ascii_alphanumeric() || *d == b'_' || *d == b'$')
+                    .count();
+                let name = &rest[..name_len];
+                let spread = i > 0 && b[i - 1] == b'.';
+                if name_len > 0
+                    && !spread
+                    && rest.get(name_len..).is_some_and(|r| r.trim_start().starts_with('('))
+                    && EXTENSION_NAMES.binary_search(&name).is_ok()
                 {
-                    out.push_str(".__n8n_length");
-                    i += 1 + name.len();
+                    out.push_str(".__n8n_");
+                    out.push_str(name);
+                    i += 1 + name_len;
                     prev = b'a';
                 } else {
                     out.push('.');
@@ -242,12 +268,21 @@ mod tests {
     }
 
     #[test]
-    fn renames_length_calls_only() {
+    fn renames_extension_calls_only() {
         assert_eq!(prepare_code("\"ab\".length()"), "\"ab\".__n8n_length()");
         assert_eq!(prepare_code("x.length + 1;"), "x.length + 1");
+        assert_eq!(prepare_code("$json.values ?? $json.keys ()"), "$json.values ?? $json.__n8n_keys ()");
+        assert_eq!(prepare_code("a?.isEmpty() && b.toUpperCase()"), "a?.__n8n_isEmpty() && b.toUpperCase()");
+        assert_eq!(prepare_code("[...values()]"), "[...values()]");
         assert_eq!(prepare_code("'.length()'"), "'.length()'");
         assert_eq!(prepare_code("`${a.length()}`"), "`${a.__n8n_length()}`");
         assert_eq!(prepare_code("/.length()/.test(s)"), "/.length()/.test(s)");
         assert_eq!(prepare_code("a / b.length()"), "a / b.__n8n_length()");
+        assert_eq!(prepare_code("x.lengthy()"), "x.lengthy()");
+    }
+
+    #[test]
+    fn extension_names_sorted() {
+        assert!(EXTENSION_NAMES.windows(2).all(|w| w[0] < w[1]));
     }
 }

@@ -32,6 +32,9 @@ fn runaway_loop_times_out_and_next_evaluation_works() {
     assert!(matches!(err, ExpressionError::Timeout { .. }), "{err:?}");
     assert_eq!(eval(&mut ev, "={{ $json.a + 1 }}", json!({"a": 1})).unwrap(), json!(2));
     assert_eq!(eval(&mut ev, "={{ [1,2,3].sum() }}", json!({})).unwrap(), json!(6));
+    // catastrophic regex backtracking is interrupted too
+    let err = eval(&mut ev, "={{ /^(a+)+$/.test('a'.repeat(40) + 'b') }}", json!({})).unwrap_err();
+    assert!(matches!(err, ExpressionError::Timeout { .. }), "{err:?}");
     // Code node too
     let err = ev.run_code("while (true) {}", CodeMode::AllItems, &StaticData::from_json(json!({}))).unwrap_err();
     assert!(matches!(err, ExpressionError::Timeout { .. }), "{err:?}");
@@ -132,6 +135,12 @@ impl DataProxy for Fake {
     fn vars(&self) -> Value {
         json!({"region": "eu"})
     }
+    fn prev_node(&self) -> Option<Value> {
+        Some(json!({"name": "Source", "outputIndex": 0, "runIndex": 0}))
+    }
+    fn node_parameters(&self, node: &str) -> Option<Value> {
+        (node == "Source").then(|| json!({"url": "https://example.com"}))
+    }
 }
 
 #[test]
@@ -159,6 +168,10 @@ fn node_access_through_data_proxy() {
     assert_eq!(e(&mut ev, "={{ $workflow.name }} {{ $execution.id }} {{ $vars.region }} {{ $parameter.mode }}"), json!("Flow ex9 eu x"));
     assert_eq!(e(&mut ev, "={{ $if($json.v > 0, 'pos', 'zero') }}"), json!("pos"));
     assert_eq!(e(&mut ev, "={{ $ifEmpty($json.missing, 'dflt') }}"), json!("dflt"));
+    assert_eq!(e(&mut ev, "={{ $prevNode.name }}"), json!("Source"));
+    assert_eq!(e(&mut ev, "={{ $('Source').params.url }}"), json!("https://example.com"));
+    assert_eq!(e(&mut ev, "={{ $node['Source'].parameter.url }}"), json!("https://example.com"));
+    assert_eq!(e(&mut ev, "={{ $mode }}"), json!("manual"));
     let err = ev.evaluate("={{ $('Nope').item.json }}", &fake).unwrap_err();
     assert!(err.to_string().contains("Nope"), "{err}");
     let err = ev.evaluate("={{ $('Missing').first() }}", &fake).unwrap_err();
@@ -300,4 +313,62 @@ fn fast_path_agrees_with_quickjs() {
             assert_eq!(ev.evaluate(expr, &d).ok(), ev.evaluate_js(expr, &d).ok(), "{expr}");
         }
     }
+}
+
+#[test]
+fn deep_recursion_is_an_error_not_a_crash() {
+    let mut ev = evaluator();
+    let err = eval(&mut ev, "={{ (function f(n) { return f(n + 1) + 1; })(0) }}", json!({})).unwrap_err();
+    assert!(matches!(err, ExpressionError::Runtime { .. }), "{err:?}");
+    assert!(err.to_string().to_lowercase().contains("stack"), "{err}");
+    assert_eq!(eval(&mut ev, "={{ $json.x ?? 'ok' }}", json!({})).unwrap(), json!("ok"));
+}
+
+#[test]
+fn limits_can_change_between_calls() {
+    let mut ev = evaluator();
+    let big = "const a = []; for (let i = 0; i < 400000; i++) a.push({json: {i, s: 'v' + i}}); return a.length ? [{json: {n: a.length}}] : [];";
+    ev.set_limits(Limits { timeout: Duration::from_secs(20), memory_bytes: 24 << 20 });
+    let err = ev.run_code(big, CodeMode::AllItems, &StaticData::from_json(json!({}))).unwrap_err();
+    assert!(matches!(err, ExpressionError::OutOfMemory { .. }), "{err:?}");
+    ev.set_limits(Limits { timeout: Duration::from_secs(20), memory_bytes: 512 << 20 });
+    let out = ev.run_code(big, CodeMode::AllItems, &StaticData::from_json(json!({}))).unwrap();
+    assert_eq!(out.value, json!([{"json": {"n": 400000}}]));
+}
+
+#[test]
+fn objects_render_like_n8n() {
+    assert_eq!(expression::object_to_n8n_string(&json!({"a": 1, "b": "x"})), "[Object: {\"a\": 1, \"b\": \"x\"}]");
+    assert_eq!(expression::object_to_n8n_string(&json!([1, 2])), "[Array: [1,2]]");
+    assert_eq!(expression::object_to_n8n_string(&json!(1.5)), "1.5");
+    assert_eq!(expression::object_to_n8n_string(&json!(null)), "null");
+}
+
+#[test]
+fn extensions_dispatch_like_n8n() {
+    let mut ev = evaluator();
+    let d = json!({"a": 1, "list": [3, 1, 2], "s": "hello world", "n": 2.567});
+    let e = |ev: &mut Evaluator, s: &str| eval(ev, s, d.clone()).unwrap();
+    // a missing field named like an extension is just missing
+    assert_eq!(e(&mut ev, "={{ $json.values }}"), json!(null));
+    assert_eq!(e(&mut ev, "={{ $json.keys ?? 'none' }}"), json!("none"));
+    assert_eq!(e(&mut ev, "={{ typeof $json.merge }}"), json!("undefined"));
+    // calls dispatch by type, natives stay reachable
+    assert_eq!(e(&mut ev, "={{ $json.keys() }}"), json!(["a", "list", "s", "n"]));
+    assert_eq!(e(&mut ev, "={{ Object.keys($json).length }}"), json!(4));
+    assert_eq!(e(&mut ev, "={{ [...$json.list.keys()] }}"), json!([0, 1, 2]));
+    assert_eq!(e(&mut ev, "={{ [...new Map([['k', 1]]).keys()] }}"), json!(["k"]));
+    assert_eq!(e(&mut ev, "={{ Math.round($json.n) + Math.max(1, 5) }}"), json!(8));
+    assert_eq!(e(&mut ev, "={{ $json.n.round(1) }}"), json!(2.6));
+    assert_eq!(e(&mut ev, "={{ $json.list.max() }}"), json!(3));
+    assert_eq!(e(&mut ev, "={{ $json.s.toTitleCase() }}"), json!("Hello World"));
+    assert_eq!(e(&mut ev, "={{ $json.s.length() }} {{ $json.s.length }}"), json!("11 11"));
+    assert_eq!(e(&mut ev, "={{ new Intl.NumberFormat('en-US').format(1234) }}"), json!("1,234"));
+    let err = eval(&mut ev, "={{ $json.missing.isEmpty() }}", d.clone()).unwrap_err();
+    assert!(err.to_string().contains("isEmpty") && !err.to_string().contains("__n8n_"), "{err}");
+    // in Code too, and a user's own method wins on plain objects
+    let out = ev
+        .run_code("const o = { merge: () => 'mine' }; return [{json: {m: o.merge(), e: $input.first().json.s.isEmpty(), k: ({x: 1}).keys()}}]", CodeMode::AllItems, &StaticData::from_json(d))
+        .unwrap();
+    assert_eq!(out.value, json!([{"json": {"m": "mine", "e": false, "k": ["x"]}}]));
 }

@@ -7,7 +7,8 @@ use crate::transport::{self, INVALID_PARAMS, METHOD_NOT_FOUND};
 use protocol::UserId;
 use serde_json::{json, Value};
 use store::data::InstanceData;
-use store::deployment::TableId;
+use executions::{Dispatch, Executor, ExecutorSettings};
+use store::deployment::{QueueId, TableId};
 use store::{AwsClients, Config};
 
 /// Built once per process (Lambda init) and shared by every request.
@@ -15,6 +16,10 @@ use store::{AwsClients, Config};
 pub struct McpServer {
     pub data: InstanceData,
     pub limiter: RateLimiter,
+    pub executor: Executor,
+    /// Where executions run while a tool waits: on the executor function
+    /// through the Runs queue (its 900 s budget, not this function's 120 s).
+    pub dispatch: Dispatch,
     pub config: Config,
 }
 
@@ -33,7 +38,9 @@ impl McpServer {
         // write it and it has a TTL attribute, so old windows expire.
         let table = config.table(TableId::Executions).map_err(|e| McpError::Internal(e.to_string()))?;
         let limiter = RateLimiter::new(clients.dynamo.clone(), table.to_owned());
-        Ok(McpServer { data, limiter, config: config.clone() })
+        let runs = config.queue_url(QueueId::Runs).map_err(|e| McpError::Internal(e.to_string()))?;
+        let executor = Executor::new(data.clone(), clients.sqs.clone(), runs, ExecutorSettings::default());
+        Ok(McpServer { data, limiter, executor, dispatch: Dispatch::Queue, config: config.clone() })
     }
 
     /// One JSON-RPC request. `Err((code, message))` is a protocol error;

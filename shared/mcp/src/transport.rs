@@ -97,14 +97,14 @@ pub fn protocol_version(headers: &HeaderMap) -> Result<&'static str, Reply> {
         Some(v) => {
             let v = v.to_str().unwrap_or_default().trim();
             SUPPORTED_VERSIONS.iter().find(|s| **s == v).copied().ok_or_else(|| {
-                Reply::json(
-                    400,
-                    rpc_error(
-                        Value::Null,
-                        INVALID_REQUEST,
-                        format!("Bad Request: unsupported MCP-Protocol-Version {v:?}; supported: {}", SUPPORTED_VERSIONS.join(", ")),
-                    ),
-                )
+                let mut body = rpc_error(
+                    Value::Null,
+                    INVALID_REQUEST,
+                    format!("Bad Request: unsupported MCP-Protocol-Version {v:?}; supported: {}", SUPPORTED_VERSIONS.join(", ")),
+                );
+                // Clients that probe newer revisions read the list and fall back to `initialize`.
+                body["error"]["data"] = json!({"supported": SUPPORTED_VERSIONS, "requested": v});
+                Reply::json(400, body)
             })
         }
     }

@@ -112,6 +112,13 @@ pub fn validate(wf: &Value, check_expressions: bool) -> Report {
         }
     }
     check_connections(&mut r, wf.get("connections"), &by_name);
+    let names: HashSet<String> = by_name.keys().cloned().collect();
+    for node in nodes {
+        let name = node.get("name").and_then(Value::as_str).unwrap_or_default();
+        if let Some(p) = node.get("parameters") {
+            check_references(&mut r, &names, name, "", p);
+        }
+    }
     let has_trigger = nodes.iter().any(|n| {
         n.get("type").and_then(Value::as_str).is_some_and(engine::workflow::is_trigger_type)
             && !n.get("disabled").and_then(Value::as_bool).unwrap_or(false)
@@ -219,6 +226,43 @@ fn check_secret_headers(r: &mut Report, node: &str, params: &Value) {
                 ),
             );
         }
+    }
+}
+
+/// Node names an expression refers to: `$('Name')`, `$("Name")`, `$node["Name"]`.
+fn referenced_nodes(expr: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for open in ["$('", "$(\"", "$node['", "$node[\""] {
+        let quote = open.chars().last().unwrap_or('\'');
+        let mut rest = expr;
+        while let Some(i) = rest.find(open) {
+            rest = &rest[i + open.len()..];
+            if let Some(end) = rest.find(quote) {
+                out.push(rest[..end].to_owned());
+                rest = &rest[end..];
+            }
+        }
+    }
+    out
+}
+
+fn check_references(r: &mut Report, names: &HashSet<String>, node: &str, path: &str, v: &Value) {
+    match v {
+        Value::String(s) if s.starts_with('=') => {
+            for n in referenced_nodes(s) {
+                if !names.contains(&n) {
+                    r.warn(
+                        "UNKNOWN_NODE_REFERENCE",
+                        Some(node),
+                        Some(if path.is_empty() { "/" } else { path }),
+                        format!("the expression refers to node {n:?}, which is not in the workflow"),
+                    );
+                }
+            }
+        }
+        Value::Object(m) => m.iter().for_each(|(k, x)| check_references(r, names, node, &format!("{path}/{k}"), x)),
+        Value::Array(a) => a.iter().enumerate().for_each(|(i, x)| check_references(r, names, node, &format!("{path}/{i}"), x)),
+        _ => {}
     }
 }
 
@@ -355,5 +399,21 @@ mod tests {
         let all = r.errors.join("\n");
         assert!(all.contains("node \"Hook\", parameter path: is required"), "{all}");
         assert!(all.contains("node \"Set\", parameter /assignments/assignments/0/value: expression"), "{all}");
+    }
+
+    #[test]
+    fn warns_about_references_to_missing_nodes() {
+        let w = wf(
+            json!([
+                {"name": "Start", "type": "n8n-nodes-base.manualTrigger", "typeVersion": 1, "position": [0, 0]},
+                {"name": "Set", "type": "n8n-nodes-base.set", "typeVersion": 3.4, "position": [0, 0], "parameters": {
+                    "assignments": {"assignments": [{"name": "a", "value": "={{ $('Start').item.json.x }} {{ $(\"Gone\").first().json.y }}", "type": "string"}]}}}
+            ]),
+            json!({"Start": {"main": [[{"node": "Set", "type": "main", "index": 0}]]}}),
+        );
+        let r = validate(&w, false);
+        let refs: Vec<&Warning> = r.warnings.iter().filter(|w| w.code == "UNKNOWN_NODE_REFERENCE").collect();
+        assert_eq!(refs.len(), 1, "{:?}", r.warnings);
+        assert!(refs[0].message.contains("Gone"));
     }
 }

@@ -97,3 +97,24 @@ fn output_schemas_are_objects_and_inputs_refuse_unknown_fields() {
         assert!(!tool.to_string().contains("$ref"), "{name}: schemas are inlined");
     }
 }
+
+/// The checked-in table is what the script derives from the spec beside the
+/// repo (`../shared/spec`), so a spec change cannot go unnoticed.
+#[test]
+fn checked_in_table_matches_the_spec() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let spec = dir.join("../../../shared/spec/mcp-server-tools.md");
+    if !spec.exists() {
+        eprintln!("skipped: {} not found", spec.display());
+        return;
+    }
+    let out = std::process::Command::new("python3")
+        .arg(dir.join("tests/derive_spec_table.py"))
+        .arg(&spec)
+        .output()
+        .expect("python3 runs the derivation script");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let derived: Value = serde_json::from_slice(&out.stdout).expect("the script prints JSON");
+    let checked_in: Value = serde_json::from_str(include_str!("spec_tools.json")).expect("spec_tools.json parses");
+    assert_eq!(derived, checked_in, "re-derive spec_tools.json: python3 shared/mcp/tests/derive_spec_table.py ../shared/spec/mcp-server-tools.md > shared/mcp/tests/spec_tools.json");
+}

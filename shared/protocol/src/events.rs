@@ -57,6 +57,9 @@ macro_rules! event_types {
         }
 
         /// The typed payload; the variant is the event's `type`.
+        // Events are built once and moved, never stored in bulk in memory:
+        // boxing the large confirmation payload would only cost ergonomics.
+        #[allow(clippy::large_enum_variant)]
         #[derive(Debug, Clone, PartialEq)]
         pub enum EventPayload { $( $variant($payload) ),+ }
 
@@ -729,6 +732,26 @@ mod tests {
         let err = Event::from_value(json!({"type":"run-finish","runId":"r","agentId":"a","payload":{"status":"done"}}))
             .unwrap_err();
         assert!(err.to_string().contains("run-finish"), "{err}");
+    }
+
+    #[test]
+    fn rich_confirmation_requests_round_trip() {
+        let v = json!({"type":"confirmation-request","runId":"r","agentId":"a","userId":"u","responseId":"m","ts":17,
+            "payload":{"requestId":"cr","toolCallId":"tc","toolName":"workflows","args":{"action":"setup"},
+                "severity":"info","message":"Set up?","inputType":"plan-review","introMessage":"Here is the plan",
+                "questions":[{"id":"q1","question":"Which?","type":"single","options":["a","b"]}],
+                "tasks":{"tasks":[{"id":"t1","description":"Build","status":"todo"}]},
+                "credentialRequests":[{"credentialType":"slackApi","reason":"post","existingCredentials":[]}],
+                "credentialFlow":{"stage":"finalize"},"setupRequests":[{"node":{"name":"Slack"},"isTrigger":false}],
+                "workflowId":"wf1","projectId":"p1","domainAccess":{"url":"https://x.io/a","host":"x.io"}}});
+        let e = Event::from_value(v.clone()).unwrap();
+        assert_eq!(e.to_value(), v);
+        let bad = json!({"type":"confirmation-request","runId":"r","agentId":"a",
+            "payload":{"requestId":"cr","toolCallId":"tc","toolName":"w","args":{},"severity":"fatal","message":"m"}});
+        let err = Event::from_value(bad).unwrap_err().to_string();
+        assert!(err.contains("confirmation-request") && err.contains("fatal"), "{err}");
+        let bad = json!({"type":"tasks-update","runId":"r","agentId":"a","payload":{"tasks":[{"id":"t","description":"d","status":"later"}]}});
+        assert!(Event::from_value(bad).is_err());
     }
 
     #[test]

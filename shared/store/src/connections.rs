@@ -184,7 +184,8 @@ impl Connections {
     /// exist yet in `events_table`. When it succeeds, every later event is
     /// appended after the flip, so its publisher (which reads subscriptions
     /// consistently after appending) sees this subscription live and posts
-    /// it: nothing is missed and nothing is posted twice.
+    /// it, while events up to `cursor` (replayed already) are filtered out by
+    /// the publisher: nothing is missed and nothing is posted twice.
     pub async fn go_live(
         &self,
         thread: &ThreadId,

@@ -54,7 +54,18 @@ impl BatchMode {
     /// `Sequential` when talking to an emulator (`AWS_ENDPOINT_URL` set),
     /// `Transaction` in AWS.
     pub fn for_config(config: &crate::config::Config) -> BatchMode {
-        if config.endpoint_url.is_some() {
+        Self::for_endpoint(config.endpoint_url.is_some())
+    }
+
+    /// From the process environment: `AWS_ENDPOINT_URL` is what points every
+    /// SDK client at an emulator (the SDK reads it itself), so it is also
+    /// what says we are talking to one.
+    pub fn detect() -> BatchMode {
+        Self::for_endpoint(std::env::var_os("AWS_ENDPOINT_URL").is_some_and(|v| !v.is_empty()))
+    }
+
+    fn for_endpoint(emulator: bool) -> BatchMode {
+        if emulator {
             BatchMode::Sequential
         } else {
             BatchMode::Transaction
@@ -84,6 +95,8 @@ pub struct EventLog {
     table: String,
     heads: Arc<Mutex<HashMap<String, u64>>>,
     batch_mode: BatchMode,
+    /// Take [`emulator_guard`] around appends (on by default when emulated).
+    serialise: bool,
 }
 
 fn s(v: impl Into<String>) -> AttributeValue {
@@ -99,12 +112,15 @@ fn now_ms() -> u64 {
 }
 
 impl EventLog {
+    /// A log on `table`, in the batch mode the environment calls for
+    /// ([`BatchMode::detect`]); override with [`EventLog::with_batch_mode`].
     pub fn new(client: aws_sdk_dynamodb::Client, table: impl Into<String>) -> Self {
         EventLog {
             client,
             table: table.into(),
             heads: Arc::new(Mutex::new(HashMap::new())),
-            batch_mode: BatchMode::Transaction,
+            batch_mode: BatchMode::detect(),
+            serialise: BatchMode::detect() == BatchMode::Sequential,
         }
     }
 
@@ -120,6 +136,15 @@ impl EventLog {
 
     pub fn with_batch_mode(mut self, mode: BatchMode) -> Self {
         self.batch_mode = mode;
+        self.serialise = mode == BatchMode::Sequential;
+        self
+    }
+
+    /// Whether appends take the process-wide [`emulator_guard`]. Tests that
+    /// race conditional puts on purpose (no transactions anywhere near) turn
+    /// it off so the writers really collide.
+    pub fn with_emulator_lock(mut self, on: bool) -> Self {
+        self.serialise = on;
         self
     }
 
@@ -233,7 +258,7 @@ impl EventLog {
 
     /// Writes `chunk` at head+1.. and returns the first id.
     async fn append_chunk(&self, thread: &ThreadId, chunk: &[(&str, &str, u64, String)]) -> Result<u64, StoreError> {
-        let _serialised = emulator_guard(self.emulated()).await;
+        let _serialised = emulator_guard(self.serialise).await;
         let mut head = match self.cached_head(thread) {
             Some(h) => h,
             None => self.head(thread).await?,
@@ -373,8 +398,7 @@ impl EventLog {
             .await
             .map_err(StoreError::dynamo)?;
         let mut events = Vec::with_capacity(out.items().len());
-        let mut expected = cursor + 1;
-        for item in out.items() {
+        for (expected, item) in (cursor + 1..).zip(out.items()) {
             let seq = seq_of(item)?;
             if seq != expected {
                 tracing::debug!(thread = %thread, expected, got = seq, "hole in the log; stopping at it");
@@ -387,7 +411,6 @@ impl EventLog {
             let event = protocol::Event::from_json(json)
                 .map_err(|e| StoreError::Corrupt(format!("event {thread}/{seq}: {e}")))?;
             events.push(StoredEvent { seq, event });
-            expected += 1;
         }
         if let Some(last) = events.last() {
             self.remember(thread, last.seq);

@@ -4,7 +4,7 @@
 //! post ever fails the publisher: live delivery is best-effort, the log is
 //! the truth and clients re-subscribe with their cursor.
 
-use crate::connections::Connections;
+use crate::connections::{Connections, SubState};
 use protocol::events::WsFrame;
 use protocol::ids::{ConnectionId, ThreadId};
 use std::collections::HashMap;
@@ -16,11 +16,14 @@ use std::time::{Duration, Instant};
 /// cost of streaming text. Durable frames always read the list afresh.
 pub const EPHEMERAL_SUBSCRIBERS_MAX_AGE: Duration = Duration::from_secs(1);
 
+/// Per thread: when the live subscriber list was read, and the list.
+type SubscriberCache = Arc<Mutex<HashMap<String, (Instant, Vec<ConnectionId>)>>>;
+
 #[derive(Clone, Debug)]
 pub struct Publisher {
     connections: Connections,
     client: Option<aws_sdk_apigatewaymanagement::Client>,
-    cache: Arc<Mutex<HashMap<String, (Instant, Vec<ConnectionId>)>>>,
+    cache: SubscriberCache,
 }
 
 /// What one publish did (for logs and tests).
@@ -49,21 +52,45 @@ impl Publisher {
     }
 
     /// Posts durable frames (already in the log) to every live subscriber,
-    /// reading the subscriptions consistently *after* the append: that order
-    /// is what makes the subscribe hand-off lossless (see `Connections::go_live`).
+    /// reading the subscriptions consistently *after* the append, and only
+    /// frames after the id the subscription went live at (earlier ones were
+    /// replayed by the subscribe handler): together with the flip's check
+    /// that the next id did not exist yet (`Connections::go_live`), each
+    /// event reaches each subscriber exactly once.
     pub async fn publish_durable(&self, thread: &ThreadId, frames: &[WsFrame]) -> PublishReport {
         if self.client.is_none() || frames.is_empty() {
             return PublishReport::default();
         }
-        let subs = match self.connections.live_subscribers(thread, true).await {
+        let subs = match self.connections.subscriptions(thread, true).await {
             Ok(s) => s,
             Err(e) => {
                 tracing::warn!(thread = %thread, error = %e, "publish: cannot read subscriptions");
                 return PublishReport::default();
             }
         };
-        self.remember(thread, &subs);
-        self.post_all(thread, &subs, frames).await
+        let live: Vec<_> = subs.into_iter().filter(|s| s.state == SubState::Live).collect();
+        self.remember(thread, &live.iter().map(|s| s.connection.clone()).collect::<Vec<_>>());
+        let mut report = PublishReport::default();
+        // Subscribers that went live at the same id get the same frames.
+        let mut by_cursor: Vec<(u64, Vec<ConnectionId>)> = Vec::new();
+        for s in live {
+            match by_cursor.iter_mut().find(|(c, _)| *c == s.cursor) {
+                Some((_, conns)) => conns.push(s.connection),
+                None => by_cursor.push((s.cursor, vec![s.connection])),
+            }
+        }
+        for (cursor, conns) in by_cursor {
+            let after: Vec<WsFrame> = frames.iter().filter(|f| f.id.is_none_or(|id| id > cursor)).cloned().collect();
+            if after.is_empty() {
+                continue;
+            }
+            let r = self.post_all(thread, &conns, &after).await;
+            report.subscribers += r.subscribers;
+            report.posted += r.posted;
+            report.gone += r.gone;
+            report.failed += r.failed;
+        }
+        report
     }
 
     /// Posts ephemeral frames to live subscribers (subscriber list cached

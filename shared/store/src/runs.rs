@@ -188,42 +188,80 @@ impl Runs {
     }
 
     /// Takes the thread's run slot for `run` (creating the thread owned by
-    /// `user` on first use) and creates the orchestrator's chain, queued for
-    /// step 1 — one transaction, so a slot never exists without its run.
+    /// `user` on first use), then creates the orchestrator's chain, queued
+    /// for step 1. Two conditional writes rather than one transaction: the
+    /// slot write is the arbiter, and a failed chain put gives the slot back.
     pub async fn start_run(&self, chain: &NewChain, message: &str) -> Result<Result<(), SlotError>, StoreError> {
-        let t = self.table_name();
         let now = now_ms();
-        let slot = db::tx_update(
-            t,
-            thread_key(&chain.thread_id),
-            "SET userId = :u, threadId = :t, createdAt = if_not_exists(createdAt, :now), activeRunId = :r, lastRunId = :r",
-            Some("(attribute_not_exists(pk) OR userId = :u) AND attribute_not_exists(activeRunId)"),
-            &[],
-            vec![
-                (":u", s(&chain.user_id.0)),
-                (":t", s(&chain.thread_id.0)),
-                (":now", n(now / 1000)),
-                (":r", s(&chain.run_id.0)),
-            ],
-        )?;
-        let mut item = self.chain_item(chain, now)?;
-        item.insert("message".into(), s(message));
-        let put = db::tx_put(t, item, Some("attribute_not_exists(pk)"))?;
-        match self.client().transact_write_items().transact_items(slot).transact_items(put).send().await {
-            Ok(_) => Ok(Ok(())),
-            Err(e) => {
-                if db::cancel_reasons(&e).is_none() {
-                    return Err(StoreError::dynamo(e));
-                }
+        self.table.count();
+        let taken = self
+            .client()
+            .update_item()
+            .table_name(self.table_name())
+            .set_key(Some(thread_key(&chain.thread_id)))
+            .update_expression(
+                "SET userId = :u, threadId = :t, createdAt = if_not_exists(createdAt, :now), activeRunId = :r, lastRunId = :r",
+            )
+            .condition_expression("(attribute_not_exists(pk) OR userId = :u) AND attribute_not_exists(activeRunId)")
+            .expression_attribute_values(":u", s(&chain.user_id.0))
+            .expression_attribute_values(":t", s(&chain.thread_id.0))
+            .expression_attribute_values(":now", n(now / 1000))
+            .expression_attribute_values(":r", s(&chain.run_id.0))
+            .send()
+            .await;
+        match taken {
+            Ok(_) => {}
+            Err(e) if db::is_condition_failed(&e) => {
                 // Tell a stranger's thread (404) from a busy one (409).
                 let item = self.table.get_raw(&format!("thread#{}", chain.thread_id), "meta").await?.unwrap_or_default();
-                match (get_s(&item, "userId"), get_s(&item, "activeRunId")) {
+                return match (get_s(&item, "userId"), get_s(&item, "activeRunId")) {
                     (Some(owner), _) if owner != chain.user_id.0 => Ok(Err(SlotError::NotOwner)),
                     (_, Some(active)) => Ok(Err(SlotError::Busy(RunId(active.to_owned())))),
                     _ => Err(StoreError::Conflict("run slot contended; try again".into())),
-                }
+                };
             }
+            Err(e) => return Err(StoreError::dynamo(e)),
         }
+        let mut item = self.chain_item(chain, now)?;
+        item.insert("message".into(), s(message));
+        if let Err(e) = self.put_record(item, Some("attribute_not_exists(pk)")).await {
+            self.release_slot(&chain.thread_id, &chain.run_id).await?;
+            return Err(e);
+        }
+        Ok(Ok(()))
+    }
+
+    /// Gives the thread's slot back if `run` holds it (idempotent).
+    pub async fn release_slot(&self, thread: &ThreadId, run: &RunId) -> Result<(), StoreError> {
+        self.table.count();
+        let result = self
+            .client()
+            .update_item()
+            .table_name(self.table_name())
+            .set_key(Some(thread_key(thread)))
+            .update_expression("REMOVE activeRunId")
+            .condition_expression("activeRunId = :r")
+            .expression_attribute_values(":r", s(&run.0))
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(()),
+            Err(e) if db::is_condition_failed(&e) => Ok(()),
+            Err(e) => Err(StoreError::dynamo(e)),
+        }
+    }
+
+    /// Saves the thread's conversation history (too large: skipped, logged).
+    pub async fn save_history(&self, thread: &ThreadId, history: &[u8]) -> Result<(), StoreError> {
+        let data = db::compress(history)?;
+        if data.len() > db::MAX_ITEM_PAYLOAD {
+            tracing::warn!(thread = %thread, "history too large to save; the next run starts without it");
+            return Ok(());
+        }
+        let mut item = key(format!("thread#{thread}"), "history");
+        item.insert("data".into(), b(data));
+        item.insert("updatedAt".into(), n(now_ms()));
+        self.put_record(item, None).await.map(|_| ())
     }
 
     fn chain_item(&self, chain: &NewChain, now: u64) -> Result<Item, StoreError> {
@@ -403,6 +441,7 @@ impl Runs {
     /// Suspends the chain on a human decision: puts the suspension record and
     /// the resume checkpoint in one transaction (the caller publishes the
     /// `confirmation-request` after it, so `/status` already says suspended).
+    #[allow(clippy::too_many_arguments)]
     pub async fn suspend(
         &self,
         run: &RunId,
@@ -443,6 +482,7 @@ impl Runs {
     /// Records a decision and re-queues the suspended chain for `next_step`,
     /// atomically: the first decision wins; a second one (or a decision on a
     /// run that was cancelled meanwhile) is `Ok(false)`.
+    #[allow(clippy::too_many_arguments)]
     pub async fn decide(
         &self,
         run: &RunId,
@@ -543,11 +583,12 @@ impl Runs {
     }
 
     /// Starts finishing a chain that is in `from` (and, when given, at step
-    /// `step`): records status and reason, keeps a short lease for the sweep,
-    /// and — for the orchestrator — releases the thread's slot and saves the
-    /// conversation history in the same transaction. `false`: someone else
-    /// finished (or moved) it first, and must not be followed by a second
-    /// `run-finish`.
+    /// `step`): records status, reason and the final checkpoint with a short
+    /// lease for the sweep. This conditional write is the arbiter: `false`
+    /// means someone else finished (or moved) the chain first and must not
+    /// write a second `run-finish`. The winner then releases the thread's
+    /// slot and saves the history ([`Runs::release`]); a crash in between
+    /// leaves the chain `finishing`, and the sweep repeats that release.
     #[allow(clippy::too_many_arguments)]
     pub async fn begin_finish(
         &self,
@@ -559,57 +600,56 @@ impl Runs {
         history: Option<&[u8]>,
         checkpoint: Option<&[u8]>,
     ) -> Result<bool, StoreError> {
-        let t = self.table_name();
         let lease = now_ms() + FINISHING_LEASE_MS;
-        let mut values = vec![
-            (":finishing", s("finishing")),
-            (":from", s(from.as_str())),
-            (":status", s(status)),
-            (":reason", s(reason.unwrap_or(""))),
-            (":l", n(lease)),
-            (":gpk", s(lease_pk(&chain.run_id))),
-            (":gsk", s(lease_sk(lease, &chain.run_id, &chain.agent_id))),
-        ];
         let mut condition = "#state = :from".to_owned();
-        if let Some(step) = step {
+        if step.is_some() {
             condition.push_str(" AND #step = :step");
-            values.push((":step", n(step)));
         }
         let mut update = "SET #state = :finishing, finishStatus = :status, finishReason = :reason, leaseUntil = :l, gsi1pk = :gpk, gsi1sk = :gsk, finishedAt = :now".to_owned();
-        values.push((":now", n(now_ms())));
-        if let Some(c) = checkpoint {
+        if checkpoint.is_some() {
             update.push_str(", ckpt = :c");
-            values.push((":c", b(db::compress(c)?)));
         }
-        // Only names the expressions use: DynamoDB rejects unused ones.
-        let names: &[(&str, &str)] = if step.is_some() { &[("#state", "state"), ("#step", "step")] } else { &[("#state", "state")] };
-        let mut items = vec![db::tx_update(t, chain_key(&chain.run_id, &chain.agent_id), &update, Some(&condition), names, values)?];
+        self.table.count();
+        let mut req = self
+            .client()
+            .update_item()
+            .table_name(self.table_name())
+            .set_key(Some(chain_key(&chain.run_id, &chain.agent_id)))
+            .update_expression(update)
+            .condition_expression(condition)
+            .expression_attribute_names("#state", "state")
+            .expression_attribute_values(":finishing", s("finishing"))
+            .expression_attribute_values(":from", s(from.as_str()))
+            .expression_attribute_values(":status", s(status))
+            .expression_attribute_values(":reason", s(reason.unwrap_or("")))
+            .expression_attribute_values(":l", n(lease))
+            .expression_attribute_values(":gpk", s(lease_pk(&chain.run_id)))
+            .expression_attribute_values(":gsk", s(lease_sk(lease, &chain.run_id, &chain.agent_id)))
+            .expression_attribute_values(":now", n(now_ms()));
+        if let Some(step) = step {
+            req = req.expression_attribute_names("#step", "step").expression_attribute_values(":step", n(step));
+        }
+        if let Some(c) = checkpoint {
+            req = req.expression_attribute_values(":c", b(db::compress(c)?));
+        }
+        match req.send().await {
+            Ok(_) => {}
+            Err(e) if db::is_condition_failed(&e) => return Ok(false),
+            Err(e) => return Err(StoreError::dynamo(e)),
+        }
         if chain.is_orchestrator() {
-            items.push(db::tx_update(
-                t,
-                thread_key(&chain.thread_id),
-                "REMOVE activeRunId",
-                Some("activeRunId = :r"),
-                &[],
-                vec![(":r", s(&chain.run_id.0))],
-            )?);
-            if let Some(h) = history {
-                let data = db::compress(h)?;
-                if data.len() <= db::MAX_ITEM_PAYLOAD {
-                    let mut item = key(format!("thread#{}", chain.thread_id), "history");
-                    item.insert("data".into(), b(data));
-                    item.insert("updatedAt".into(), n(now_ms()));
-                    items.push(db::tx_put(t, item, None)?);
-                } else {
-                    tracing::warn!(thread = %chain.thread_id, "history too large to save; the next run starts without it");
-                }
-            }
+            self.release(chain, history).await?;
         }
-        match self.table.transact(items, "finish").await {
-            Ok(()) => Ok(true),
-            Err(StoreError::Conflict(_)) => Ok(false),
-            Err(e) => Err(e),
+        Ok(true)
+    }
+
+    /// The orchestrator's release: the slot, then the history.
+    pub async fn release(&self, chain: &Chain, history: Option<&[u8]>) -> Result<(), StoreError> {
+        self.release_slot(&chain.thread_id, &chain.run_id).await?;
+        if let Some(h) = history {
+            self.save_history(&chain.thread_id, h).await?;
         }
+        Ok(())
     }
 
     /// The `run-finish` (or `agent-completed`) is written: leave the lease index.

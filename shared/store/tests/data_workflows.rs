@@ -280,3 +280,62 @@ async fn listing_filters_folders_tags_and_scopes() {
     let moved = data.workflows.meta(&ids[1]).await.unwrap().unwrap();
     assert_eq!(moved.parent_folder_id.as_deref(), Some(clients.id.as_str()));
 }
+
+/// A writer that died between claiming a version's successor and moving the
+/// head must not lock the workflow: the next writer releases the claim (its
+/// version was never written) or rolls it forward (it was).
+#[tokio::test]
+async fn a_dead_writers_claim_is_released_or_rolled_forward() {
+    use aws_sdk_dynamodb::types::AttributeValue as Av;
+    let (env, data) = data_support::data().await;
+    let (alice, home) = data_support::user(&data, "alice").await;
+    let table = env.config.table(store::deployment::TableId::Instance).unwrap().to_owned();
+    let db = &env.clients.dynamo;
+    let wf = data.workflows.create(new_wf(&home.id, "Crashy"), &alice).await.unwrap();
+    let id = wf.meta.id.clone();
+    let v1 = wf.meta.version_id.clone();
+    let old = (store::data::db::now_secs() - 120).to_string();
+    let claim = |on: &str, new: &str| {
+        db.put_item()
+            .table_name(&table)
+            .item("pk", Av::S(format!("wf#{id}")))
+            .item("sk", Av::S(format!("next#{on}")))
+            .item("newVersionId", Av::S(new.into()))
+            .item("name", Av::S("Crashy".into()))
+            .item("description", Av::Null(true))
+            .item("updatedAt", Av::S(store::data::db::now_iso()))
+            .item("triggerCount", Av::N("1".into()))
+            .item("nodeCount", Av::N("2".into()))
+            .item("claimedAt", Av::N(old.clone()))
+            .send()
+    };
+
+    // Died before writing its version: the claim is released.
+    claim(&v1, "ghost").await.unwrap();
+    let upd = || WorkflowUpdate { body: Some(body(Some("After crash"))), ..Default::default() };
+    assert!(matches!(data.workflows.update(&id, &v1, upd(), &alice).await, Err(StoreError::Conflict(_))));
+    let w2 = data.workflows.update(&id, &v1, upd(), &alice).await.expect("claim released");
+    let v2 = w2.meta.version_id.clone();
+
+    // Died after writing its version (a copy of v1 as "resurrected"): rolled forward.
+    for (from, to) in [(format!("ver#{v1}"), "ver#resurrected"), (format!("body#{v1}"), "body#resurrected")] {
+        let mut item = db
+            .get_item()
+            .table_name(&table)
+            .key("pk", Av::S(format!("wf#{id}")))
+            .key("sk", Av::S(from))
+            .send()
+            .await
+            .unwrap()
+            .item
+            .unwrap();
+        item.insert("sk".into(), Av::S(to.into()));
+        item.insert("versionId".into(), Av::S("resurrected".into()));
+        db.put_item().table_name(&table).set_item(Some(item)).send().await.unwrap();
+    }
+    claim(&v2, "resurrected").await.unwrap();
+    assert!(matches!(data.workflows.update(&id, &v2, upd(), &alice).await, Err(StoreError::Conflict(_))));
+    let now = data.workflows.get(&id).await.unwrap().unwrap();
+    assert_eq!(now.meta.version_id, "resurrected");
+    assert_eq!(now.body, body(None));
+}

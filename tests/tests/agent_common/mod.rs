@@ -85,6 +85,9 @@ impl Tool for SlowTool {
 pub struct Cloud {
     pub running: Running,
     pub http: reqwest::Client,
+    /// SSE readers, aborted on stop: an open stream would hold the
+    /// server's graceful shutdown forever.
+    readers: std::sync::Mutex<Vec<tokio::task::AbortHandle>>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -94,11 +97,12 @@ pub struct Setup {
     pub lease_secs: Option<u64>,
     /// Configure the scripted model (false: no INSTANCE_AI_MODEL).
     pub model: bool,
+    pub confirmation_timeout_secs: Option<u64>,
 }
 
 impl Default for Setup {
     fn default() -> Self {
-        Setup { consumers: true, lease_secs: None, model: true }
+        Setup { consumers: true, lease_secs: None, model: true, confirmation_timeout_secs: None }
     }
 }
 
@@ -120,6 +124,7 @@ pub async fn cloud_with<X>(
     if let Some(l) = setup.lease_secs {
         config.step_lease_secs = l;
     }
+    config.confirmation_timeout_secs = setup.confirmation_timeout_secs;
     let running = start(Options { config, prefix: env.prefix.clone(), port: 0, run_consumers: setup.consumers, run_schedules: false })
         .await
         .expect("local cloud starts");
@@ -133,7 +138,7 @@ pub async fn cloud_with<X>(
         rt.model = Ok(m);
     }
     running.app.agent.set(Arc::new(rt)).expect("runtime not yet built");
-    (Cloud { running, http: reqwest::Client::new() }, extra)
+    (Cloud { running, http: reqwest::Client::new(), readers: Default::default() }, extra)
 }
 
 pub fn thread() -> String {
@@ -146,6 +151,15 @@ fn uuid_like() -> String {
 }
 
 impl Cloud {
+    /// Closes the event streams, then stops the cloud.
+    pub async fn stop(self) {
+        for r in self.readers.lock().unwrap().drain(..) {
+            r.abort();
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let _ = tokio::time::timeout(Duration::from_secs(5), self.running.shutdown()).await;
+    }
+
     pub fn url(&self, path: &str) -> String {
         format!("{}{}", self.running.base_url(), path)
     }
@@ -169,24 +183,66 @@ impl Cloud {
         self.post(key, &format!("/instance-ai/chat/{thread}/cancel"), json!({})).await
     }
 
-    /// Subscribes to the thread's events over SSE (from the beginning).
-    pub async fn events(&self, key: &str, thread: &str) -> Feed {
-        let resp = self
-            .http
-            .get(self.url(&format!("/instance-ai/events/{thread}")))
-            .bearer_auth(key)
-            .header("accept", "text/event-stream")
-            .send()
-            .await
-            .expect("events request");
+    /// Subscribes to the thread's events over SSE from the beginning. The
+    /// endpoint answers 404 until the thread exists (its first chat), so the
+    /// reader retries until it is admitted; replay from 0 loses nothing.
+    pub async fn sse_events(&self, key: &str, thread: &str) -> Feed {
         let (tx, rx) = mpsc::unbounded_channel();
-        if resp.status().as_u16() == 200 {
-            tokio::spawn(read_sse(resp, tx));
-        } else {
-            // Until the SSE endpoint serves, read the same log and live feed it reads.
-            eprintln!("SSE answered {}; tailing the event log directly", resp.status());
-            tokio::spawn(tail_store(self.running.app.clone(), ThreadId(thread.to_owned()), tx));
-        }
+        let (http, url, key) = (self.http.clone(), self.url(&format!("/instance-ai/events/{thread}")), key.to_owned());
+        let (app, thread) = (self.running.app.clone(), ThreadId(thread.to_owned()));
+        let reader = tokio::spawn(async move {
+            let deadline = Instant::now() + Duration::from_secs(20);
+            loop {
+                let resp = http.get(&url).bearer_auth(&key).header("accept", "text/event-stream").send().await;
+                let status = resp.as_ref().map(|r| r.status().as_u16()).unwrap_or(0);
+                match resp {
+                    Ok(r) if status == 200 => return read_sse(r, tx).await,
+                    _ if status == 501 => {
+                        eprintln!("SSE is not served; tailing the event log directly");
+                        return tail_store(app, thread, tx).await;
+                    }
+                    _ if Instant::now() > deadline => panic!("SSE never admitted the subscriber ({status})"),
+                    _ => tokio::time::sleep(Duration::from_millis(50)).await,
+                }
+            }
+        });
+        self.readers.lock().unwrap().push(reader.abort_handle());
+        Feed { rx, seen: Vec::new() }
+    }
+}
+
+impl Cloud {
+    /// The thread's events over the WebSocket API, from the beginning:
+    /// frames arrive in the order the writers published them. The gateway
+    /// refuses a thread that does not exist yet (before its first chat), so
+    /// the reader re-subscribes until it is admitted; replay from 0 loses nothing.
+    pub async fn events(&self, key: &str, thread: &str) -> Feed {
+        use tokio_tungstenite::tungstenite::Message as Ws;
+        let url = format!("{}?token={key}", self.running.ws_url());
+        let (mut socket, _) = tokio_tungstenite::connect_async(url.as_str()).await.expect("websocket connects");
+        let sub = json!({"action": "subscribe", "threadId": thread, "lastEventId": 0}).to_string();
+        futures::SinkExt::send(&mut socket, Ws::Text(sub.clone().into())).await.expect("subscribe sent");
+        let (tx, rx) = mpsc::unbounded_channel();
+        let reader = tokio::spawn(async move {
+            let deadline = Instant::now() + Duration::from_secs(20);
+            while let Some(Ok(msg)) = socket.next().await {
+                let Ws::Text(text) = msg else { continue };
+                let Ok(frame) = serde_json::from_str::<protocol::events::WsFrame>(&text) else {
+                    if text.contains("\"error\"") {
+                        assert!(Instant::now() < deadline, "gateway keeps refusing: {text}");
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                        if futures::SinkExt::send(&mut socket, Ws::Text(sub.clone().into())).await.is_err() {
+                            return;
+                        }
+                    }
+                    continue; // acknowledgements
+                };
+                if tx.send(Frame { id: frame.id, event: frame.event, at: Instant::now() }).is_err() {
+                    return;
+                }
+            }
+        });
+        self.readers.lock().unwrap().push(reader.abort_handle());
         Feed { rx, seen: Vec::new() }
     }
 }
@@ -236,8 +292,10 @@ async fn read_sse(resp: reqwest::Response, tx: mpsc::UnboundedSender<Frame>) {
 }
 
 async fn tail_store(app: Arc<api::App>, thread: ThreadId, tx: mpsc::UnboundedSender<Frame>) {
-    let rt = app.agent().await.expect("runtime");
-    let live = rt.live.clone().expect("live frames");
+    // The app's own clients: the runtime's may be counted by a benchmark.
+    let table = |id| app.config.table(id).expect("table").to_owned();
+    let log = store::EventLog::new(app.clients.dynamo.clone(), table(store::deployment::TableId::Events));
+    let live = store::LiveFrames::new(app.clients.dynamo.clone(), table(store::deployment::TableId::LiveFrames));
     let mut cursor = 0u64;
     let mut live_cursor = store::live_frames::at_cursor(0);
     loop {
@@ -249,7 +307,7 @@ async fn tail_store(app: Arc<api::App>, thread: ThreadId, tx: mpsc::UnboundedSen
                 batch.push((ts, 0, Frame { id: None, event: f.event, at: Instant::now() }));
             }
         }
-        if let Ok(events) = rt.log.read_after(&thread, cursor, 500).await {
+        if let Ok(events) = log.read_after(&thread, cursor, 500).await {
             for e in events {
                 cursor = e.seq;
                 let ts = e.event.ts.unwrap_or(0);
@@ -315,7 +373,7 @@ pub fn payload(frame: &Frame) -> Value {
     frame.event.to_value()["payload"].clone()
 }
 
-pub fn find<'a>(frames: &'a [Frame], t: EventType) -> Vec<&'a Frame> {
+pub fn find(frames: &[Frame], t: EventType) -> Vec<&Frame> {
     frames.iter().filter(|f| f.kind() == t).collect()
 }
 
@@ -325,6 +383,28 @@ pub fn request_id(frames: &[Frame]) -> String {
         EventPayload::ConfirmationRequest(c) => c.request_id.clone(),
         _ => unreachable!(),
     }
+}
+
+use aws_lambda_events::sqs::{SqsEvent, SqsMessage};
+use store::deployment::QueueId;
+
+/// Takes the next step message off the queue (as the event source would).
+pub async fn receive(cloud: &Cloud) -> SqsEvent {
+    let app = &cloud.running.app;
+    let queue = app.config.queue_url(QueueId::Steps).unwrap().to_owned();
+    for _ in 0..20 {
+        let out = app.clients.sqs.receive_message().queue_url(&queue).max_number_of_messages(1).wait_time_seconds(1).send().await.unwrap();
+        if let Some(m) = out.messages.unwrap_or_default().into_iter().next() {
+            app.clients.sqs.delete_message().queue_url(&queue).receipt_handle(m.receipt_handle.clone().unwrap()).send().await.unwrap();
+            let mut rec = SqsMessage::default();
+            rec.message_id = m.message_id;
+            rec.body = m.body;
+            let mut ev = SqsEvent::default();
+            ev.records = vec![rec];
+            return ev;
+        }
+    }
+    panic!("no step message arrived");
 }
 
 pub const WAIT: Duration = Duration::from_secs(20);

@@ -47,7 +47,7 @@ impl Default for SseOptions {
             keep_alive: Duration::from_secs(15),
             poll_interval: Duration::from_millis(200),
             retry_ms: 1000,
-            live_lag: Duration::from_secs(2),
+            live_lag: Duration::from_secs(1),
         }
     }
 }

@@ -1,12 +1,60 @@
-//! The executor SQS consumer.
+//! The executor SQS consumer: one workflow execution per Runs message
+//! (`{"executionId": "..."}`); the work is `executions::Executor`.
 
 use crate::App;
 use aws_lambda_events::sqs::{SqsBatchResponse, SqsEvent};
+use executions::{ExecutionError, Executor, ExecutorSettings, QueueRecord, Sweeper};
+use std::collections::HashMap;
+use std::sync::{Mutex, OnceLock};
+use store::deployment::TableId;
 
-/// Not built yet: every record is reported failed, so SQS keeps it and,
-/// after the queue's maxReceiveCount, parks it in the dead-letter queue.
-/// Nothing is lost.
-pub async fn handle(_app: &App, batch: SqsEvent) -> SqsBatchResponse {
-    tracing::error!(records = batch.records.len(), "executor is not supported yet");
-    crate::lambda::fail_all(batch)
+/// The executor of this process, built on first use and then reused by
+/// every invocation (its key provider and clients are not rebuilt per
+/// batch). Keyed by table name: tests run several apps in one process.
+async fn executor(app: &App) -> Result<Executor, ExecutionError> {
+    static CACHE: OnceLock<Mutex<HashMap<String, Executor>>> = OnceLock::new();
+    let cache = CACHE.get_or_init(Default::default);
+    let key = app.config.table(TableId::Executions)?.to_owned();
+    if let Some(e) = cache.lock().ok().and_then(|m| m.get(&key).cloned()) {
+        return Ok(e);
+    }
+    let e = Executor::from_config(&app.clients, &app.config, ExecutorSettings::default()).await?;
+    if let Ok(mut m) = cache.lock() {
+        m.insert(key, e.clone());
+    }
+    Ok(e)
+}
+
+/// Runs each record's execution. A record is reported failed (redelivered,
+/// then dead-lettered) only when it is malformed or its execution could not
+/// be run or recorded; a duplicate delivery (finished, or running under a
+/// live lease) is acknowledged without effect.
+pub async fn handle(app: &App, batch: SqsEvent) -> SqsBatchResponse {
+    let exec = match executor(app).await {
+        Ok(e) => e,
+        Err(e) => {
+            tracing::error!(error = %e, "executor unavailable");
+            return crate::lambda::fail_all(batch);
+        }
+    };
+    let records = batch
+        .records
+        .into_iter()
+        .map(|r| QueueRecord { message_id: r.message_id.unwrap_or_default(), body: r.body });
+    crate::lambda::failures(exec.handle_queue_batch(records).await)
+}
+
+/// The sweep's part for workflow executions: resume `waiting` ones that
+/// are due, mark `running` ones whose lease expired as `crashed`. Errors
+/// are logged, so the rest of the sweep still runs.
+pub async fn sweep(app: &App) {
+    let report = match Sweeper::from_config(&app.clients, &app.config) {
+        Ok(s) => s.sweep().await,
+        Err(e) => Err(e),
+    };
+    match report {
+        Ok(r) if r != executions::SweepReport::default() => tracing::info!(resumed = r.resumed, crashed = r.crashed, "execution sweep acted"),
+        Ok(_) => {}
+        Err(e) => tracing::error!(error = %e, "execution sweep failed"),
+    }
 }

@@ -7,8 +7,9 @@
 //! order; when a read comes back short it flips the subscription to `live`
 //! in one transaction with a check that `cursor + 1` does not exist yet
 //! (`Connections::go_live`). If an event landed meanwhile the flip fails and
-//! the handler replays again; once live, every later event is posted by the
-//! publisher that appended it. Each event reaches the connection once.
+//! the handler replays again. Once live, every later event is posted by the
+//! publisher that appended it, which posts only ids above the cursor the
+//! subscription went live at. Each event reaches the connection once.
 
 use crate::{ApiError, App};
 use aws_lambda_events::apigw::{ApiGatewayProxyResponse, ApiGatewayWebsocketProxyRequest};
@@ -22,9 +23,9 @@ use store::{EventLog, Publisher, Threads};
 
 /// Events per replay read.
 const REPLAY_PAGE: u32 = 100;
-/// Flip attempts before giving up on a thread that never stops growing
-/// (each failed attempt replayed what arrived, so the client is not behind).
-const MAX_FLIPS: u32 = 50;
+/// Time to keep replaying and retrying the flip on a thread that never stops
+/// growing (each round replays what arrived); within the gateway's 30 s.
+const SUBSCRIBE_BUDGET: std::time::Duration = std::time::Duration::from_secs(20);
 
 pub async fn handle(app: &App, event: ApiGatewayWebsocketProxyRequest) -> ApiGatewayProxyResponse {
     let route = event.request_context.route_key.clone().unwrap_or_default();
@@ -110,31 +111,34 @@ async fn subscribe(app: &App, id: &ConnectionId, user: &UserId, raw_thread: &str
         let _serialised = store::event_log::emulator_guard(log.emulated()).await;
         conns.subscribe_replaying(&thread, id, user, cursor).await?
     };
-    let mut flips = 0;
+    let started = std::time::Instant::now();
     loop {
-        let page = log.read_after(&thread, cursor, REPLAY_PAGE).await?;
-        let short = page.len() < REPLAY_PAGE as usize;
-        for stored in page {
-            let seq = stored.seq;
-            if !publisher.post_raw(id, WsFrame::durable(seq, stored.event).to_json().as_bytes()).await {
-                tracing::info!(connection = %id, "connection gone during replay");
+        if !replay(&log, &publisher, &thread, id, &mut cursor).await? {
+            tracing::info!(connection = %id, "connection gone during replay");
+            conns.close_with_subscriptions(id).await?;
+            return Ok(());
+        }
+        // Against an emulator, finish the replay and flip under the emulator
+        // lock: no append can land in between, so the transaction is never
+        // cancelled (moto rolls whole tables back when one is).
+        let _serialised = store::event_log::emulator_guard(log.emulated()).await;
+        if log.emulated() {
+            if !replay(&log, &publisher, &thread, id, &mut cursor).await? {
                 conns.close_with_subscriptions(id).await?;
                 return Ok(());
             }
-            cursor = seq;
+            if conns.subscription_token(&thread, id).await?.as_deref() != Some(token.as_str()) {
+                return Ok(());
+            }
         }
-        if !short {
-            continue;
-        }
-        match go_live(&log, &conns, &thread, id, &token, cursor).await? {
+        match conns.go_live(&thread, id, &token, cursor, log.table()).await? {
             GoLive::Live => break,
             GoLive::Superseded => return Ok(()),
+            // Events landed since the last read: replay them and try again.
+            GoLive::Behind if started.elapsed() < SUBSCRIBE_BUDGET => {}
             GoLive::Behind => {
-                flips += 1;
-                if flips >= MAX_FLIPS {
-                    conns.unsubscribe(&thread, id).await?;
-                    return Err(ApiError::Unavailable("the thread is too busy to subscribe; retry with lastEventId".into()));
-                }
+                conns.unsubscribe(&thread, id).await?;
+                return Err(ApiError::Unavailable("the thread is too busy to subscribe; retry with lastEventId".into()));
             }
         }
     }
@@ -144,27 +148,29 @@ async fn subscribe(app: &App, id: &ConnectionId, user: &UserId, raw_thread: &str
     Ok(())
 }
 
-/// `Connections::go_live`, made safe against an emulator: under the
-/// emulator lock, the conditions are checked first so the transaction cannot
-/// be cancelled (moto rolls whole tables back when one is).
-async fn go_live(
+/// Posts every event after `cursor` to the connection, advancing `cursor`;
+/// `false` when the connection is gone.
+async fn replay(
     log: &EventLog,
-    conns: &Connections,
+    publisher: &Publisher,
     thread: &ThreadId,
     id: &ConnectionId,
-    token: &str,
-    cursor: u64,
-) -> Result<GoLive, ApiError> {
-    let _serialised = store::event_log::emulator_guard(log.emulated()).await;
-    if log.emulated() {
-        if log.head(thread).await? > cursor {
-            return Ok(GoLive::Behind);
+    cursor: &mut u64,
+) -> Result<bool, ApiError> {
+    loop {
+        let page = log.read_after(thread, *cursor, REPLAY_PAGE).await?;
+        let short = page.len() < REPLAY_PAGE as usize;
+        for stored in page {
+            let seq = stored.seq;
+            if !publisher.post_raw(id, WsFrame::durable(seq, stored.event).to_json().as_bytes()).await {
+                return Ok(false);
+            }
+            *cursor = seq;
         }
-        if conns.subscription_token(thread, id).await?.as_deref() != Some(token) {
-            return Ok(GoLive::Superseded);
+        if short {
+            return Ok(true);
         }
     }
-    Ok(conns.go_live(thread, id, token, cursor, log.table()).await?)
 }
 
 async fn unsubscribe(app: &App, id: &ConnectionId, raw_thread: &str) -> Result<(), ApiError> {

@@ -4,6 +4,8 @@
 use crate::{ApiError, App};
 
 pub async fn handle(app: &App) -> Result<(), ApiError> {
+    // Workflow executions (resume due waits, mark dead runs crashed): see executor.rs.
+    crate::handlers::executor::sweep(app).await;
     let rt = app.agent().await?;
     let report = agent::sweep::sweep(&rt).await?;
     if report != agent::sweep::SweepReport::default() {

@@ -322,7 +322,12 @@ fn build(ctx: &mut NodeContext<'_>, i: usize, item: &Item) -> Result<(Request, V
     let method = reqwest::Method::from_bytes(method.to_uppercase().as_bytes()).map_err(|_| EngineError::node(format!("Invalid method '{method}'")))?;
     let url_s = ctx.param_str("url", i, "")?;
     let mut url = url::Url::parse(url_s.trim()).map_err(|e| EngineError::node(format!("Invalid URL '{url_s}': {e}")))?;
-    let options = ctx.param("options", i, json!({}))?;
+    // Pagination values refer to `$response`/`$pageCount`, resolved per page below.
+    let mut raw_options = ctx.raw("options").cloned().unwrap_or(json!({}));
+    if let Value::Object(o) = &mut raw_options {
+        o.shift_remove("pagination");
+    }
+    let options = ctx.resolve(&raw_options, i)?;
     let mut headers: Vec<(String, String)> = vec![];
     let mut query: Vec<(String, String)> = vec![];
     if ctx.param_bool("sendQuery", i, false)? {
@@ -505,7 +510,7 @@ fn one_item(ctx: &mut NodeContext<'_>, i: usize, item: &Item, out: &mut Vec<Item
     let (req, options) = build(ctx, i, item)?;
     let full = options.pointer("/response/response/fullResponse").and_then(|v| v.as_bool()).unwrap_or(false);
     let never_error = options.pointer("/response/response/neverError").and_then(|v| v.as_bool()).unwrap_or(false);
-    let pag = options.pointer("/pagination/pagination").cloned().unwrap_or(Value::Null);
+    let pag = ctx.raw("options.pagination.pagination").cloned().unwrap_or(Value::Null);
     let mode = pag.get("paginationMode").and_then(|v| v.as_str()).unwrap_or("off").to_string();
     let max_pages = if pag.get("limitPagesFetched").and_then(|v| v.as_bool()).unwrap_or(false) {
         pag.get("maxRequests").and_then(|v| v.as_u64()).unwrap_or(100) as usize
@@ -549,7 +554,9 @@ fn one_item(ctx: &mut NodeContext<'_>, i: usize, item: &Item, out: &mut Vec<Item
             "other" => super::conditions::truthy(&pagination_value(pag.get("completeExpression").unwrap_or(&Value::Null), &full_v, page + 1)),
             _ => is_empty,
         };
-        if !(done && complete == "receiveSpecificStatusCodes") && !(is_empty && complete == "responseIsEmpty") {
+        // the terminating page is data unless it was the "complete" signal itself
+        let terminal = (done && complete == "receiveSpecificStatusCodes") || (is_empty && complete == "responseIsEmpty");
+        if !terminal {
             to_items(if full { full_v.clone() } else { body_v }, i, out);
         }
         page += 1;

@@ -24,8 +24,7 @@ pub fn execute(ctx: &mut NodeContext<'_>) -> Result<NodeOutput> {
         // A finished loop starts over when data arrives again (nested loops).
         Some(s) if !s.done && !reset => s,
         _ => {
-            let mut s = LoopState::default();
-            s.items = input.iter().enumerate().map(|(i, it)| with_pair(it, i)).collect();
+            let mut s = LoopState { items: input.iter().enumerate().map(|(i, it)| with_pair(it, i)).collect(), ..Default::default() };
             let rest = s.items.split_off(batch.min(s.items.len()));
             let first = std::mem::replace(&mut s.items, rest);
             *ctx.node_state = serde_json::to_value(&s)?;

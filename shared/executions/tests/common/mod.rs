@@ -38,12 +38,30 @@ pub async fn ctx() -> Ctx {
 
 pub async fn ctx_with(settings: ExecutorSettings) -> Ctx {
     let env = TestEnv::new().await;
-    let data = InstanceData::new(&env.clients, &env.config).await.expect("repositories");
-    let url = env.config.queue_url(QueueId::Runs).expect("runs queue").to_owned();
+    let data = InstanceData::new(&env.clients, &env.config)
+        .await
+        .expect("repositories");
+    let url = env
+        .config
+        .queue_url(QueueId::Runs)
+        .expect("runs queue")
+        .to_owned();
     let executor = Executor::new(data.clone(), env.clients.sqs.clone(), url, settings);
-    let user: UserId = format!("alice-{}", uuid::Uuid::new_v4().simple()).as_str().into();
-    let (_, project) = data.projects.create_user(&user, "alice@example.com", Some("alice"), None).await.expect("user");
-    Ctx { env, data, executor, project, user }
+    let user: UserId = format!("alice-{}", uuid::Uuid::new_v4().simple())
+        .as_str()
+        .into();
+    let (_, project) = data
+        .projects
+        .create_user(&user, "alice@example.com", Some("alice"), None)
+        .await
+        .expect("user");
+    Ctx {
+        env,
+        data,
+        executor,
+        project,
+        user,
+    }
 }
 
 impl Ctx {
@@ -95,7 +113,10 @@ impl Ctx {
             if !msgs.is_empty() || tokio::time::Instant::now() >= deadline {
                 return msgs
                     .into_iter()
-                    .map(|m| QueueRecord { message_id: m.message_id.unwrap_or_default(), body: m.body })
+                    .map(|m| QueueRecord {
+                        message_id: m.message_id.unwrap_or_default(),
+                        body: m.body,
+                    })
                     .collect();
             }
         }
@@ -119,7 +140,10 @@ pub fn node(name: &str, ty: &str, version: f64, params: Value) -> Value {
 pub fn chain(nodes: Vec<Value>) -> Value {
     let mut conns = serde_json::Map::new();
     for w in nodes.windows(2) {
-        conns.insert(w[0]["name"].as_str().unwrap_or("").into(), json!({ "main": [[{ "node": w[1]["name"], "type": "main", "index": 0 }]] }));
+        conns.insert(
+            w[0]["name"].as_str().unwrap_or("").into(),
+            json!({ "main": [[{ "node": w[1]["name"], "type": "main", "index": 0 }]] }),
+        );
     }
     json!({ "nodes": nodes, "connections": conns, "settings": { "executionOrder": "v1" } })
 }
@@ -129,7 +153,11 @@ pub fn trigger() -> Value {
 }
 
 pub fn set(name: &str, field: &str, value: Value) -> Value {
-    let ty = if value.is_number() { "number" } else { "string" };
+    let ty = if value.is_number() {
+        "number"
+    } else {
+        "string"
+    };
     node(
         name,
         "n8n-nodes-base.set",
@@ -156,7 +184,12 @@ pub fn if_gt(name: &str, field: &str, n: f64) -> Value {
 }
 
 pub fn wait_secs(name: &str, secs: u64) -> Value {
-    node(name, "n8n-nodes-base.wait", 1.1, json!({ "resume": "timeInterval", "amount": secs, "unit": "seconds" }))
+    node(
+        name,
+        "n8n-nodes-base.wait",
+        1.1,
+        json!({ "resume": "timeInterval", "amount": secs, "unit": "seconds" }),
+    )
 }
 
 /// Items of a node's last run on output `o`.

@@ -372,6 +372,10 @@ pub fn strip(src: &str) -> Result<String, String> {
             Tok::Ident(w) if (w == "as" || w == "satisfies") && matches!(last_sig(&out), Some(Tok::Ident(_) | Tok::Lit(_)) | Some(Tok::Punct(_)))
                 && last_sig(&out).is_some_and(|p| !matches!(p, Tok::Punct(x) if !matches!(x.as_str(), ")" | "]" | "}"))) =>
             {
+                // `x as T` → `x`: the space before `as` goes too.
+                while matches!(out.last(), Some(Tok::Trivia(_))) {
+                    out.pop();
+                }
                 i = skip_type(&toks, i + 1, false);
                 continue;
             }
@@ -510,6 +514,28 @@ export default workflow('id', name);
         assert!(n.contains("other: n }"), "{n}");
         assert!(n.contains("const y = obj.field;"), "{n}");
         assert!(n.contains("__exports.default = workflow('id', name);"), "{n}");
+    }
+
+    #[test]
+    fn strips_what_generated_code_tends_to_use() {
+        let ts = r#"
+const list: Array<{ name: string; size?: number }> = [];
+const m = new Map<string, number>();
+const modes = ['a', 'b'] as const;
+const pick = ({ a, b }: { a: string; b: number }, fallback?: string): string => a ?? fallback ?? `${b}: ok`;
+const maybe = obj?.x ?? (flag ? 1 : 2);
+function f<T>(x: T): T { return x; }
+const g = async (x: number): Promise<void> => { await x; };
+export const helper = (n: number) => n * 2;
+"#;
+        let n = norm(&strip(ts).unwrap());
+        assert!(n.contains("const list = [];"), "{n}");
+        assert!(n.contains("const m = new Map();"), "{n}");
+        assert!(n.contains("const modes = ['a', 'b'];"), "{n}");
+        assert!(n.contains("const pick = ({ a, b }, fallback) => a ?? fallback ?? `${b}: ok`;"), "{n}");
+        assert!(n.contains("const maybe = obj?.x ?? (flag ? 1 : 2);"), "{n}");
+        assert!(n.contains("const g = async (x) => { await x; };"), "{n}");
+        assert!(n.contains("const helper = (n) => n * 2;"), "{n}");
     }
 
     #[test]

@@ -346,12 +346,12 @@ fn skipped_note(skipped: &[String]) -> Option<String> {
 fn fill_ids(nodes: &mut [Value]) {
     for n in nodes.iter_mut() {
         let Some(o) = n.as_object_mut() else { continue };
-        if !o.get("id").and_then(Value::as_str).is_some_and(|s| !s.is_empty()) {
+        if o.get("id").and_then(Value::as_str).is_none_or(|s| s.is_empty()) {
             o.insert("id".into(), json!(uuid::Uuid::new_v4().to_string()));
         }
         let ty = o.get("type").and_then(Value::as_str).unwrap_or_default();
         let webhook_like = matches!(ty, "n8n-nodes-base.webhook" | "n8n-nodes-base.formTrigger" | "@n8n/n8n-nodes-langchain.chatTrigger");
-        if webhook_like && !o.get("webhookId").and_then(Value::as_str).is_some_and(|s| !s.is_empty()) {
+        if webhook_like && o.get("webhookId").and_then(Value::as_str).is_none_or(|s| s.is_empty()) {
             o.insert("webhookId".into(), json!(uuid::Uuid::new_v4().to_string()));
         }
     }

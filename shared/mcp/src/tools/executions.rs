@@ -76,7 +76,12 @@ pub async fn get_execution(ctx: &Ctx<'_>, a: GetExecutionArgs) -> Result<GetExec
         .ok_or_else(|| McpError::NotFound(format!("execution {} of workflow {}", a.execution_id, a.workflow_id)))?;
     let data = if a.include_data.unwrap_or(false) {
         let sel = DataSelection { node_names: a.node_names, max_items: a.truncate_data.map(|n| n as usize) };
-        ctx.data().executions.get_data(&exec.id, &sel).await?
+        // The stored document also holds the workflow snapshot and engine
+        // state; the tool returns n8n's run data part only.
+        ctx.data().executions.get_data(&exec.id, &sel).await?.map(|mut doc| {
+            let result = doc.get_mut("resultData").map(Value::take).unwrap_or(Value::Null);
+            serde_json::json!({"resultData": result})
+        })
     } else {
         None
     };

@@ -3,7 +3,8 @@
 
 use super::{limit, Ctx};
 use crate::error::McpError;
-use crate::runner::{self, RunRequest};
+use crate::runner;
+use executions::{StartRequest, WorkflowRef};
 use engine::Item;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -392,23 +393,16 @@ pub async fn execute_workflow(ctx: &Ctx<'_>, a: ExecuteWorkflowArgs) -> Result<E
         (true, TriggerKind::Chat) => ExecutionMode::Chat,
         (true, _) => ExecutionMode::Trigger,
     };
-    let trigger = node_name(node).to_owned();
-    let outcome = runner::run(
-        ctx.data(),
-        RunRequest {
-            workflow_id: meta.id.clone(),
-            name: meta.name.clone(),
-            nodes: body.nodes,
-            connections: body.connections,
-            settings: body.settings,
-            mode,
-            pin_data: BTreeMap::new(),
-            trigger: Some(trigger),
-            trigger_items: Some(items),
-        },
-    )
-    .await?;
-    Ok(ExecutionResultOut { execution_id: Some(outcome.execution_id), status: status_str(outcome.status), error: outcome.error })
+    let workflow = if production { WorkflowRef::Published(meta.id.clone()) } else { WorkflowRef::Draft(meta.id.clone()) };
+    let mut req = StartRequest::new(workflow, mode);
+    req.trigger = Some(node_name(node).to_owned());
+    req.trigger_items = Some(items);
+    let outcome = runner::run(&ctx.server.executor, ctx.server.dispatch, req).await?;
+    Ok(outcome_out(outcome))
+}
+
+fn outcome_out(o: executions::ExecutionOutcome) -> ExecutionResultOut {
+    ExecutionResultOut { execution_id: Some(o.execution_id.0), status: status_str(o.status), error: o.error }
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -456,22 +450,11 @@ pub async fn test_workflow(ctx: &Ctx<'_>, a: TestWorkflowArgs) -> Result<Executi
         };
         pins.insert(name, items);
     }
-    let outcome = runner::run(
-        ctx.data(),
-        RunRequest {
-            workflow_id: meta.id.clone(),
-            name: meta.name.clone(),
-            nodes: wf.body.nodes,
-            connections: wf.body.connections,
-            settings: wf.body.settings,
-            mode: ExecutionMode::Manual,
-            pin_data: pins,
-            trigger: a.trigger_node_name,
-            trigger_items: None,
-        },
-    )
-    .await?;
-    Ok(ExecutionResultOut { execution_id: Some(outcome.execution_id), status: status_str(outcome.status), error: outcome.error })
+    let mut req = StartRequest::new(WorkflowRef::Draft(meta.id.clone()), ExecutionMode::Manual);
+    req.pin_data = pins;
+    req.trigger = a.trigger_node_name;
+    let outcome = runner::run(&ctx.server.executor, ctx.server.dispatch, req).await?;
+    Ok(outcome_out(outcome))
 }
 
 #[derive(Serialize, JsonSchema)]

@@ -1114,35 +1114,12 @@ impl DataTables {
             expr.push_str(&format!(" REMOVE {}", removes.join(", ")));
         }
         let pk = def_pk(&table.id);
-        let results: Vec<Result<Option<Row>, StoreError>> = futures::stream::iter(rows.into_iter().map(|row| {
-            let (expr, names, values, pk) = (&expr, &names, &values, &pk);
-            async move {
-                let mut req = self
-                    .rows
-                    .client
-                    .update_item()
-                    .table_name(&self.rows.name)
-                    .set_key(Some(key(pk, row_sk(row_id(&row)))))
-                    .update_expression(expr)
-                    .condition_expression("attribute_exists(pk)")
-                    .return_values(aws_sdk_dynamodb::types::ReturnValue::AllNew);
-                for (n, a) in names {
-                    req = req.expression_attribute_names(n, a);
-                }
-                for (k, v) in values {
-                    req = req.expression_attribute_values(k, v.clone());
-                }
-                self.rows.count();
-                match req.send().await {
-                    Ok(out) => Ok(Some(decode_row(table, &out.attributes.unwrap_or_default()))),
-                    Err(e) if db::is_condition_failed(&e) => Ok(None),
-                    Err(e) => Err(StoreError::dynamo(e)),
-                }
-            }
-        }))
-        .buffer_unordered(16)
-        .collect()
-        .await;
+        // Futures collected first: a lazy `map` closure in the stream makes
+        // the future not general enough to be spawned.
+        let futs: Vec<_> =
+            rows.iter().map(|row| self.update_one(table, &pk, row_id(row), &expr, &names, &values)).collect();
+        let results: Vec<Result<Option<Row>, StoreError>> =
+            futures::stream::iter(futs).buffer_unordered(16).collect().await;
         let mut out = Vec::new();
         for r in results {
             if let Some(row) = r? {
@@ -1151,6 +1128,39 @@ impl DataTables {
         }
         out.sort_by_key(row_id);
         Ok(out)
+    }
+
+    /// Updates one row if it still exists (`None` when it was deleted).
+    async fn update_one(
+        &self,
+        table: &DataTable,
+        pk: &str,
+        rid: u64,
+        expr: &str,
+        names: &[(String, String)],
+        values: &[(String, AttributeValue)],
+    ) -> Result<Option<Row>, StoreError> {
+        let mut req = self
+            .rows
+            .client
+            .update_item()
+            .table_name(&self.rows.name)
+            .set_key(Some(key(pk, row_sk(rid))))
+            .update_expression(expr)
+            .condition_expression("attribute_exists(pk)")
+            .return_values(aws_sdk_dynamodb::types::ReturnValue::AllNew);
+        for (n, a) in names {
+            req = req.expression_attribute_names(n, a);
+        }
+        for (k, v) in values {
+            req = req.expression_attribute_values(k, v.clone());
+        }
+        self.rows.count();
+        match req.send().await {
+            Ok(out) => Ok(Some(decode_row(table, &out.attributes.unwrap_or_default()))),
+            Err(e) if db::is_condition_failed(&e) => Ok(None),
+            Err(e) => Err(StoreError::dynamo(e)),
+        }
     }
 
     /// Deletes the rows matching a non-empty filter; returns them.

@@ -215,32 +215,39 @@ impl Table {
         }
     }
 
-    /// Writes (puts and deletes) in batches of 25, retrying whatever DynamoDB
-    /// reports unprocessed, with backoff, until every request is applied.
+    /// Writes (puts and deletes) in batches of 25, four batches in flight,
+    /// retrying whatever DynamoDB reports unprocessed, with backoff, until
+    /// every request is applied.
     pub async fn batch_write(&self, requests: Vec<WriteRequest>) -> Result<(), StoreError> {
-        for chunk in requests.chunks(25) {
-            let mut pending = chunk.to_vec();
-            let mut attempt = 0u32;
-            while !pending.is_empty() {
-                self.count();
-                let out = self
-                    .client
-                    .batch_write_item()
-                    .request_items(&self.name, pending)
-                    .send()
-                    .await
-                    .map_err(StoreError::dynamo)?;
-                pending = out.unprocessed_items.and_then(|mut m| m.remove(&self.name)).unwrap_or_default();
-                if !pending.is_empty() {
-                    attempt += 1;
-                    if attempt > 10 {
-                        return Err(StoreError::Aws {
-                            service: "dynamodb",
-                            message: format!("{} batch writes still unprocessed after retries", pending.len()),
-                        });
-                    }
-                    tokio::time::sleep(std::time::Duration::from_millis(20u64 << attempt.min(6))).await;
+        use futures::StreamExt;
+        // Futures collected first: a lazy `map` closure in the stream makes
+        // the future not general enough to be spawned.
+        let chunks: Vec<_> = requests.chunks(25).map(|c| self.write_chunk(c.to_vec())).collect();
+        let results: Vec<Result<(), StoreError>> = futures::stream::iter(chunks).buffer_unordered(4).collect().await;
+        results.into_iter().collect()
+    }
+
+    async fn write_chunk(&self, mut pending: Vec<WriteRequest>) -> Result<(), StoreError> {
+        let mut attempt = 0u32;
+        while !pending.is_empty() {
+            self.count();
+            let out = self
+                .client
+                .batch_write_item()
+                .request_items(&self.name, pending)
+                .send()
+                .await
+                .map_err(StoreError::dynamo)?;
+            pending = out.unprocessed_items.and_then(|mut m| m.remove(&self.name)).unwrap_or_default();
+            if !pending.is_empty() {
+                attempt += 1;
+                if attempt > 10 {
+                    return Err(StoreError::Aws {
+                        service: "dynamodb",
+                        message: format!("{} batch writes still unprocessed after retries", pending.len()),
+                    });
                 }
+                tokio::time::sleep(std::time::Duration::from_millis(20u64 << attempt.min(6))).await;
             }
         }
         Ok(())
