@@ -41,7 +41,7 @@ export INSTANCE_AI_PYTHON="$VENV/bin/python"
 
 # moto_server on a free port, stopped when the calling script exits.
 MOTO_PORT="${MOTO_PORT:-$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')}"
-"$VENV/bin/moto_server" -H 127.0.0.1 -p "$MOTO_PORT" >"$INSTANCE_AI_HOME/moto.log" 2>&1 &
+"$VENV/bin/python" "$REPO_ROOT/infra/local/moto_server.py" -H 127.0.0.1 -p "$MOTO_PORT" >"$INSTANCE_AI_HOME/moto.log" 2>&1 &
 MOTO_PID=$!
 # Whatever the scripts start is stopped when they end, however they end.
 CLEANUP_PIDS=("$MOTO_PID")
