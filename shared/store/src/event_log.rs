@@ -75,8 +75,9 @@ impl BatchMode {
 
 /// Serialises appends and subscription hand-offs inside this process, only
 /// against an emulator. moto runs requests on threads without isolating
-/// transactions: a cancelled `TransactWriteItems` restores whole tables from
-/// a snapshot taken when it began, erasing writes that landed meanwhile. The
+/// them: a cancelled `TransactWriteItems` restores whole tables from a
+/// snapshot taken when it began, erasing writes that landed meanwhile, and a
+/// conditional put checks and writes without a lock between. The
 /// local cloud is one process, so holding this lock around appends and
 /// around `go_live` (whose pre-checks then make cancellation impossible)
 /// keeps moto consistent. In AWS (`active == false`) it is a no-op.
@@ -140,9 +141,8 @@ impl EventLog {
         self
     }
 
-    /// Whether appends take the process-wide [`emulator_guard`]. Tests that
-    /// race conditional puts on purpose (no transactions anywhere near) turn
-    /// it off so the writers really collide.
+    /// Whether appends take the process-wide [`emulator_guard`] (default: when
+    /// emulated). Off only for experiments against a real DynamoDB endpoint.
     pub fn with_emulator_lock(mut self, on: bool) -> Self {
         self.serialise = on;
         self

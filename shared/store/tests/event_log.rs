@@ -47,8 +47,11 @@ async fn eight_concurrent_writers_get_ids_one_to_1600_exactly() {
     let mut tasks = Vec::new();
     for w in 0..8 {
         // One EventLog per writer: separate head caches, like separate Lambdas,
-        // racing for real (no transactions here, so no emulator lock needed).
-        let log = EventLog::new(env.clients.dynamo.clone(), table.clone()).with_emulator_lock(false);
+        // so writers keep losing slots to each other and must catch up. Puts
+        // go one at a time through the emulator lock: moto checks a condition
+        // and writes without a lock between, so under load two conditional
+        // puts of one key can both succeed there (never in DynamoDB).
+        let log = EventLog::new(env.clients.dynamo.clone(), table.clone());
         let t = t.clone();
         tasks.push(tokio::spawn(async move {
             let mut ids = Vec::new();

@@ -58,10 +58,12 @@ async fn run(env: &'static TestEnv, case: Case, mode: BatchMode) -> Result<(), T
 
     let mut handles = Vec::new();
     for (w, batches) in case.writers.iter().cloned().enumerate() {
-        // Sequential batches: moto's transactions are not isolated (a
-        // cancelled one rolls whole tables back), see `BatchMode`.
-        // Writers race for real: the emulator lock is only needed near transactions.
-        let log = EventLog::new(env.clients.dynamo.clone(), table.clone()).with_batch_mode(mode).with_emulator_lock(false);
+        // With concurrent writers, sequential batches: moto's transactions are
+        // not isolated (a cancelled one rolls whole tables back), see `BatchMode`.
+        // Requests go through the emulator lock (moto's conditional writes are
+        // not atomic under concurrent requests); writers still collide through
+        // their separate, stale head caches.
+        let log = EventLog::new(env.clients.dynamo.clone(), table.clone()).with_batch_mode(mode).with_emulator_lock(true);
         let thread = thread.clone();
         handles.push(tokio::spawn(async move {
             let mut i = 0;
