@@ -185,59 +185,86 @@ async fn stream(log: EventLog, live: LiveFrames, thread: ThreadId, mut cursor: u
             return;
         }
         let mut sent_any = false;
-        // Live frames first: the writer stores deltas before the block that
-        // ends their segment, so this order never shows a delta after its block.
-        match live.read_after(&thread, &at_cursor(live_newest.saturating_sub(lag_ms)), 500).await {
-            Ok(frames) => {
-                failures = 0;
-                for f in frames {
-                    if f.at < live_floor || !live_seen.insert(f.at.clone()) {
-                        continue;
-                    }
-                    live_newest = live_newest.max(at_millis(&f.at));
-                    if let Some(key) = segment(&f.event) {
-                        if closed.contains(&key) {
-                            continue;
-                        }
-                    }
-                    sent_any = true;
-                    if !send(&tx, sse_frame(None, &f.event)).await {
-                        return;
-                    }
-                }
-                // Keys older than the look-back window are never read again.
-                let floor = at_cursor(live_newest.saturating_sub(lag_ms));
-                live_seen = live_seen.split_off(&floor);
-            }
-            Err(e) => {
-                failures += 1;
-                tracing::warn!(thread = %thread, error = %e, "sse: live frames read failed");
-            }
-        }
-        match log.read_after(&thread, cursor, PAGE).await {
+        let durable = match log.read_after(&thread, cursor, PAGE).await {
             Ok(events) => {
                 failures = 0;
-                let full = events.len() == PAGE as usize;
-                for stored in events {
-                    if let Some(key) = segment(&stored.event) {
-                        closed.insert(key);
-                    }
-                    cursor = stored.seq;
-                    sent_any = true;
-                    if !send(&tx, sse_frame(Some(stored.seq), &stored.event)).await {
-                        return;
-                    }
-                }
-                if full {
-                    // Still replaying: no sleep.
-                    last_sent = Instant::now();
-                    continue;
-                }
+                events
             }
             Err(e) => {
                 failures += 1;
                 tracing::warn!(thread = %thread, error = %e, "sse: log read failed");
+                Vec::new()
             }
+        };
+        // A full page means we are still replaying: live frames belong after
+        // the events not read yet, so they wait for the next poll.
+        let replaying = durable.len() == PAGE as usize;
+        let mut ephemeral = Vec::new();
+        if !replaying {
+            match live.read_after(&thread, &at_cursor(live_newest.saturating_sub(lag_ms)), 500).await {
+                Ok(frames) => {
+                    failures = 0;
+                    for f in frames {
+                        if f.at < live_floor || !live_seen.insert(f.at.clone()) {
+                            continue;
+                        }
+                        live_newest = live_newest.max(at_millis(&f.at));
+                        ephemeral.push(f);
+                    }
+                    // Keys older than the look-back window are never read again.
+                    let floor = at_cursor(live_newest.saturating_sub(lag_ms));
+                    live_seen = live_seen.split_off(&floor);
+                }
+                Err(e) => {
+                    failures += 1;
+                    tracing::warn!(thread = %thread, error = %e, "sse: live frames read failed");
+                }
+            }
+        }
+        // One poll's frames go out in publish order (durable first on a tie),
+        // so a delta never overtakes the event published before it. A delta
+        // of a segment whose block was already sent is dropped: the block
+        // replaced its text.
+        let mut durable = durable.into_iter().peekable();
+        let mut ephemeral: std::collections::VecDeque<_> = ephemeral.into();
+        let mut out = Vec::new();
+        loop {
+            let take_durable = match (durable.peek(), ephemeral.front()) {
+                (Some(d), Some(f)) => d.event.ts.unwrap_or(0) <= at_millis(&f.at),
+                (Some(_), None) => true,
+                (None, Some(_)) => false,
+                (None, None) => break,
+            };
+            if take_durable {
+                let Some(stored) = durable.next() else { break };
+                if let Some(key) = segment(&stored.event) {
+                    // The segment's own deltas go before the block that
+                    // replaces their text, whatever their stamps say.
+                    let (mine, rest): (Vec<_>, Vec<_>) =
+                        ephemeral.drain(..).partition(|f| segment(&f.event).as_ref() == Some(&key));
+                    ephemeral = rest.into();
+                    out.extend(mine.iter().map(|f| sse_frame(None, &f.event)));
+                    closed.insert(key);
+                }
+                cursor = stored.seq;
+                out.push(sse_frame(Some(stored.seq), &stored.event));
+            } else {
+                let Some(f) = ephemeral.pop_front() else { break };
+                if segment(&f.event).is_some_and(|key| closed.contains(&key)) {
+                    continue;
+                }
+                out.push(sse_frame(None, &f.event));
+            }
+        }
+        for frame in out {
+            sent_any = true;
+            if !send(&tx, frame).await {
+                return;
+            }
+        }
+        if replaying {
+            last_sent = Instant::now();
+            continue;
         }
         if failures >= MAX_FAILURES {
             let _ = send(&tx, format!(": store unavailable, reconnect\nretry: {}\n\n", o.retry_ms)).await;
