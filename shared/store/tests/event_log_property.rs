@@ -133,7 +133,7 @@ async fn run(env: &'static TestEnv, case: Case, mode: BatchMode) -> Result<(), T
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 24, max_shrink_iters: 8, failure_persistence: None, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 8, max_shrink_iters: 8, failure_persistence: None, ..ProptestConfig::default() })]
 
     #[test]
     fn readers_see_every_durable_event_exactly_once_in_order(c in case()) {
