@@ -36,7 +36,7 @@ impl ApiKeys {
 
     /// Stores `key` for `user` (idempotent for the same pair).
     pub async fn put(&self, user: &UserId, key: &str, label: &str) -> Result<(), StoreError> {
-        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_secs();
+        let now = crate::data::db::now_secs();
         self.client
             .put_item()
             .table_name(&self.table)

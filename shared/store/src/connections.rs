@@ -10,6 +10,7 @@
 use crate::error::StoreError;
 use aws_sdk_dynamodb::types::{AttributeValue, ConditionCheck, TransactWriteItem, Update};
 use protocol::ids::{ConnectionId, ThreadId};
+use crate::data::db::now_secs;
 use protocol::UserId;
 use std::collections::HashMap;
 
@@ -27,9 +28,6 @@ fn conn_pk(id: &ConnectionId) -> AttributeValue {
     AttributeValue::S(format!("conn#{}", id.0))
 }
 
-pub(crate) fn now_secs() -> u64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_secs()
-}
 
 impl Connections {
     pub fn new(client: aws_sdk_dynamodb::Client, table: impl Into<String>) -> Self {

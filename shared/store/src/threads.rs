@@ -29,7 +29,7 @@ impl Threads {
     /// Creates the thread owned by `user`, or confirms `user` owns it.
     /// Someone else's thread is `NotFound`, exactly like a missing one.
     pub async fn ensure(&self, thread: &ThreadId, user: &UserId) -> Result<(), StoreError> {
-        let now = crate::connections::now_secs();
+        let now = crate::data::db::now_secs();
         let result = self
             .client
             .update_item()
