@@ -106,6 +106,28 @@ pub struct TaskData {
     /// Set when this run came from pin data or a replayed execution, not from executing.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub origin: Option<RunOrigin>,
+    /// Links to related executions (n8n's `ITaskMetadata`): the sub-execution
+    /// an Execute Workflow node started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<TaskMetadata>,
+}
+
+/// n8n's `ITaskMetadata` (the parts this engine sets).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskMetadata {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sub_execution: Option<RelatedExecution>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sub_executions_count: Option<usize>,
+}
+
+/// Another execution a run links to (n8n's `RelatedExecution`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RelatedExecution {
+    pub execution_id: String,
+    pub workflow_id: String,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

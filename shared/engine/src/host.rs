@@ -7,6 +7,9 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::data::ExecutionState;
+use crate::run::ProgressHook;
+
 /// Decrypted credential data for a node's credential reference.
 pub trait CredentialsProvider: Send + Sync {
     /// `cred_type` is e.g. `httpHeaderAuth`; `reference` is the node's `{id, name}`.
@@ -16,6 +19,26 @@ pub trait CredentialsProvider: Send + Sync {
 /// Workflows that Execute Workflow can call by id.
 pub trait WorkflowProvider: Send + Sync {
     fn get_workflow(&self, id: &str) -> Result<Value, String>;
+}
+
+/// Execution records for sub-workflows: Execute Workflow still runs the
+/// child on its own thread (inheriting settings, cancel and nesting limits),
+/// and the host gives that run an execution of its own, linked to the parent.
+pub trait SubExecutionRecorder: Send + Sync {
+    /// Creates the child's record before it runs. `workflow` is the child's
+    /// workflow JSON (its `id`, when it has one, names the workflow).
+    fn start(&self, workflow: &Value, parent_execution_id: &str) -> Result<SubExecution, String>;
+    /// Records how the child ended: its final state, or why it could not run.
+    fn finish(&self, execution_id: &str, outcome: Result<&ExecutionState, &str>) -> Result<(), String>;
+}
+
+/// A child execution the host recorded.
+#[derive(Debug, Clone)]
+pub struct SubExecution {
+    pub execution_id: String,
+    pub workflow_id: String,
+    /// Progress of the child's run, if the host persists it.
+    pub progress: Option<ProgressHook>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -68,6 +91,8 @@ impl Resolver for SystemResolver {
 pub struct Host {
     pub credentials: Option<Arc<dyn CredentialsProvider>>,
     pub workflows: Option<Arc<dyn WorkflowProvider>>,
+    /// Without it, sub-workflows run inline and leave no record of their own.
+    pub sub_executions: Option<Arc<dyn SubExecutionRecorder>>,
     pub data_tables: Option<Arc<dyn DataTableProvider>>,
     pub files: Option<Arc<dyn FileProvider>>,
     pub resolver: Arc<dyn Resolver>,
@@ -75,7 +100,7 @@ pub struct Host {
 
 impl Default for Host {
     fn default() -> Self {
-        Host { credentials: None, workflows: None, data_tables: None, files: None, resolver: Arc::new(SystemResolver) }
+        Host { credentials: None, workflows: None, sub_executions: None, data_tables: None, files: None, resolver: Arc::new(SystemResolver) }
     }
 }
 
@@ -84,6 +109,7 @@ impl std::fmt::Debug for Host {
         f.debug_struct("Host")
             .field("credentials", &self.credentials.is_some())
             .field("workflows", &self.workflows.is_some())
+            .field("sub_executions", &self.sub_executions.is_some())
             .field("data_tables", &self.data_tables.is_some())
             .field("files", &self.files.is_some())
             .finish()

@@ -21,5 +21,5 @@ pub mod workflow;
 pub use data::{ExecutionState, ExecutionStatus, Item, Items, NodeError, RunData, TaskData};
 pub use error::{EngineError, Result};
 pub use host::Host;
-pub use run::{CancelToken, Engine, EngineSettings, RunOptions, RunStats};
+pub use run::{CancelToken, Engine, EngineSettings, ProgressHook, RunOptions, RunStats};
 pub use workflow::{Graph, Node, Workflow};

@@ -74,6 +74,7 @@ impl Engine {
                             console: vec![],
                             released_items: None,
                             origin: Some(RunOrigin::Mocked),
+                            metadata: None,
                         });
                     }
                     let entry = entry_from_parents(&st, target, &parents).ok_or_else(|| EngineError::InvalidWorkflow("no input".into()))?;

@@ -100,6 +100,32 @@ pub struct RunOptions {
     pub execution_id: Option<String>,
     /// Stop after this node: only it and its ancestors run (run-step).
     pub destination: Option<String>,
+    /// Told about every node run as it finishes (progress persistence).
+    pub progress: Option<ProgressHook>,
+}
+
+/// Called on the engine's thread after each node run that lets the execution
+/// go on (also when it is the run-step destination), with the state so far:
+/// `last_node_executed` names the node, its run is the last in `run_data`.
+/// The engine waits for it, so it should only hand off (clone what it needs,
+/// send it elsewhere). The final state is the run's return value, not a call.
+#[derive(Clone)]
+pub struct ProgressHook(Arc<dyn Fn(&ExecutionState) + Send + Sync>);
+
+impl ProgressHook {
+    pub fn new(f: impl Fn(&ExecutionState) + Send + Sync + 'static) -> Self {
+        ProgressHook(Arc::new(f))
+    }
+
+    pub fn notify(&self, st: &ExecutionState) {
+        (self.0)(st)
+    }
+}
+
+impl std::fmt::Debug for ProgressHook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ProgressHook")
+    }
 }
 
 /// Counters for one run (not persisted).
@@ -168,30 +194,36 @@ impl Engine {
         let items = opts.trigger_items.clone().unwrap_or_else(|| vec![Item { json: json!({}), ..Default::default() }]);
         st.stack.push_back(StackEntry { node: start.name.clone(), inputs: vec![Some(Arc::new(items))], source: vec![], resume: false });
         let env = self.env(opts.cancel.clone(), opts.timeout, graph);
-        let stats = self.drive(graph, &mut st, &env, opts.destination.as_deref());
+        let stats = self.drive(graph, &mut st, &env, opts.destination.as_deref(), opts.progress.as_ref());
         Ok((st, stats))
     }
 
     /// Continues a `waiting` execution (e.g. after `wait_till`), possibly in
     /// another process from a deserialized state.
-    pub fn resume(&self, graph: &Graph, mut st: ExecutionState, cancel: Option<CancelToken>) -> Result<(ExecutionState, RunStats)> {
+    pub fn resume(&self, graph: &Graph, st: ExecutionState, cancel: Option<CancelToken>) -> Result<(ExecutionState, RunStats)> {
+        self.resume_with(graph, st, RunOptions { cancel, ..RunOptions::default() })
+    }
+
+    /// [`Engine::resume`] with options; only `cancel`, `timeout` and
+    /// `progress` apply (the rest was fixed when the execution started).
+    pub fn resume_with(&self, graph: &Graph, mut st: ExecutionState, opts: RunOptions) -> Result<(ExecutionState, RunStats)> {
         self.validate(graph)?;
         if st.status != ExecutionStatus::Waiting {
             return Err(EngineError::InvalidWorkflow(format!("execution is {:?}, not waiting", st.status)));
         }
         st.wait_till = None;
-        let env = self.env(cancel, None, graph);
-        let stats = self.drive(graph, &mut st, &env, None);
+        let env = self.env(opts.cancel, opts.timeout, graph);
+        let stats = self.drive(graph, &mut st, &env, None, opts.progress.as_ref());
         Ok((st, stats))
     }
 
     /// Runs prepared state (used by partial runs).
     pub(crate) fn drive_state(&self, graph: &Graph, st: &mut ExecutionState, opts: &RunOptions) -> RunStats {
         let env = self.env(opts.cancel.clone(), opts.timeout, graph);
-        self.drive(graph, st, &env, opts.destination.as_deref())
+        self.drive(graph, st, &env, opts.destination.as_deref(), opts.progress.as_ref())
     }
 
-    fn drive(&self, graph: &Graph, st: &mut ExecutionState, env: &Env, destination: Option<&str>) -> RunStats {
+    fn drive(&self, graph: &Graph, st: &mut ExecutionState, env: &Env, destination: Option<&str>, progress: Option<&ProgressHook>) -> RunStats {
         let tz = graph.workflow.settings.timezone.clone().unwrap_or_else(|| env.settings.timezone.clone());
         let mut expr = Expr::new(env.settings.limits, tz);
         let mut stats = RunStats::default();
@@ -222,12 +254,14 @@ impl Engine {
             stats.nodes_executed += 1;
             match self.run_entry(graph, st, env, &mut expr, node, entry) {
                 Step::Continue(children) => {
-                    if destination == Some(node.name.as_str()) {
-                        continue;
+                    if destination != Some(node.name.as_str()) {
+                        self.enqueue(graph, st, node, children, allowed.as_ref());
+                        if lean {
+                            release(graph, st, &node.name);
+                        }
                     }
-                    self.enqueue(graph, st, node, children, allowed.as_ref());
-                    if lean {
-                        release(graph, st, &node.name);
+                    if let Some(p) = progress {
+                        p.notify(st);
                     }
                 }
                 Step::Parked => {
@@ -265,6 +299,7 @@ impl Engine {
         let mut console = vec![];
         let mut error_items = vec![];
         let mut origin = None;
+        let mut metadata = None;
         let result: Result<NodeOutput> = if let Some(pin) = st.pin_data.get(&node.name) {
             origin = Some(RunOrigin::Pinned);
             Ok(NodeOutput::Data(vec![Arc::new(pin.clone())]))
@@ -312,6 +347,7 @@ impl Engine {
                     console: vec![],
                     error_items: vec![],
                     webhook_response: None,
+                    metadata: None,
                 };
                 res = f(&mut ctx);
                 if consumable && !node.execute_once {
@@ -323,6 +359,7 @@ impl Engine {
                 if let Some(r) = ctx.webhook_response.take() {
                     st.webhook_response = Some(r);
                 }
+                metadata = ctx.metadata.take().or(metadata);
                 if res.is_ok() || matches!(res, Err(EngineError::Canceled)) {
                     break;
                 }
@@ -342,6 +379,7 @@ impl Engine {
             console,
             released_items: None,
             origin,
+            metadata,
         };
         st.last_node_executed = Some(node.name.clone());
         let outputs: Vec<Items> = match result {

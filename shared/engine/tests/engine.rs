@@ -329,3 +329,102 @@ fn output_names_follow_the_editor() {
     assert_eq!(engine::partial::output_names(g.node("If").unwrap()), vec!["true", "false"]);
     assert_eq!(engine::partial::output_names(g.node("Set").unwrap()), vec!["Success", "Error"]);
 }
+
+/// `(last node executed, nodes with run data)` at each progress call.
+fn recording_hook() -> (engine::ProgressHook, Arc<std::sync::Mutex<Vec<(String, Vec<String>)>>>) {
+    let calls: Arc<std::sync::Mutex<Vec<(String, Vec<String>)>>> = Arc::default();
+    let seen = calls.clone();
+    let hook = engine::ProgressHook::new(move |st: &ExecutionState| {
+        let last = st.last_node_executed.clone().unwrap_or_default();
+        seen.lock().unwrap().push((last, st.run_data.keys().cloned().collect()));
+    });
+    (hook, calls)
+}
+
+#[test]
+fn progress_is_reported_after_each_node_on_runs_resumes_and_run_steps() {
+    let wait = node("Wait", "n8n-nodes-base.wait", 1.1, json!({ "resume": "timeInterval", "amount": 2, "unit": "hours" }));
+    let wf = chain(vec![trigger(), data(json!([{ "x": 1 }])), wait, node("After", "n8n-nodes-base.noOp", 1.0, json!({}))]);
+    let graph = Graph::from_json(&wf).unwrap();
+    let engine = Engine::new(EngineSettings::default(), Host::default());
+    let (hook, calls) = recording_hook();
+    let (st, _) = engine.run(&graph, RunOptions { progress: Some(hook.clone()), ..Default::default() }).unwrap();
+    assert_eq!(st.status, ExecutionStatus::Waiting);
+    // The parked Wait is not a finished node run: no call for it.
+    assert_eq!(
+        *calls.lock().unwrap(),
+        vec![("Trigger".to_owned(), vec!["Trigger".to_owned()]), ("Data".to_owned(), vec!["Data".to_owned(), "Trigger".to_owned()])]
+    );
+    calls.lock().unwrap().clear();
+    let (done, _) = engine.resume_with(&graph, st, RunOptions { progress: Some(hook.clone()), ..Default::default() }).unwrap();
+    assert_eq!(done.status, ExecutionStatus::Success, "{:?}", done.error);
+    let names: Vec<String> = calls.lock().unwrap().iter().map(|c| c.0.clone()).collect();
+    assert_eq!(names, ["Wait", "After"]);
+    // Each call sees the run data so far, the earlier segment's included.
+    assert!(calls.lock().unwrap()[1].1.contains(&"Trigger".to_owned()));
+
+    calls.lock().unwrap().clear();
+    let g = step_workflow();
+    let (_, _) = engine.run_node(&g, "Double", StepInput::Mock(vec![Item { json: json!({ "n": 1 }), ..Default::default() }]), RunOptions { progress: Some(hook), ..Default::default() }).unwrap();
+    let names: Vec<String> = calls.lock().unwrap().iter().map(|c| c.0.clone()).collect();
+    assert_eq!(names, ["Double"], "the run-step destination is reported too");
+}
+
+/// Records the child executions Execute Workflow asks for.
+#[derive(Default)]
+struct FakeRecorder {
+    started: std::sync::Mutex<Vec<(String, String)>>,
+    finished: std::sync::Mutex<Vec<(String, Result<ExecutionStatus, String>)>>,
+}
+
+impl engine::host::SubExecutionRecorder for FakeRecorder {
+    fn start(&self, workflow: &Value, parent: &str) -> Result<engine::host::SubExecution, String> {
+        let mut started = self.started.lock().unwrap();
+        let id = format!("child-{}", started.len() + 1);
+        started.push((id.clone(), parent.to_owned()));
+        let workflow_id = workflow["id"].as_str().unwrap_or("unsaved").to_owned();
+        Ok(engine::host::SubExecution { execution_id: id, workflow_id, progress: None })
+    }
+    fn finish(&self, id: &str, outcome: Result<&ExecutionState, &str>) -> Result<(), String> {
+        self.finished.lock().unwrap().push((id.to_owned(), outcome.map(|st| st.status).map_err(str::to_owned)));
+        Ok(())
+    }
+}
+
+#[test]
+fn execute_workflow_gives_each_child_run_a_recorded_execution_when_the_host_records_them() {
+    let child = chain(vec![
+        node("Start", "n8n-nodes-base.executeWorkflowTrigger", 1.1, json!({ "inputSource": "passthrough" })),
+        node("Id", "n8n-nodes-base.set", 3.4, json!({ "assignments": { "assignments": [{ "id": "1", "name": "exec", "value": "={{ $execution.id }}", "type": "string" }] }, "includeOtherFields": true, "options": {} })),
+    ]);
+    let mut child_json = child.clone();
+    child_json["id"] = json!("wf-child");
+    let call = node(
+        "Call",
+        "n8n-nodes-base.executeWorkflow",
+        1.2,
+        json!({ "source": "parameter", "workflowJson": child_json.to_string(), "mode": "each", "options": {} }),
+    );
+    let wf = chain(vec![trigger(), data(json!([{ "a": 1 }, { "a": 2 }])), call]);
+    let recorder = Arc::new(FakeRecorder::default());
+    let host = Host { sub_executions: Some(recorder.clone()), ..Default::default() };
+    let graph = Graph::from_json(&wf).unwrap();
+    let opts = RunOptions { execution_id: Some("parent-1".into()), ..Default::default() };
+    let (st, _) = Engine::new(EngineSettings::default(), host).run(&graph, opts).unwrap();
+    assert_eq!(st.status, ExecutionStatus::Success, "{:?}", st.error);
+    assert_eq!(*recorder.started.lock().unwrap(), vec![("child-1".to_owned(), "parent-1".to_owned()), ("child-2".to_owned(), "parent-1".to_owned())]);
+    assert_eq!(
+        *recorder.finished.lock().unwrap(),
+        vec![("child-1".to_owned(), Ok(ExecutionStatus::Success)), ("child-2".to_owned(), Ok(ExecutionStatus::Success))]
+    );
+    // Each child ran under its own execution id.
+    assert_eq!(out(&st, "Call", 0), vec![json!({ "a": 1, "exec": "child-1" }), json!({ "a": 2, "exec": "child-2" })]);
+    let meta = st.run_data["Call"][0].metadata.clone().expect("task metadata");
+    let task = serde_json::to_value(&st.run_data["Call"][0]).unwrap();
+    assert_eq!(task["metadata"], json!({ "subExecution": { "executionId": "child-2", "workflowId": "wf-child" }, "subExecutionsCount": 2 }), "{meta:?}");
+
+    // Without a recorder the child runs inline and nothing links anywhere.
+    let (st, _) = Engine::new(EngineSettings::default(), Host::default()).run(&graph, RunOptions::default()).unwrap();
+    assert_eq!(st.status, ExecutionStatus::Success, "{:?}", st.error);
+    assert!(st.run_data["Call"][0].metadata.is_none());
+}

@@ -108,3 +108,28 @@ fn pagination_updates_a_parameter_until_the_response_is_empty() {
     assert_eq!(st.status, ExecutionStatus::Success, "{:?}", st.error);
     assert_eq!(out(&st), vec![json!({ "page": 0 }), json!({ "page": 1 }), json!({ "page": 2 })]);
 }
+
+#[test]
+fn connection_errors_name_the_host_but_not_the_query() {
+    // Nothing listens on port 9: the request fails before any response.
+    let st = run(json!({ "url": "http://127.0.0.1:9/path?api_key=query-secret-123", "options": {} }), None);
+    assert_eq!(st.status, ExecutionStatus::Error);
+    let msg = st.error.map(|e| e.message).unwrap_or_default();
+    assert!(msg.contains("127.0.0.1:9"), "{msg}");
+    assert!(!msg.contains("query-secret-123") && !msg.contains("/path"), "{msg}");
+}
+
+#[test]
+fn refused_requests_name_the_host_but_not_the_query() {
+    let wf = json!({
+        "nodes": [
+            { "name": "T", "type": "n8n-nodes-base.manualTrigger", "typeVersion": 1, "parameters": {} },
+            { "name": "HTTP", "type": "n8n-nodes-base.httpRequest", "typeVersion": 4.2, "parameters": { "url": "http://10.1.2.3/x?token=query-secret-456", "options": {} }, "position": [0, 0] }
+        ],
+        "connections": { "T": { "main": [[{ "node": "HTTP", "type": "main", "index": 0 }]] } },
+    });
+    let st = Engine::new(EngineSettings::default(), Host::default()).run(&Graph::from_json(&wf).unwrap(), RunOptions::default()).unwrap().0;
+    let msg = st.error.map(|e| e.message).unwrap_or_default();
+    assert!(msg.contains("refused") && msg.contains("10.1.2.3"), "{msg}");
+    assert!(!msg.contains("query-secret-456"), "{msg}");
+}

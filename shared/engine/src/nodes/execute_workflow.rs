@@ -1,5 +1,7 @@
 //! Execute Workflow: runs a sub-workflow (by id through the host, or from a
 //! JSON parameter) on the same thread and returns its last node's output.
+//! With a host recorder each child run gets its own execution record, and
+//! the node's task metadata links to it (n8n's `subExecution`).
 
 use std::cell::Cell;
 use std::sync::Arc;
@@ -7,7 +9,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::{NodeContext, NodeOutput};
-use crate::data::{item_from, ExecutionStatus};
+use crate::data::{item_from, ExecutionStatus, RelatedExecution, TaskMetadata};
 use crate::error::{EngineError, Result};
 use crate::run::{Engine, RunOptions};
 use crate::workflow::Graph;
@@ -46,28 +48,53 @@ pub fn execute(ctx: &mut NodeContext<'_>) -> Result<NodeOutput> {
     if depth >= MAX_DEPTH {
         return Err(EngineError::node("Sub-workflow nesting is too deep"));
     }
-    let graph = Graph::from_json(&workflow_json(ctx)?)?;
+    let workflow = workflow_json(ctx)?;
+    let graph = Graph::from_json(&workflow)?;
+    let recorder = ctx.env.host.sub_executions.clone();
     let each = ctx.param_str("mode", 0, "once")? == "each";
     let wait = ctx.param_bool("options.waitForSubWorkflow", 0, true)?;
     let engine = Engine::new(ctx.env.settings.clone(), ctx.env.host.clone());
     let input = ctx.input(0).to_vec();
     let batches: Vec<Vec<crate::data::Item>> = if each { input.iter().map(|i| vec![i.clone()]).collect() } else { vec![input.clone()] };
     let mut out = vec![];
+    let mut children = 0;
     for (b, items) in batches.into_iter().enumerate() {
         let trigger = graph
             .nodes()
             .iter()
             .find(|n| n.node_type == "n8n-nodes-base.executeWorkflowTrigger" && !n.disabled)
             .map(|n| n.name.clone());
+        let child = match &recorder {
+            Some(r) => Some(r.start(&workflow, ctx.execution_id).map_err(EngineError::Host)?),
+            None => None,
+        };
+        if let Some(c) = &child {
+            // Set before the run, so a failed call still links to its child.
+            children += 1;
+            ctx.metadata = Some(TaskMetadata {
+                sub_execution: Some(RelatedExecution { execution_id: c.execution_id.clone(), workflow_id: c.workflow_id.clone() }),
+                sub_executions_count: Some(children),
+            });
+        }
         let opts = RunOptions {
             trigger,
             trigger_items: Some(items),
             cancel: Some(ctx.env.cancel.clone()),
+            execution_id: child.as_ref().map(|c| c.execution_id.clone()),
+            progress: child.as_ref().and_then(|c| c.progress.clone()),
             ..Default::default()
         };
         DEPTH.with(|d| d.set(depth + 1));
         let res = engine.run(&graph, opts);
         DEPTH.with(|d| d.set(depth));
+        if let (Some(r), Some(c)) = (&recorder, &child) {
+            let failure = res.as_ref().err().map(|e| e.to_string());
+            let outcome = match (&res, &failure) {
+                (Ok((st, _)), _) => Ok(st),
+                (Err(_), f) => Err(f.as_deref().unwrap_or_default()),
+            };
+            r.finish(&c.execution_id, outcome).map_err(EngineError::Host)?;
+        }
         let (st, _) = res?;
         if st.status != ExecutionStatus::Success {
             let msg = st.error.map(|e| e.message).unwrap_or_else(|| format!("Sub-workflow ended with status {:?}", st.status));

@@ -84,13 +84,22 @@ pub struct HttpClient {
     no_redirect: reqwest::Client,
 }
 
+/// `scheme://host:port` of a URL, for messages: the path and query may carry
+/// secrets (query-auth keys) that run data and tool output must not show.
+fn origin(url: &url::Url) -> String {
+    match url.origin() {
+        o @ url::Origin::Tuple(..) => o.ascii_serialization(),
+        url::Origin::Opaque(_) => url.host_str().unwrap_or_default().to_owned(),
+    }
+}
+
 fn check_literal(url: &url::Url, allow_private: bool, allowed_hosts: &[String]) -> Result<()> {
     if !matches!(url.scheme(), "http" | "https") {
         return Err(EngineError::node(format!("Unsupported URL scheme '{}'", url.scheme())));
     }
     let host = url.host_str().unwrap_or("");
     if !allowed_hosts.is_empty() && !allowed_hosts.iter().any(|h| h.eq_ignore_ascii_case(host)) {
-        return Err(EngineError::Forbidden(url.to_string()));
+        return Err(EngineError::Forbidden(origin(url)));
     }
     let ip = match url.host() {
         Some(url::Host::Ipv4(v4)) => Some(IpAddr::V4(v4)),
@@ -99,11 +108,11 @@ fn check_literal(url: &url::Url, allow_private: bool, allowed_hosts: &[String]) 
     };
     if let Some(ip) = ip {
         if !allow_private && is_forbidden_ip(ip) {
-            return Err(EngineError::Forbidden(url.to_string()));
+            return Err(EngineError::Forbidden(origin(url)));
         }
     }
     if !allow_private && (host.eq_ignore_ascii_case("localhost") || host.ends_with(".localhost")) {
-        return Err(EngineError::Forbidden(url.to_string()));
+        return Err(EngineError::Forbidden(origin(url)));
     }
     Ok(())
 }
@@ -211,14 +220,16 @@ fn send(env: &Env, req: Request) -> Result<Response> {
         };
         tokio::select! {
             r = fut => r.map_err(|e| {
-                let mut msg = e.to_string();
+                // reqwest names the full URL in its message; keep the origin only.
+                let e = e.without_url();
+                let mut msg = format!("{e} for {}", origin(&req.url));
                 let mut src: Option<&dyn std::error::Error> = std::error::Error::source(&e);
                 while let Some(s) = src {
                     msg = format!("{msg}: {s}");
                     src = s.source();
                 }
                 if msg.contains("refused: it resolves") {
-                    EngineError::Forbidden(req.url.to_string())
+                    EngineError::Forbidden(origin(&req.url))
                 } else if e.is_timeout() {
                     EngineError::node(format!("Timeout of {}ms exceeded", timeout.as_millis()))
                 } else {

@@ -119,6 +119,8 @@ pub struct NodeContext<'a> {
     /// executor moves them to the error output under `continueErrorOutput`.
     pub error_items: Vec<usize>,
     pub webhook_response: Option<Value>,
+    /// Task metadata the node sets (Execute Workflow's sub-execution link).
+    pub metadata: Option<crate::data::TaskMetadata>,
 }
 
 static EMPTY: [Item; 0] = [];
