@@ -417,9 +417,30 @@ impl Executions {
 
     /// The run data, whole or limited; `None` when none was saved.
     pub async fn get_data(&self, id: &str, sel: &DataSelection) -> Result<Option<Value>, StoreError> {
-        let Some(raw) = self.table.get_raw(&pk(id), "meta").await? else {
-            return Err(StoreError::NotFound(format!("execution {id}")));
-        };
+        // A save switches to a new generation, then deletes the old one: a
+        // read that straddles the switch finds parts gone (frequent for a
+        // running execution, whose progress is saved as it goes). Read again
+        // from the generation that replaced it.
+        let mut retries = 0;
+        loop {
+            let Some(raw) = self.table.get_raw(&pk(id), "meta").await? else {
+                return Err(StoreError::NotFound(format!("execution {id}")));
+            };
+            let read_gen = get_s(&raw, "dataGen").map(str::to_owned);
+            match self.read_generation(id, sel, raw).await {
+                Err(StoreError::Corrupt(reason)) if retries < 5 => {
+                    let now = self.table.get_raw(&pk(id), "meta").await?;
+                    if now.as_ref().and_then(|m| get_s(m, "dataGen")) == read_gen.as_deref() {
+                        return Err(StoreError::Corrupt(reason));
+                    }
+                    retries += 1;
+                }
+                other => return other,
+            }
+        }
+    }
+
+    async fn read_generation(&self, id: &str, sel: &DataSelection, raw: Item) -> Result<Option<Value>, StoreError> {
         let has_run_data = matches!(raw.get("hasRunData"), Some(AttributeValue::Bool(true)));
         let meta: MetaItem = db::from_item(raw)?;
         let Some(gen) = meta.data_gen else { return Ok(None) };
