@@ -40,6 +40,9 @@ pub const VARIABLES: &[Variable] = &[
     Variable { name: "INSTANCE_AI_KMS_KEY_ID", purpose: "KMS key id/ARN for credential envelope encryption in AWS", default: None },
     Variable { name: "INSTANCE_AI_BOOTSTRAP_KEYS", purpose: "`user:key,user:key` pairs seeded as API keys when the local cloud starts", default: None },
     Variable { name: "INSTANCE_AI_PORT", purpose: "port of the local cloud (HTTP, SSE, WebSocket, @connections)", default: Some("8787") },
+    Variable { name: "INSTANCE_AI_HTTP_ALLOWED_HOSTS", purpose: "comma-separated host names or IPs that HTTP Request nodes may call (unset: any public host)", default: None },
+    Variable { name: "INSTANCE_AI_HTTP_ALLOW_PRIVATE_NETWORK", purpose: "`true` lets HTTP Request nodes reach private, loopback and link-local addresses (only the allowed hosts when those are set); off, the SSRF guard refuses them", default: Some("false") },
+    Variable { name: "INSTANCE_AI_EXECUTION_PROGRESS_MS", purpose: "a running execution's run data is stored at most once per this many milliseconds as nodes finish (`0`: only when it ends or waits)", default: Some("1000") },
     Variable { name: "INSTANCE_AI_ALLOWED_ORIGINS", purpose: "comma-separated browser origins allowed to call `/mcp` (requests without `Origin` are always allowed)", default: None },
     Variable { name: "INSTANCE_AI_LOG_FORMAT", purpose: "`json` (default in Lambda) or `text`", default: Some("json") },
     Variable { name: "RUST_LOG", purpose: "log filter (`info`, `store=debug`, ...)", default: Some("info") },
@@ -61,6 +64,10 @@ pub struct Config {
     pub bootstrap_keys: Vec<(String, String)>,
     pub port: u16,
     pub allowed_origins: Vec<String>,
+    pub http_allowed_hosts: Vec<String>,
+    pub http_allow_private_network: bool,
+    /// `None`: progress of running executions is not stored.
+    pub execution_progress_ms: Option<u64>,
     pub log_json: bool,
     tables: HashMap<TableId, String>,
     queues: HashMap<QueueId, String>,
@@ -82,6 +89,9 @@ impl fmt::Debug for Config {
             .field("kms_key_id", &self.kms_key_id)
             .field("bootstrap_keys", &self.bootstrap_keys.len())
             .field("port", &self.port)
+            .field("http_allowed_hosts", &self.http_allowed_hosts)
+            .field("http_allow_private_network", &self.http_allow_private_network)
+            .field("execution_progress_ms", &self.execution_progress_ms)
             .field("tables", &self.tables)
             .field("queues", &self.queues)
             .finish()
@@ -137,6 +147,26 @@ impl Config {
         let allowed_origins = get("INSTANCE_AI_ALLOWED_ORIGINS")
             .map(|v| v.split(',').map(|s| s.trim().to_owned()).filter(|s| !s.is_empty()).collect())
             .unwrap_or_default();
+        let http_allowed_hosts = get("INSTANCE_AI_HTTP_ALLOWED_HOSTS")
+            .map(|v| v.split(',').map(|s| s.trim().to_owned()).filter(|s| !s.is_empty()).collect())
+            .unwrap_or_default();
+        let http_allow_private_network = match get("INSTANCE_AI_HTTP_ALLOW_PRIVATE_NETWORK").as_deref().map(str::trim) {
+            None | Some("false") | Some("0") => false,
+            Some("true") | Some("1") => true,
+            Some(other) => {
+                return Err(malformed("INSTANCE_AI_HTTP_ALLOW_PRIVATE_NETWORK", format!("expected true or false, got {other:?}")))
+            }
+        };
+        let execution_progress_ms = match get("INSTANCE_AI_EXECUTION_PROGRESS_MS") {
+            None => Some(1000),
+            Some(v) => match v.trim().parse::<u64>() {
+                Ok(0) => None,
+                Ok(n) => Some(n),
+                Err(_) => {
+                    return Err(malformed("INSTANCE_AI_EXECUTION_PROGRESS_MS", format!("expected a number of milliseconds, got {v:?}")))
+                }
+            },
+        };
         let log_json = match get("INSTANCE_AI_LOG_FORMAT").as_deref() {
             None | Some("json") => true,
             Some("text") => false,
@@ -163,6 +193,9 @@ impl Config {
             bootstrap_keys,
             port,
             allowed_origins,
+            http_allowed_hosts,
+            http_allow_private_network,
+            execution_progress_ms,
             log_json,
             tables,
             queues,
@@ -286,6 +319,8 @@ mod tests {
             ("INSTANCE_AI_MODEL", "gpt-4"),
             ("INSTANCE_AI_LOCAL_DATA_KEY", "c2hvcnQ="),
             ("INSTANCE_AI_BOOTSTRAP_KEYS", "alice"),
+            ("INSTANCE_AI_HTTP_ALLOW_PRIVATE_NETWORK", "yes"),
+            ("INSTANCE_AI_EXECUTION_PROGRESS_MS", "soon"),
             ("STEPS_QUEUE_URL", "steps"),
         ] {
             let err = cfg(&[("AWS_REGION", "us-east-1"), (name, value)]).unwrap_err();
@@ -308,10 +343,34 @@ mod tests {
         assert_eq!(c.table(TableId::Events).unwrap(), "ia-events");
         assert_eq!(c.max_steps, 50);
         assert_eq!(c.port, 8787);
+        assert!(c.http_allowed_hosts.is_empty() && !c.http_allow_private_network, "the SSRF guard is on by default");
+        assert_eq!(c.execution_progress_ms, Some(1000));
         let missing = c.table(TableId::ApiKeys).unwrap_err();
         assert!(missing.to_string().contains("API_KEYS_TABLE"));
         // Debug output never carries secrets.
         let dbg = format!("{c:?}");
         assert!(!dbg.contains("alice-key-1") && !dbg.contains("AAAA"), "{dbg}");
+    }
+}
+
+#[cfg(test)]
+mod http_and_progress_tests {
+    use super::*;
+
+    #[test]
+    fn http_hosts_and_progress_are_read() {
+        let map: HashMap<String, String> = [
+            ("AWS_REGION", "us-east-1"),
+            ("INSTANCE_AI_HTTP_ALLOWED_HOSTS", " api.example.com, 10.0.0.5 ,"),
+            ("INSTANCE_AI_HTTP_ALLOW_PRIVATE_NETWORK", "true"),
+            ("INSTANCE_AI_EXECUTION_PROGRESS_MS", "0"),
+        ]
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        let c = Config::from_lookup(|k| map.get(k).cloned()).unwrap();
+        assert_eq!(c.http_allowed_hosts, ["api.example.com", "10.0.0.5"]);
+        assert!(c.http_allow_private_network);
+        assert_eq!(c.execution_progress_ms, None, "0 turns progress writes off");
     }
 }
