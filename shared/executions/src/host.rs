@@ -7,7 +7,8 @@
 //! `Handle::block_on`, which is allowed there (never on a runtime worker).
 
 use engine::host::{
-    CredentialsProvider, DataTableProvider, Host, RowFilter, SystemResolver, WorkflowProvider,
+    CredentialsProvider, DataTableProvider, Host, RowFilter, SubExecutionRecorder, SystemResolver,
+    WorkflowProvider,
 };
 use engine::EngineSettings;
 use serde_json::{json, Map, Value};
@@ -27,13 +28,37 @@ pub enum HttpPolicy {
     /// Only these hosts (names or IP literals), which may be private. For
     /// tests against a local server: nothing else is reachable at all.
     AllowListOnly(Vec<String>),
+    /// Only these hosts, and only at public addresses.
+    PublicHostsOnly(Vec<String>),
+    /// Any host, private networks included (the guard is off): for an
+    /// instance whose workflows must reach internal services.
+    AnyHost,
 }
 
 impl HttpPolicy {
+    /// From `INSTANCE_AI_HTTP_ALLOWED_HOSTS` and `INSTANCE_AI_HTTP_ALLOW_PRIVATE_NETWORK`.
+    pub fn from_config(config: &store::Config) -> Self {
+        let hosts = config.http_allowed_hosts.clone();
+        match (hosts.is_empty(), config.http_allow_private_network) {
+            (true, false) => HttpPolicy::PublicOnly,
+            (false, false) => HttpPolicy::PublicHostsOnly(hosts),
+            (false, true) => HttpPolicy::AllowListOnly(hosts),
+            (true, true) => HttpPolicy::AnyHost,
+        }
+    }
+
     pub(crate) fn apply(&self, settings: &mut EngineSettings) {
         match self {
             HttpPolicy::PublicOnly => {
                 settings.allow_private_network = false;
+                settings.allowed_hosts = Vec::new();
+            }
+            HttpPolicy::PublicHostsOnly(hosts) => {
+                settings.allow_private_network = false;
+                settings.allowed_hosts = hosts.clone();
+            }
+            HttpPolicy::AnyHost => {
+                settings.allow_private_network = true;
                 settings.allowed_hosts = Vec::new();
             }
             HttpPolicy::AllowListOnly(hosts) => {
@@ -144,11 +169,12 @@ pub(crate) struct Scope {
     pub secrets: Secrets,
 }
 
-pub(crate) fn host(scope: Scope) -> Host {
+pub(crate) fn host(scope: Scope, sub_executions: Arc<dyn SubExecutionRecorder>) -> Host {
     let scope = Arc::new(scope);
     Host {
         credentials: Some(Arc::new(StoreCredentials(scope.clone()))),
         workflows: Some(Arc::new(StoreWorkflows(scope.clone()))),
+        sub_executions: Some(sub_executions),
         data_tables: Some(Arc::new(StoreDataTables(scope))),
         files: None,
         resolver: Arc::new(SystemResolver),
@@ -448,5 +474,25 @@ mod tests {
         assert!(!s.allow_private_network && s.allowed_hosts.is_empty());
         HttpPolicy::AllowListOnly(vec![]).apply(&mut s);
         assert!(!s.allow_private_network && !s.allowed_hosts.is_empty());
+    }
+
+    #[test]
+    fn the_configured_http_policy_reaches_the_engine_settings() {
+        let policy = |hosts: &str, private: &str| {
+            let config = store::Config::from_lookup(|k| match k {
+                "AWS_REGION" => Some("us-east-1".into()),
+                "INSTANCE_AI_HTTP_ALLOWED_HOSTS" => Some(hosts.into()),
+                "INSTANCE_AI_HTTP_ALLOW_PRIVATE_NETWORK" => Some(private.into()),
+                _ => None,
+            })
+            .unwrap();
+            let mut s = EngineSettings::default();
+            HttpPolicy::from_config(&config).apply(&mut s);
+            (s.allowed_hosts, s.allow_private_network)
+        };
+        assert_eq!(policy("", ""), (vec![], false), "default: public hosts only");
+        assert_eq!(policy("api.example.com", "false"), (vec!["api.example.com".to_owned()], false));
+        assert_eq!(policy("10.0.0.5", "true"), (vec!["10.0.0.5".to_owned()], true));
+        assert_eq!(policy("", "true"), (vec![], true));
     }
 }

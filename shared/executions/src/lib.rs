@@ -20,9 +20,11 @@
 //! running execution whose lease expired is marked `crashed`, never re-run
 //! (its effects are unknown).
 
+mod children;
 mod document;
 pub mod error;
 mod host;
+mod progress;
 mod records;
 mod sweep;
 
@@ -193,6 +195,10 @@ pub struct ExecutorSettings {
     pub inline_wait: Duration,
     /// Seconds to keep execution records (TTL); `None` keeps them.
     pub retention_secs: Option<u64>,
+    /// A running execution's run data is stored at most this often as nodes
+    /// finish (the final write is always made); `None` stores it only at
+    /// the end or when it parks.
+    pub progress_interval: Option<Duration>,
 }
 
 impl Default for ExecutorSettings {
@@ -204,6 +210,19 @@ impl Default for ExecutorSettings {
             cancel_poll: Duration::from_secs(1),
             inline_wait: Duration::from_secs(65),
             retention_secs: None,
+            progress_interval: Some(Duration::from_secs(1)),
+        }
+    }
+}
+
+impl ExecutorSettings {
+    /// The defaults, with what the configuration sets: the HTTP policy
+    /// (`INSTANCE_AI_HTTP_*`) and the progress interval.
+    pub fn from_config(config: &Config) -> Self {
+        ExecutorSettings {
+            http: HttpPolicy::from_config(config),
+            progress_interval: config.execution_progress_ms.map(Duration::from_millis),
+            ..ExecutorSettings::default()
         }
     }
 }
@@ -253,11 +272,11 @@ fn mode_str(mode: ExecutionMode) -> String {
         .unwrap_or_else(|| "manual".into())
 }
 
-fn iso_in(d: Duration) -> String {
+pub(crate) fn iso_in(d: Duration) -> String {
     db::iso(time::OffsetDateTime::now_utc() + d)
 }
 
-fn describe(e: &engine::NodeError) -> String {
+pub(crate) fn describe(e: &engine::NodeError) -> String {
     match &e.node {
         Some(n) => format!("{} (node {n:?})", e.message),
         None => e.message.clone(),
@@ -701,13 +720,48 @@ impl Executor {
         };
         settings.http.apply(&mut engine_settings);
         let secrets = host::Secrets::default();
-        let host = host::host(host::Scope {
-            data: data.clone(),
-            handle: tokio::runtime::Handle::current(),
-            project_id: loaded.project_id.clone(),
-            mode: exec.mode,
-            secrets: secrets.clone(),
-        });
+        let handle = tokio::runtime::Handle::current();
+        let children = Arc::new(children::Children::new(
+            children::ChildScope {
+                data: data.clone(),
+                records: records.clone(),
+                handle: handle.clone(),
+                project_id: loaded.project_id.clone(),
+                owner: owner.to_owned(),
+                lease: settings.lease,
+                retention_secs: settings.retention_secs,
+                timeout_secs: timeout.as_secs().max(1),
+                progress_every: settings.progress_interval,
+                secrets: secrets.clone(),
+            },
+            id,
+            &exec.workflow_id,
+        ));
+        let host = host::host(
+            host::Scope {
+                data: data.clone(),
+                handle: handle.clone(),
+                project_id: loaded.project_id.clone(),
+                mode: exec.mode,
+                secrets: secrets.clone(),
+            },
+            children.clone(),
+        );
+        let (progress, writer) = match settings.progress_interval {
+            Some(every) => {
+                let sink = progress::StoreSink {
+                    executions: data.executions.clone(),
+                    id: id.to_owned(),
+                    workflow: workflow.clone(),
+                    start: start.clone(),
+                    parent: None,
+                    secrets: secrets.clone(),
+                };
+                let (hook, writer) = progress::start(&handle, sink, every);
+                (Some(hook), Some(writer))
+            }
+            None => (None, None),
+        };
         let cancel = CancelToken::new();
         let job = {
             let cancel = cancel.clone();
@@ -720,6 +774,7 @@ impl Executor {
                 timeout: Some(timeout),
                 execution_id: Some(id.to_owned()),
                 destination: loaded.start.destination_node,
+                progress: progress.clone(),
             };
             let state = loaded.state;
             // The engine is synchronous (and its JS sandbox is not Send): it
@@ -728,7 +783,15 @@ impl Executor {
                 let _entered = span.enter();
                 let engine = Engine::new(engine_settings, host);
                 match state {
-                    Some(st) => engine.resume(&graph, st, Some(cancel)),
+                    Some(st) => engine.resume_with(
+                        &graph,
+                        st,
+                        RunOptions {
+                            cancel: Some(cancel),
+                            progress,
+                            ..RunOptions::default()
+                        },
+                    ),
                     None => engine.run(&graph, opts),
                 }
             })
@@ -756,6 +819,11 @@ impl Executor {
                     // A missed renewal is survivable: the lease has two more thirds.
                     Err(e) => tracing::warn!(error = %e, "lease renewal failed"),
                 }
+                for child in children.running_ids() {
+                    if let Err(e) = records.renew(&child, owner, &iso_in(settings.lease)).await {
+                        tracing::warn!(executionId = %child, error = %e, "sub-execution lease renewal failed");
+                    }
+                }
                 next_renew = now + settings.lease / 3;
             } else if let Ok(Some(m)) = records.meta(id).await {
                 canceled_by_user |= m.cancel_requested;
@@ -766,12 +834,20 @@ impl Executor {
             if lost {
                 // The engine stops at its next check; nothing of it is stored.
                 tracing::warn!("lease lost while running; the result will be discarded");
+                if let Some(w) = writer {
+                    w.stop().await;
+                }
                 return Ok(RunResult::Skipped(SkipReason::LostLease));
             }
             if now >= begun + timeout + 2 * STOP_GRACE {
                 break None;
             }
         };
+        // Before any final write: a progress write must never land after it.
+        if let Some(w) = writer {
+            let writes = w.stop().await;
+            tracing::info!(progressWrites = writes, "engine finished");
+        }
         let timeout_message = format!(
             "Execution timed out after {} s (the execution's timeout)",
             timeout.as_secs()

@@ -18,7 +18,7 @@ async fn executor(app: &App) -> Result<Executor, ExecutionError> {
     if let Some(e) = cache.lock().ok().and_then(|m| m.get(&key).cloned()) {
         return Ok(e);
     }
-    let e = Executor::from_config(&app.clients, &app.config, ExecutorSettings::default()).await?;
+    let e = Executor::from_config(&app.clients, &app.config, ExecutorSettings::from_config(&app.config)).await?;
     if let Ok(mut m) = cache.lock() {
         m.insert(key, e.clone());
     }
