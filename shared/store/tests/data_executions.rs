@@ -153,3 +153,34 @@ async fn search_filters_pages_and_counts() {
     assert_eq!(x.delete_for_workflow("wfA", &[ExecutionMode::Manual]).await.unwrap(), 0);
     assert!(x.get(&other.id).await.unwrap().is_none());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reads_during_repeated_saves_always_see_a_whole_document() {
+    let (_env, data) = data_support::data().await;
+    let e = data.executions.create(new_exec("wf-p", ExecutionMode::Manual, "2025-01-01T00:00:00Z")).await.unwrap();
+    let doc = |n: usize| {
+        let mut d = run_data(3, 5, 50);
+        d["resultData"]["lastNodeExecuted"] = json!(format!("save {n}"));
+        d
+    };
+    data.executions.save_data(&e.id, &doc(0)).await.unwrap();
+    // A running execution's progress: saved again and again while read.
+    let writer = {
+        let data = data.clone();
+        let id = e.id.clone();
+        tokio::spawn(async move {
+            for n in 1..=40 {
+                data.executions.save_data(&id, &doc(n)).await.unwrap();
+            }
+        })
+    };
+    let mut reads = 0;
+    while !writer.is_finished() {
+        let got = data.executions.get_data(&e.id, &DataSelection::default()).await;
+        let got = got.unwrap_or_else(|err| panic!("read {reads} failed: {err}")).unwrap();
+        assert_eq!(got["resultData"]["runData"].as_object().map(|m| m.len()), Some(3), "read {reads}");
+        reads += 1;
+    }
+    writer.await.unwrap();
+    assert!(reads > 5, "{reads} reads overlapped the saves");
+}
