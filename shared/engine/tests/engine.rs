@@ -331,8 +331,10 @@ fn output_names_follow_the_editor() {
 }
 
 /// `(last node executed, nodes with run data)` at each progress call.
-fn recording_hook() -> (engine::ProgressHook, Arc<std::sync::Mutex<Vec<(String, Vec<String>)>>>) {
-    let calls: Arc<std::sync::Mutex<Vec<(String, Vec<String>)>>> = Arc::default();
+type ProgressCalls = Arc<std::sync::Mutex<Vec<(String, Vec<String>)>>>;
+
+fn recording_hook() -> (engine::ProgressHook, ProgressCalls) {
+    let calls: ProgressCalls = Arc::default();
     let seen = calls.clone();
     let hook = engine::ProgressHook::new(move |st: &ExecutionState| {
         let last = st.last_node_executed.clone().unwrap_or_default();

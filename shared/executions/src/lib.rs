@@ -8,6 +8,9 @@
 //!   engine on a blocking thread while renewing the lease and polling the
 //!   cancel flag, then store run data and a final status, or park it as
 //!   `waiting` with the engine's serialized state (no process holds it).
+//!   While it runs, its run data is stored as nodes finish, throttled
+//!   (`progress`), and each sub-workflow it calls gets an `integrated`
+//!   execution of its own, linked to it (`children`).
 //! - [`Executor::stop_execution`]: cancel flag (running) or direct cancel
 //!   (`new`, `waiting`).
 //! - [`Executor::execute_and_wait`]: the tools' call: start and wait for
