@@ -6,14 +6,26 @@ restores a snapshot over concurrent writes. DynamoDB makes every single
 request atomic; this wrapper does the same by running DynamoDB requests
 one at a time (SQS and everything else stay concurrent, so long polls do
 not block). Usage: python moto_server.py [-H host] [-p port]
+
+Transactions undo per item. moto makes a cancelled TransactWriteItems
+all-or-nothing by deep-copying every table it names, once per item, before
+it starts: O(table size x items) under the lock above, so one transaction
+on a table of a few thousand items stalls every DynamoDB client for a third
+of a second. With requests serialised, undoing just the items the
+transaction names is as exact, so the whole-table copy is switched off and
+the touched items are saved and restored instead.
 """
 
 import argparse
+import copy
 import signal
 import sys
 import threading
 
 from werkzeug.serving import run_simple
+from moto.dynamodb import models as dynamodb_models
+from moto.dynamodb.models import DynamoDBBackend
+from moto.dynamodb.models.table import Table
 from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
 
 _dynamodb = threading.Lock()
@@ -35,6 +47,54 @@ class AtomicDynamoDB:
                 close = getattr(result, "close", None)
                 if close:
                     close()
+
+
+class _CopyWithoutTables:
+    """The `copy` module as moto's DynamoDB backend sees it: a deep copy of a
+    Table is the table itself (the only such copy is the transaction
+    snapshot, which `_transact_write_items` replaces); all else is copied."""
+
+    def __getattr__(self, name):
+        return getattr(copy, name)
+
+    @staticmethod
+    def deepcopy(x, memo=None):
+        return x if isinstance(x, Table) else copy.deepcopy(x, memo)
+
+
+_moto_transact_write_items = DynamoDBBackend.transact_write_items
+
+
+def _transact_write_items(self, transact_items):
+    saved = []  # (table, key, attributes before, or None when absent)
+    for entry in transact_items:
+        try:
+            op_type, op = next(iter(entry.items()))
+            table = self.get_table(op["TableName"])
+            if op_type == "Put":
+                names = [table.hash_key_attr] + ([table.range_key_attr] if table.range_key_attr else [])
+                key = {n: op["Item"][n] for n in names}
+            else:
+                key = op["Key"]
+            current = self.get_item(op["TableName"], key)
+        except Exception:
+            continue  # malformed: moto refuses it without writing that item
+        before = copy.deepcopy(current.to_json()["Attributes"]) if current else None
+        saved.append((op["TableName"], key, before))
+    try:
+        return _moto_transact_write_items(self, transact_items)
+    except BaseException:
+        # Cancelled: put back every item the transaction named.
+        for table_name, key, before in reversed(saved):
+            if before is None:
+                self.delete_item(table_name, key)
+            else:
+                self.put_item(table_name, before, overwrite=True)
+        raise
+
+
+dynamodb_models.copy = _CopyWithoutTables()
+DynamoDBBackend.transact_write_items = _transact_write_items
 
 
 def main():

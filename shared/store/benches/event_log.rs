@@ -12,7 +12,6 @@ use std::time::Instant;
 use store::connections::Connections;
 use store::counting::RequestCounter;
 use store::deployment::TableId;
-use store::event_log::BatchMode;
 use store::fake_ws::FakeManagementApi;
 use store::testing::TestEnv;
 use store::{AwsClients, EventLog, EventWriter, LiveFrames, Publisher};
@@ -117,8 +116,7 @@ async fn main() {
     conns.go_live(&t, &c, &token, 0, &table).await.expect("live");
     let live = LiveFrames::new(client.clone(), env.config.table(TableId::LiveFrames).unwrap());
     let publisher = Publisher::new(conns.clone(), ws.connections.clone());
-    // The AWS batch mode (one writer here, so moto copes with transactions).
-    let log = EventLog::new(client.clone(), &table).with_batch_mode(BatchMode::Transaction);
+    let log = EventLog::new(client.clone(), &table);
     let mut writer = EventWriter::new(t.clone(), log, Some(live), Some(publisher));
     writer.emit(tool_call(0)).await.expect("warm up");
 

@@ -122,7 +122,8 @@ pub struct Subscription {
 pub enum GoLive {
     /// Live; every event after the cursor will be posted by its publisher.
     Live,
-    /// Events after the cursor landed meanwhile: replay them and try again.
+    /// Events after the cursor landed (or were being written) meanwhile:
+    /// replay them and try again.
     Behind,
     /// The subscription was replaced or removed (re-subscribe, unsubscribe,
     /// disconnect): stop replaying.
@@ -229,30 +230,20 @@ impl Connections {
                     return Err(StoreError::dynamo(e));
                 };
                 let failed = |i: usize| c.cancellation_reasons().get(i).and_then(|r| r.code()) == Some("ConditionalCheckFailed");
+                let conflict = c.cancellation_reasons().iter().any(|r| r.code() == Some("TransactionConflict"));
                 if failed(0) {
                     Ok(GoLive::Superseded)
                 } else if failed(1) {
+                    Ok(GoLive::Behind)
+                } else if conflict {
+                    // A write of `cursor + 1` (or of the subscription) was in
+                    // flight: nothing changed; replay what landed and retry.
                     Ok(GoLive::Behind)
                 } else {
                     Err(StoreError::dynamo(e))
                 }
             }
         }
-    }
-
-    /// The token of the current subscribe attempt of `conn` to `thread`, if any.
-    pub async fn subscription_token(&self, thread: &ThreadId, conn: &ConnectionId) -> Result<Option<String>, StoreError> {
-        let out = self
-            .client
-            .get_item()
-            .table_name(&self.table)
-            .key("pk", sub_pk(thread))
-            .key("sk", sub_sk(conn))
-            .consistent_read(true)
-            .send()
-            .await
-            .map_err(StoreError::dynamo)?;
-        Ok(out.item.as_ref().and_then(|i| get_s(i, "token")).map(str::to_owned))
     }
 
     /// The subscriptions of `thread` (read consistently when `consistent`).

@@ -35,69 +35,11 @@ const WALK_BEFORE_REREAD: u32 = 2;
 /// Gives up on a thread so contended that no slot was won in this many tries.
 const MAX_ATTEMPTS: u32 = 10_000;
 
-/// How a batch of events is written.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum BatchMode {
-    /// One `TransactWriteItems` per batch: consecutive ids, all or nothing,
-    /// one request. The mode for DynamoDB.
-    Transaction,
-    /// One conditional put per event: each event still gets the next free id
-    /// (the invariant holds per event), but another writer's events may
-    /// interleave and a failure can leave a prefix written. For emulators:
-    /// moto's `TransactWriteItems` is not isolated — a cancelled transaction
-    /// restores whole tables from a snapshot taken when it began, erasing
-    /// writes other clients committed meanwhile.
-    Sequential,
-}
-
-impl BatchMode {
-    /// `Sequential` when talking to an emulator (`AWS_ENDPOINT_URL` set),
-    /// `Transaction` in AWS.
-    pub fn for_config(config: &crate::config::Config) -> BatchMode {
-        Self::for_endpoint(config.endpoint_url.is_some())
-    }
-
-    /// From the process environment: `AWS_ENDPOINT_URL` is what points every
-    /// SDK client at an emulator (the SDK reads it itself), so it is also
-    /// what says we are talking to one.
-    pub fn detect() -> BatchMode {
-        Self::for_endpoint(std::env::var_os("AWS_ENDPOINT_URL").is_some_and(|v| !v.is_empty()))
-    }
-
-    fn for_endpoint(emulator: bool) -> BatchMode {
-        if emulator {
-            BatchMode::Sequential
-        } else {
-            BatchMode::Transaction
-        }
-    }
-}
-
-/// Serialises appends and subscription hand-offs inside this process, only
-/// against an emulator. moto runs requests on threads without isolating
-/// them: a cancelled `TransactWriteItems` restores whole tables from a
-/// snapshot taken when it began, erasing writes that landed meanwhile, and a
-/// conditional put checks and writes without a lock between. The
-/// local cloud is one process, so holding this lock around appends and
-/// around `go_live` (whose pre-checks then make cancellation impossible)
-/// keeps moto consistent. In AWS (`active == false`) it is a no-op.
-pub async fn emulator_guard(active: bool) -> Option<tokio::sync::MutexGuard<'static, ()>> {
-    static LOCK: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
-    if active {
-        Some(LOCK.lock().await)
-    } else {
-        None
-    }
-}
-
 #[derive(Clone, Debug)]
 pub struct EventLog {
     client: aws_sdk_dynamodb::Client,
     table: String,
     heads: Arc<Mutex<HashMap<String, u64>>>,
-    batch_mode: BatchMode,
-    /// Take [`emulator_guard`] around appends (on by default when emulated).
-    serialise: bool,
 }
 
 fn s(v: impl Into<String>) -> AttributeValue {
@@ -113,48 +55,17 @@ fn now_ms() -> u64 {
 }
 
 impl EventLog {
-    /// A log on `table`, in the batch mode the environment calls for
-    /// ([`BatchMode::detect`]); override with [`EventLog::with_batch_mode`].
     pub fn new(client: aws_sdk_dynamodb::Client, table: impl Into<String>) -> Self {
-        EventLog {
-            client,
-            table: table.into(),
-            heads: Arc::new(Mutex::new(HashMap::new())),
-            batch_mode: BatchMode::detect(),
-            serialise: BatchMode::detect() == BatchMode::Sequential,
-        }
+        EventLog { client, table: table.into(), heads: Arc::new(Mutex::new(HashMap::new())) }
     }
 
-    /// The log of a deployment: its Events table and the batch mode its
-    /// endpoint supports.
+    /// The log of a deployment: its Events table.
     pub fn from_config(
         client: aws_sdk_dynamodb::Client,
         config: &crate::config::Config,
     ) -> Result<Self, StoreError> {
         let table = config.table(crate::deployment::TableId::Events)?;
-        Ok(EventLog::new(client, table).with_batch_mode(BatchMode::for_config(config)))
-    }
-
-    pub fn with_batch_mode(mut self, mode: BatchMode) -> Self {
-        self.batch_mode = mode;
-        self.serialise = mode == BatchMode::Sequential;
-        self
-    }
-
-    /// Whether appends take the process-wide [`emulator_guard`] (default: when
-    /// emulated). Off only for experiments against a real DynamoDB endpoint.
-    pub fn with_emulator_lock(mut self, on: bool) -> Self {
-        self.serialise = on;
-        self
-    }
-
-    pub fn batch_mode(&self) -> BatchMode {
-        self.batch_mode
-    }
-
-    /// Talking to an emulator (see [`BatchMode::Sequential`], [`emulator_guard`]).
-    pub fn emulated(&self) -> bool {
-        self.batch_mode == BatchMode::Sequential
+        Ok(EventLog::new(client, table))
     }
 
     pub fn table(&self) -> &str {
@@ -225,12 +136,6 @@ impl EventLog {
             bodies.push((e.event_type().as_str(), e.run_id.0.as_str(), e.ts.unwrap_or_else(now_ms), json));
         }
         let mut ids = Vec::with_capacity(events.len());
-        if self.batch_mode == BatchMode::Sequential {
-            for body in &bodies {
-                ids.push(self.append_chunk(thread, std::slice::from_ref(body)).await?);
-            }
-            return Ok(ids);
-        }
         for chunk in bodies.chunks(MAX_BATCH) {
             let first = self.append_chunk(thread, chunk).await?;
             ids.extend(first..first + chunk.len() as u64);
@@ -258,23 +163,33 @@ impl EventLog {
 
     /// Writes `chunk` at head+1.. and returns the first id.
     async fn append_chunk(&self, thread: &ThreadId, chunk: &[(&str, &str, u64, String)]) -> Result<u64, StoreError> {
-        let _serialised = emulator_guard(self.serialise).await;
         let mut head = match self.cached_head(thread) {
             Some(h) => h,
             None => self.head(thread).await?,
         };
         let write_id = uuid::Uuid::new_v4().simple().to_string();
         let mut misses = 0u32;
+        let mut busy = 0u32;
         for _ in 0..MAX_ATTEMPTS {
             let first = head + 1;
-            let won = if chunk.len() == 1 {
+            let slot = if chunk.len() == 1 {
                 self.put_one(thread, first, &write_id, &chunk[0]).await?
             } else {
                 self.put_many(thread, first, &write_id, chunk).await?
             };
-            if won {
-                self.remember(thread, first + chunk.len() as u64 - 1);
-                return Ok(first);
+            match slot {
+                Slot::Won => {
+                    self.remember(thread, first + chunk.len() as u64 - 1);
+                    return Ok(first);
+                }
+                Slot::Busy => {
+                    // Nothing was written; the same slot is tried again once
+                    // the other transaction is through (a brief, growing pause).
+                    busy += 1;
+                    tokio::time::sleep(std::time::Duration::from_millis(u64::from(busy.min(10)) * 5)).await;
+                    continue;
+                }
+                Slot::Taken => busy = 0,
             }
             misses += 1;
             if chunk.len() == 1 && misses <= WALK_BEFORE_REREAD {
@@ -289,14 +204,14 @@ impl EventLog {
         Err(StoreError::Conflict(format!("thread {thread}: no free event slot after {MAX_ATTEMPTS} attempts")))
     }
 
-    /// `Ok(false)` when `seq` is taken by another writer.
+    /// Whether `seq` was won, is taken by another writer, or is busy.
     async fn put_one(
         &self,
         thread: &ThreadId,
         seq: u64,
         write_id: &str,
         body: &(&str, &str, u64, String),
-    ) -> Result<bool, StoreError> {
+    ) -> Result<Slot, StoreError> {
         let result = self
             .client
             .put_item()
@@ -308,12 +223,15 @@ impl EventLog {
             .await;
         use aws_sdk_dynamodb::operation::put_item::PutItemError;
         match result {
-            Ok(_) => Ok(true),
+            Ok(_) => Ok(Slot::Won),
             Err(e) => match e.as_service_error() {
                 Some(PutItemError::ConditionalCheckFailedException(c)) => match c.item() {
-                    Some(old) => Ok(is_ours(old, write_id)),
-                    None => self.written_by(thread, seq, write_id).await,
+                    Some(old) => Ok(Slot::taken_unless_ours(is_ours(old, write_id))),
+                    None => Ok(Slot::taken_unless_ours(self.written_by(thread, seq, write_id).await?)),
                 },
+                // A transaction holds the item (a subscriber's go-live check
+                // of this very seq, or another writer's batch).
+                Some(PutItemError::TransactionConflictException(_)) => Ok(Slot::Busy),
                 _ => Err(StoreError::dynamo(e)),
             },
         }
@@ -336,15 +254,16 @@ impl EventLog {
         Ok(out.item.is_some_and(|i| is_ours(&i, write_id)))
     }
 
-    /// `Ok(false)` when any of `first..` is taken by another writer (then
-    /// nothing was written).
+    /// `Taken` when any of `first..` is taken by another writer, `Busy` when
+    /// another transaction or write held one of them (in both, nothing was
+    /// written).
     async fn put_many(
         &self,
         thread: &ThreadId,
         first: u64,
         write_id: &str,
         chunk: &[(&str, &str, u64, String)],
-    ) -> Result<bool, StoreError> {
+    ) -> Result<Slot, StoreError> {
         let mut items = Vec::with_capacity(chunk.len());
         for (i, body) in chunk.iter().enumerate() {
             let put = Put::builder()
@@ -358,22 +277,26 @@ impl EventLog {
         }
         let result = self.client.transact_write_items().set_transact_items(Some(items)).send().await;
         match result {
-            Ok(_) => Ok(true),
+            Ok(_) => Ok(Slot::Won),
             Err(e) => {
                 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
                 let Some(TransactWriteItemsError::TransactionCanceledException(c)) = e.as_service_error() else {
                     return Err(StoreError::dynamo(e));
                 };
-                let failed: Vec<_> =
-                    c.cancellation_reasons().iter().filter(|r| r.code() == Some("ConditionalCheckFailed")).collect();
+                let reasons = c.cancellation_reasons();
+                let failed: Vec<_> = reasons.iter().filter(|r| r.code() == Some("ConditionalCheckFailed")).collect();
                 if failed.is_empty() {
+                    if reasons.iter().any(|r| r.code() == Some("TransactionConflict")) {
+                        return Ok(Slot::Busy);
+                    }
                     return Err(StoreError::dynamo(e));
                 }
                 // All-or-nothing: if any slot holds our writeId, all of them do.
-                match failed.iter().find_map(|r| r.item()) {
-                    Some(old) => Ok(is_ours(old, write_id)),
-                    None => self.written_by(thread, first, write_id).await,
-                }
+                let ours = match failed.iter().find_map(|r| r.item()) {
+                    Some(old) => is_ours(old, write_id),
+                    None => self.written_by(thread, first, write_id).await?,
+                };
+                Ok(Slot::taken_unless_ours(ours))
             }
         }
     }
@@ -428,6 +351,28 @@ impl EventLog {
             all.extend(page);
         }
         Ok(all)
+    }
+}
+
+/// What one conditional write of a slot found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Slot {
+    /// Written now, or by this writer's earlier attempt whose answer was lost.
+    Won,
+    /// Another writer holds the slot: move on.
+    Taken,
+    /// DynamoDB refused the write because a transaction was in progress on
+    /// the item (`TransactionConflict`): nothing was written, try it again.
+    Busy,
+}
+
+impl Slot {
+    fn taken_unless_ours(ours: bool) -> Slot {
+        if ours {
+            Slot::Won
+        } else {
+            Slot::Taken
+        }
     }
 }
 

@@ -7,7 +7,6 @@ use protocol::UserId;
 use store::connections::{Connections, GoLive};
 use store::counting::RequestCounter;
 use store::deployment::TableId;
-use store::event_log::BatchMode;
 use store::fake_ws::FakeManagementApi;
 use store::live_frames::at_cursor;
 use store::testing::TestEnv;
@@ -47,10 +46,9 @@ async fn eight_concurrent_writers_get_ids_one_to_1600_exactly() {
     let mut tasks = Vec::new();
     for w in 0..8 {
         // One EventLog per writer: separate head caches, like separate Lambdas,
-        // so writers keep losing slots to each other and must catch up. Puts
-        // go one at a time through the emulator lock: moto checks a condition
-        // and writes without a lock between, so under load two conditional
-        // puts of one key can both succeed there (never in DynamoDB).
+        // so writers keep losing slots to each other and must catch up. The
+        // writers run concurrently: the local moto makes each request atomic,
+        // as DynamoDB does (infra/local/moto_server.py).
         let log = EventLog::new(env.clients.dynamo.clone(), table.clone());
         let t = t.clone();
         tasks.push(tokio::spawn(async move {
@@ -88,11 +86,9 @@ async fn eight_concurrent_writers_get_ids_one_to_1600_exactly() {
 
 #[tokio::test]
 async fn a_warm_writer_pays_one_write_per_durable_event() {
-    assert_eq!(BatchMode::detect(), BatchMode::Sequential, "AWS_ENDPOINT_URL points at moto");
     let env = TestEnv::new().await;
     let (client, counter) = RequestCounter::instrument(&env.clients.dynamo);
-    // The AWS mode (one transaction per batch); no other writer on this table.
-    let log = EventLog::new(client, env.config.table(TableId::Events).unwrap()).with_batch_mode(BatchMode::Transaction);
+    let log = EventLog::new(client, env.config.table(TableId::Events).unwrap());
     let t = thread();
     for i in 0..20 {
         assert_eq!(log.append(&t, &tool_call("r", "a", &i.to_string())).await.unwrap(), i + 1);
@@ -113,9 +109,8 @@ async fn a_stale_writer_catches_up_and_batches_are_consecutive() {
     let env = TestEnv::new().await;
     let t = thread();
     let table = env.config.table(TableId::Events).unwrap();
-    // Writers take turns here, so the AWS mode is safe on moto.
-    let a = EventLog::new(env.clients.dynamo.clone(), table).with_batch_mode(BatchMode::Transaction);
-    let b = EventLog::new(env.clients.dynamo.clone(), table).with_batch_mode(BatchMode::Transaction);
+    let a = EventLog::new(env.clients.dynamo.clone(), table);
+    let b = EventLog::new(env.clients.dynamo.clone(), table);
     assert_eq!(a.append(&t, &tool_call("r", "a", "1")).await.unwrap(), 1);
     assert_eq!(b.append(&t, &tool_call("r", "b", "2")).await.unwrap(), 2);
     for i in 0..10 {
@@ -143,7 +138,7 @@ async fn coalesced_blocks_replay_exactly_the_live_text() {
     let t = thread();
     let live = LiveFrames::new(env.clients.dynamo.clone(), env.config.table(TableId::LiveFrames).unwrap());
     let (client, counter) = RequestCounter::instrument(&env.clients.dynamo);
-    let log = EventLog::new(client, env.config.table(TableId::Events).unwrap()).with_batch_mode(BatchMode::Transaction);
+    let log = EventLog::new(client, env.config.table(TableId::Events).unwrap());
     let mut w = EventWriter::new(t.clone(), log.clone(), Some(live.clone()), None);
     let start = at_cursor(0);
 

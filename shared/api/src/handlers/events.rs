@@ -185,13 +185,11 @@ async fn stream(log: EventLog, live: LiveFrames, thread: ThreadId, mut cursor: u
             return;
         }
         let mut sent_any = false;
+        let mut failed = false;
         let durable = match log.read_after(&thread, cursor, PAGE).await {
-            Ok(events) => {
-                failures = 0;
-                events
-            }
+            Ok(events) => events,
             Err(e) => {
-                failures += 1;
+                failed = true;
                 tracing::warn!(thread = %thread, error = %e, "sse: log read failed");
                 Vec::new()
             }
@@ -203,7 +201,6 @@ async fn stream(log: EventLog, live: LiveFrames, thread: ThreadId, mut cursor: u
         if !replaying {
             match live.read_after(&thread, &at_cursor(live_newest.saturating_sub(lag_ms)), 500).await {
                 Ok(frames) => {
-                    failures = 0;
                     for f in frames {
                         if f.at < live_floor || !live_seen.insert(f.at.clone()) {
                             continue;
@@ -216,11 +213,14 @@ async fn stream(log: EventLog, live: LiveFrames, thread: ThreadId, mut cursor: u
                     live_seen = live_seen.split_off(&floor);
                 }
                 Err(e) => {
-                    failures += 1;
+                    failed = true;
                     tracing::warn!(thread = %thread, error = %e, "sse: live frames read failed");
                 }
             }
         }
+        // A poll with any failed read counts towards giving up (a log that
+        // keeps failing must end the stream even while live frames read fine).
+        failures = if failed { failures + 1 } else { 0 };
         // One poll's frames go out in publish order (durable first on a tie),
         // so a delta never overtakes the event published before it. A delta
         // of a segment whose block was already sent is dropped: the block

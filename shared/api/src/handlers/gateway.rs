@@ -107,29 +107,13 @@ async fn subscribe(app: &App, id: &ConnectionId, user: &UserId, raw_thread: &str
     let log = EventLog::from_config(app.clients.dynamo.clone(), &app.config).map_err(|e| ApiError::Internal(e.to_string()))?;
     let conns = connections(app)?;
     let publisher = publisher(app)?;
-    let token = {
-        let _serialised = store::event_log::emulator_guard(log.emulated()).await;
-        conns.subscribe_replaying(&thread, id, user, cursor).await?
-    };
+    let token = conns.subscribe_replaying(&thread, id, user, cursor).await?;
     let started = std::time::Instant::now();
     loop {
         if !replay(&log, &publisher, &thread, id, &mut cursor).await? {
             tracing::info!(connection = %id, "connection gone during replay");
             conns.close_with_subscriptions(id).await?;
             return Ok(());
-        }
-        // Against an emulator, finish the replay and flip under the emulator
-        // lock: no append can land in between, so the transaction is never
-        // cancelled (moto rolls whole tables back when one is).
-        let _serialised = store::event_log::emulator_guard(log.emulated()).await;
-        if log.emulated() {
-            if !replay(&log, &publisher, &thread, id, &mut cursor).await? {
-                conns.close_with_subscriptions(id).await?;
-                return Ok(());
-            }
-            if conns.subscription_token(&thread, id).await?.as_deref() != Some(token.as_str()) {
-                return Ok(());
-            }
         }
         match conns.go_live(&thread, id, &token, cursor, log.table()).await? {
             GoLive::Live => break,
@@ -175,10 +159,7 @@ async fn replay(
 
 async fn unsubscribe(app: &App, id: &ConnectionId, raw_thread: &str) -> Result<(), ApiError> {
     let thread = thread_id(raw_thread)?;
-    {
-        let _serialised = store::event_log::emulator_guard(app.config.endpoint_url.is_some()).await;
-        connections(app)?.unsubscribe(&thread, id).await?;
-    }
+    connections(app)?.unsubscribe(&thread, id).await?;
     let ack = serde_json::json!({"action": "unsubscribed", "threadId": thread.0});
     post(app, id, ack.to_string().as_bytes()).await;
     Ok(())
