@@ -19,12 +19,13 @@ pub async fn run(args: &[String]) -> Result<(), String> {
             let label = args.get(2).map(String::as_str).unwrap_or("created with local-cloud create-key");
             create_key(user, label).await
         }
+        Some("env") => env().await,
         Some("template") => {
             print!("{}", crate::sam_template::render());
             Ok(())
         }
         Some("help" | "--help" | "-h") => {
-            println!("usage: local-cloud [serve | create-key <user> [label] | template]");
+            println!("usage: local-cloud [serve | create-key <user> [label] | env | template]");
             Ok(())
         }
         Some(other) => Err(format!("unknown command {other:?}; try `local-cloud help`")),
@@ -48,6 +49,22 @@ async fn serve() -> Result<(), String> {
     }
     tokio::signal::ctrl_c().await.map_err(|e| e.to_string())?;
     running.shutdown().await;
+    Ok(())
+}
+
+/// Provisions the local tables and queues and prints, as `NAME=value` lines,
+/// the variables that name them (what the template sets in AWS), so a single
+/// function binary can be started against the local stack (`measure_init.sh`).
+async fn env() -> Result<(), String> {
+    let mut config = Config::from_env().map_err(|e| e.to_string())?;
+    let clients = AwsClients::new(&config).await;
+    store::provision::provision(&clients, &mut config, &local_prefix()).await.map_err(|e| e.to_string())?;
+    for t in store::deployment::TABLES {
+        println!("{}={}", t.env, config.table(t.id).map_err(|e| e.to_string())?);
+    }
+    for q in store::deployment::QUEUES {
+        println!("{}={}", q.env, config.queue_url(q.id).map_err(|e| e.to_string())?);
+    }
     Ok(())
 }
 

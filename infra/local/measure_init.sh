@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Cold start per function, the way AWS defines Init Duration: each release
+# binary is started against a stand-in Lambda Runtime API (../shared/tools/
+# init_duration.py) with the environment the template gives it, pointed at a
+# local moto; prints init p50, first-invoke p50 and binary size per function.
+#
+#   ./infra/local/measure_init.sh [RELEASE_DIR] [RUNS]
+#
+# RELEASE_DIR holds the binaries of `cargo build --release -p <function>...`
+# (default: $CARGO_TARGET_DIR/release). The first invoke of each uses the
+# sample event in events/<function>.json; its time includes moto's answers.
+source "$(dirname "$0")/env.sh"
+cd "$REPO_ROOT"
+RELEASE_DIR="${1:-$CARGO_TARGET_DIR/release}"
+RUNS="${2:-10}"
+TOOL="$REPO_ROOT/../shared/tools/init_duration.py"
+[ -f "$TOOL" ] || { log "missing $TOOL"; exit 1; }
+
+cargo build --quiet -p local-cloud
+mapfile -t ENV_VARS < <("$CARGO_TARGET_DIR/debug/local-cloud" env)
+ENV_VARS+=("WS_MANAGEMENT_URL=http://127.0.0.1:9" "INSTANCE_AI_MODEL=bedrock:anthropic.claude-sonnet-4-5"
+  "INSTANCE_AI_LOCAL_DATA_KEY=$(python3 -c 'import os,base64; print(base64.b64encode(os.urandom(32)).decode())')"
+  "AWS_ENDPOINT_URL=$AWS_ENDPOINT_URL")
+
+for event in events/*.json; do
+  fn="$(basename "$event" .json)"
+  bin="$RELEASE_DIR/$fn"
+  if [ ! -x "$bin" ]; then log "$fn: no binary at $bin (build it with cargo build --release -p $fn)"; continue; fi
+  printf '%-9s ' "$fn"
+  python3 "$TOOL" "$bin" "$event" "$RUNS" "${ENV_VARS[@]}" | tail -1
+done
