@@ -30,25 +30,17 @@
 
 use std::collections::{HashMap, HashSet};
 
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 mod fast;
+mod item;
 mod sandbox;
 mod template;
 mod tz;
 
+pub use item::{Item, Json, PairedItem};
 pub use fast::{num_to_string as js_number_to_string, str_to_num as js_string_to_number};
 
-/// One n8n item: `{json, binary?, pairedItem?}`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
-pub struct Item {
-    pub json: Value,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub binary: Option<Value>,
-    #[serde(rename = "pairedItem", default, skip_serializing_if = "Option::is_none")]
-    pub paired_item: Option<Value>,
-}
 
 /// What an expression can see. The engine implements it for the node and item
 /// being evaluated; lookups are lazy so an expression pays only for what it reads.
@@ -506,7 +498,7 @@ impl StaticData {
     /// Input items with these `json` values; the current item is the first
     /// (index -1 when there is none).
     pub fn new(json: Vec<Value>) -> Self {
-        let items: Vec<Item> = json.into_iter().map(|json| Item { json, ..Item::default() }).collect();
+        let items: Vec<Item> = json.into_iter().map(Item::new).collect();
         let item_index = if items.is_empty() { -1 } else { 0 };
         StaticData {
             items,
@@ -530,7 +522,7 @@ impl StaticData {
     }
 
     pub fn with_node(mut self, name: &str, json: Vec<Value>) -> Self {
-        let items = json.into_iter().map(|json| Item { json, ..Item::default() }).collect();
+        let items = json.into_iter().map(Item::new).collect();
         self.nodes.insert(name.to_string(), items);
         self
     }
@@ -560,9 +552,11 @@ impl DataProxy for StaticData {
             .items
             .get(item_index)
             .and_then(|it| it.paired_item.as_ref())
-            .and_then(|p| p.get("item"))
-            .and_then(Value::as_u64)
-            .map(|i| i as usize)
+            .and_then(|p| match p {
+                PairedItem::Index(_) => None,
+                PairedItem::Ref { item, .. } => Some(*item as usize),
+                PairedItem::Other(v) => v.get("item").and_then(Value::as_u64).map(|i| i as usize),
+            })
             .unwrap_or(item_index);
         out.get(idx).cloned().ok_or_else(|| format!("Paired item data for item {item_index} of '{node}' is unavailable"))
     }

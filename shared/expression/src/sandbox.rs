@@ -642,7 +642,7 @@ fn item_to_js<'js>(ctx: &Ctx<'js>, it: &Item) -> rquickjs::Result<JsValue<'js>> 
         o.set("binary", to_js(ctx, b)?)?;
     }
     if let Some(p) = &it.paired_item {
-        o.set("pairedItem", to_js(ctx, p)?)?;
+        o.set("pairedItem", to_js(ctx, &p.to_value())?)?;
     }
     Ok(o.into_value())
 }

@@ -107,9 +107,9 @@ impl DataProxy for Fake {
     fn node_output(&self, node: &str, output: usize, _run: Option<usize>) -> Option<Vec<Item>> {
         match (node, output) {
             ("Source", 0) => Some(vec![
-                Item { json: json!({"id": "s0"}), ..Default::default() },
-                Item { json: json!({"id": "s1"}), ..Default::default() },
-                Item { json: json!({"id": "s2"}), ..Default::default() },
+                Item::new(json!({"id": "s0"})),
+                Item::new(json!({"id": "s1"})),
+                Item::new(json!({"id": "s2"})),
             ]),
             ("Source", _) => Some(vec![]),
             _ => None,
@@ -121,7 +121,7 @@ impl DataProxy for Fake {
         }
         // input item i descends from Source item 2 - i
         let src = 2usize.checked_sub(item_index).ok_or("bad index")?;
-        Ok(Item { json: json!({"id": format!("s{src}")}), ..Default::default() })
+        Ok(Item::new(json!({"id": format!("s{src}")})))
     }
     fn parameters(&self) -> Value {
         json!({"mode": "x"})
@@ -147,7 +147,7 @@ impl DataProxy for Fake {
 fn node_access_through_data_proxy() {
     let mut ev = evaluator();
     let fake = Fake {
-        input: vec![Item { json: json!({"v": 0}), ..Default::default() }, Item { json: json!({"v": 1}), ..Default::default() }],
+        input: vec![Item::new(json!({"v": 0})), Item::new(json!({"v": 1}))],
         index: 1,
     };
     let e = |ev: &mut Evaluator, s: &str| ev.evaluate(s, &fake).unwrap();

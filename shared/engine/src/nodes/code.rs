@@ -22,9 +22,9 @@ pub fn normalize(value: Value) -> Result<Vec<Item>> {
                 if !json.is_object() {
                     return Err(EngineError::node("A 'json' property isn't an object"));
                 }
-                Ok(Item { json, binary: o.remove("binary"), paired_item: o.remove("pairedItem") })
+                Ok(Item { json: json.into(), binary: o.remove("binary").map(Into::into), paired_item: o.remove("pairedItem").map(Into::into) })
             }
-            Value::Object(o) => Ok(Item { json: Value::Object(o), ..Default::default() }),
+            Value::Object(o) => Ok(Item::new(Value::Object(o))),
             other => Err(EngineError::node_with(
                 "Code doesn't return items properly",
                 format!("Please return an array of objects, one for each item you would like to output. Got: {other}"),

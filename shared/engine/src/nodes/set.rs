@@ -5,7 +5,7 @@ use serde_json::{Map, Value};
 
 use super::conditions::{js_to_number, num_value, parse_bool};
 use super::{set_path, string_list, NodeContext, NodeOutput};
-use crate::data::{item_from, Item};
+use crate::data::{item_from, Item, Json};
 use crate::error::{EngineError, Result};
 
 pub fn execute(ctx: &mut NodeContext<'_>) -> Result<NodeOutput> {
@@ -122,8 +122,9 @@ fn set_item(ctx: &mut NodeContext<'_>, items: &mut [Item], i: usize, in_place: b
         None => include_mode(ctx, items, i)?,
     };
     let mut obj = match include.as_str() {
-        "all" if in_place => std::mem::take(&mut items[i].json),
-        "all" => items[i].json.clone(),
+        // the input's object when nothing else holds it, else a copy with room for the new fields
+        "all" if in_place && Json::is_unique(&items[i].json) => items[i].json.take(),
+        "all" => items[i].json.object_with_room(fields.len()),
         "selected" | "except" => {
             let key = if include == "selected" { "includeFields" } else { "excludeFields" };
             let list = match ctx.raw(key) {
@@ -237,7 +238,7 @@ fn execute_v1(ctx: &mut NodeContext<'_>) -> Result<NodeOutput> {
     let dot = ctx.raw("options.dotNotation").and_then(|v| v.as_bool()).unwrap_or(true);
     for (i, item) in input.iter().enumerate() {
         let keep_only = ctx.param_bool("keepOnlySet", i, false)?;
-        let mut obj = if keep_only { Value::Object(Map::new()) } else { item.json.clone() };
+        let mut obj = if keep_only { Value::Object(Map::new()) } else { item.json.object_with_room(3) };
         let values = ctx.raw("values").cloned().unwrap_or(Value::Null);
         for ty in ["boolean", "number", "string"] {
             for entry in values.get(ty).and_then(|v| v.as_array()).into_iter().flatten() {
