@@ -664,55 +664,99 @@ const MAX_DEPTH: usize = 512;
 /// `None` when the value itself has no JSON form. Walking the value natively
 /// is about twice as fast as JSON.stringify plus parsing the text.
 pub(crate) fn to_json<'js>(ctx: &Ctx<'js>, v: &JsValue<'js>) -> rquickjs::Result<Option<Value>> {
-    let to_json_key = rquickjs::Atom::from_str(ctx.clone(), "toJSON")?;
-    walk(ctx, v, &to_json_key, 0)
+    let mut w = Walker {
+        ctx,
+        to_json_key: rquickjs::Atom::from_str(ctx.clone(), "toJSON")?,
+        keys: HashMap::default(),
+    };
+    w.walk(v, 0)
 }
 
-fn walk<'js>(
-    ctx: &Ctx<'js>,
-    v: &JsValue<'js>,
-    to_json_key: &rquickjs::Atom<'js>,
-    depth: usize,
-) -> rquickjs::Result<Option<Value>> {
-    if depth > MAX_DEPTH {
-        return Err(rquickjs::Exception::throw_type(ctx, "cyclic or too deeply nested value"));
+/// Hashes an atom id as it is (atoms are small distinct integers).
+#[derive(Default)]
+struct AtomHasher(u64);
+
+impl std::hash::Hasher for AtomHasher {
+    fn finish(&self) -> u64 {
+        self.0.wrapping_mul(0x9E37_79B9_7F4A_7C15)
     }
-    Ok(Some(match v.type_of() {
-        Type::Uninitialized | Type::Undefined | Type::Symbol | Type::Function | Type::Constructor => {
-            return Ok(None)
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = (self.0 << 8) | u64::from(*b);
         }
-        Type::Null => Value::Null,
-        Type::Bool => Value::Bool(v.as_bool().unwrap_or(false)),
-        Type::Int => Value::from(v.as_int().unwrap_or(0)),
-        Type::Float => num_to_json(v.as_float().unwrap_or(f64::NAN)),
-        Type::String => Value::String(v.as_string().map(|s| s.to_string()).transpose()?.unwrap_or_default()),
-        Type::BigInt => return Err(rquickjs::Exception::throw_type(ctx, "BigInt value can't be serialized in JSON")),
-        Type::Array => {
-            let arr = v.as_array().ok_or(rquickjs::Error::Unknown)?;
-            let mut out = Vec::with_capacity(arr.len());
-            for i in 0..arr.len() {
-                let x: JsValue = arr.get(i)?;
-                out.push(walk(ctx, &x, to_json_key, depth + 1)?.unwrap_or(Value::Null));
-            }
-            Value::Array(out)
+    }
+    fn write_u32(&mut self, n: u32) {
+        self.0 = u64::from(n);
+    }
+}
+
+struct Walker<'a, 'js> {
+    ctx: &'a Ctx<'js>,
+    to_json_key: rquickjs::Atom<'js>,
+    /// Property names already converted: result objects mostly repeat the
+    /// same few keys, and an atom's text is the same every time.
+    keys: HashMap<rquickjs::Atom<'js>, String, std::hash::BuildHasherDefault<AtomHasher>>,
+}
+
+/// Most distinct property names remembered during one conversion.
+const MAX_CACHED_KEYS: usize = 4096;
+
+impl<'js> Walker<'_, 'js> {
+    fn key(&mut self, atom: rquickjs::Atom<'js>) -> rquickjs::Result<String> {
+        if let Some(k) = self.keys.get(&atom) {
+            return Ok(k.clone());
         }
-        _ => {
-            let Some(o) = v.as_object() else { return Ok(None) };
-            let f: JsValue = o.get(to_json_key.clone())?;
-            if let Some(f) = f.as_function() {
-                let r: JsValue = f.call((rquickjs::function::This(o.clone()),))?;
-                return walk(ctx, &r, to_json_key, depth + 1);
+        let k = atom.to_string()?;
+        if self.keys.len() < MAX_CACHED_KEYS {
+            self.keys.insert(atom, k.clone());
+        }
+        Ok(k)
+    }
+
+    fn walk(&mut self, v: &JsValue<'js>, depth: usize) -> rquickjs::Result<Option<Value>> {
+        let ctx = self.ctx;
+        if depth > MAX_DEPTH {
+            return Err(rquickjs::Exception::throw_type(ctx, "cyclic or too deeply nested value"));
+        }
+        Ok(Some(match v.type_of() {
+            Type::Uninitialized | Type::Undefined | Type::Symbol | Type::Function | Type::Constructor => {
+                return Ok(None)
             }
-            let mut m = serde_json::Map::new();
-            for prop in o.props::<String, JsValue>() {
-                let (k, x) = prop?;
-                if let Some(j) = walk(ctx, &x, to_json_key, depth + 1)? {
-                    m.insert(k, j);
+            Type::Null => Value::Null,
+            Type::Bool => Value::Bool(v.as_bool().unwrap_or(false)),
+            Type::Int => Value::from(v.as_int().unwrap_or(0)),
+            Type::Float => num_to_json(v.as_float().unwrap_or(f64::NAN)),
+            Type::String => Value::String(v.as_string().map(|s| s.to_string()).transpose()?.unwrap_or_default()),
+            Type::BigInt => return Err(rquickjs::Exception::throw_type(ctx, "BigInt value can't be serialized in JSON")),
+            Type::Array => {
+                let arr = v.as_array().ok_or(rquickjs::Error::Unknown)?;
+                let mut out = Vec::with_capacity(arr.len());
+                for i in 0..arr.len() {
+                    let x: JsValue = arr.get(i)?;
+                    out.push(self.walk(&x, depth + 1)?.unwrap_or(Value::Null));
                 }
+                Value::Array(out)
             }
-            Value::Object(m)
-        }
-    }))
+            _ => {
+                let Some(o) = v.as_object() else { return Ok(None) };
+                let f: JsValue = o.get(self.to_json_key.clone())?;
+                if let Some(f) = f.as_function() {
+                    let r: JsValue = f.call((rquickjs::function::This(o.clone()),))?;
+                    return self.walk(&r, depth + 1);
+                }
+                let props = o.props::<rquickjs::Atom, JsValue>();
+                // sized once: growing a map doubles its storage
+                let mut m = serde_json::Map::with_capacity(props.len());
+                for prop in props {
+                    let (k, x) = prop?;
+                    if let Some(j) = self.walk(&x, depth + 1)? {
+                        m.insert(self.key(k)?, j);
+                    }
+                }
+                Value::Object(m)
+            }
+        }))
+    }
 }
 
 #[cfg(test)]
