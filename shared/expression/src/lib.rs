@@ -225,27 +225,27 @@ impl Evaluator {
     /// Evaluates one expression template (with or without the leading `=`).
     pub fn evaluate(&mut self, expression: &str, data: &dyn DataProxy) -> Result<Value, ExpressionError> {
         let body = expression.strip_prefix('=').unwrap_or(expression);
-        if !self.plans.contains_key(body) {
-            let plan = plan(body).map_err(|message| ExpressionError::Runtime {
-                expression: expression.to_string(),
-                message,
-            })?;
-            if self.plans.len() >= MAX_PLANS {
-                self.plans.clear();
-            }
-            self.plans.insert(body.to_string(), plan);
-        }
+        // One lookup for a known template (this runs once per item).
         let js = match self.plans.get(body) {
-            Some(Plan::Literal(v)) => return Ok(v.clone()),
-            Some(Plan::Template { fast, js }) => {
-                if let Some(f) = fast {
-                    if let Ok(v) = run_fast(f, data, &self.proto) {
-                        return Ok(v);
-                    }
+            Some(plan) => match eval_plan(plan, data, &self.proto) {
+                Ok(v) => return Ok(v),
+                Err(js) => js,
+            },
+            None => {
+                let plan = plan(body).map_err(|message| ExpressionError::Runtime {
+                    expression: expression.to_string(),
+                    message,
+                })?;
+                if self.plans.len() >= MAX_PLANS {
+                    self.plans.clear();
                 }
-                js.clone()
+                let r = eval_plan(&plan, data, &self.proto);
+                self.plans.insert(body.to_string(), plan);
+                match r {
+                    Ok(v) => return Ok(v),
+                    Err(js) => js,
+                }
             }
-            None => return Err(ExpressionError::Sandbox("template cache lost an entry".into())),
         };
         self.eval_js(&js, expression, data)
     }
@@ -438,6 +438,21 @@ fn has_constructor_access(s: &str) -> bool {
         rest = &rest[i + 1..];
     }
     false
+}
+
+/// A literal's value, the fast path's result, or (`Err`) the JavaScript to run.
+fn eval_plan(plan: &Plan, data: &dyn DataProxy, proto: &fast::ProtoNames) -> Result<Value, String> {
+    match plan {
+        Plan::Literal(v) => Ok(v.clone()),
+        Plan::Template { fast, js } => {
+            if let Some(f) = fast {
+                if let Ok(v) = run_fast(f, data, proto) {
+                    return Ok(v);
+                }
+            }
+            Err(js.clone())
+        }
+    }
 }
 
 fn run_fast(plan: &FastPlan, data: &dyn DataProxy, proto: &fast::ProtoNames) -> Result<Value, fast::Bail> {
