@@ -64,6 +64,7 @@ pub fn execute(ctx: &mut NodeContext<'_>) -> Result<NodeOutput> {
                 ctx.console.extend(r.console);
                 let items = normalize(r.value)?;
                 let same_len = items.len() == input_len;
+                out.reserve_exact(items.len());
                 for (k, mut it) in items.into_iter().enumerate() {
                     if it.paired_item.is_none() {
                         it.paired_item = Some(paired_ref(if same_len { k } else { 0 }, 0));
