@@ -127,6 +127,12 @@ impl Expr {
         self.evaluations += 1;
         Ok(self.inner()?.run_code(code, mode, data)?)
     }
+
+    /// `runOnceForAllItems` code with its result read straight into items.
+    pub fn run_code_items(&mut self, code: &str, data: &dyn DataProxy) -> Result<(Vec<Item>, Vec<String>)> {
+        self.evaluations += 1;
+        Ok(self.inner()?.run_code_items(code, data)?)
+    }
 }
 
 #[cfg(feature = "js")]
@@ -147,6 +153,9 @@ mod imp {
         }
         pub fn run_code(&mut self, c: &str, m: CodeMode, d: &dyn DataProxy) -> Result<CodeOutput, ExpressionError> {
             self.0.run_code(c, m, d)
+        }
+        pub fn run_code_items(&mut self, c: &str, d: &dyn DataProxy) -> Result<(Vec<Item>, Vec<String>), ExpressionError> {
+            self.0.run_code_items(c, d)
         }
     }
 }
@@ -177,6 +186,9 @@ mod imp {
             }
         }
         pub fn run_code(&mut self, c: &str, _: CodeMode, _: &dyn DataProxy) -> Result<CodeOutput, ExpressionError> {
+            Err(ExpressionError::Sandbox(format!("JavaScript is not available in this build: {}", c.len())))
+        }
+        pub fn run_code_items(&mut self, c: &str, _: &dyn DataProxy) -> Result<(Vec<Item>, Vec<String>), ExpressionError> {
             Err(ExpressionError::Sandbox(format!("JavaScript is not available in this build: {}", c.len())))
         }
     }

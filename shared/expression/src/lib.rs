@@ -287,20 +287,28 @@ impl Evaluator {
         })
     }
 
+    /// Runs Code node JavaScript in `runOnceForAllItems` mode and returns
+    /// the result as items, normalised like [`Evaluator::run_code`] does
+    /// (`[{json, ...}]` or plain objects) but read straight from the script's
+    /// values. An item's `json` may be a non-object (n8n rejects such items;
+    /// the caller reports it).
+    pub fn run_code_items(&mut self, code: &str, data: &dyn DataProxy) -> Result<(Vec<Item>, Vec<String>), ExpressionError> {
+        let source = code_source(code, CodeMode::AllItems);
+        let limits = self.limits;
+        let r = self.sandbox()?.run_script_items(&source, data);
+        r.map_err(|f| {
+            if f.is_fatal() {
+                self.sandbox = None;
+            }
+            f.into_error(&excerpt(code), &limits)
+        })
+    }
+
     /// Runs Code node JavaScript. The result is normalised like n8n does:
     /// `AllItems` gives an array of items (`[{json, ...}]`), `EachItem` one item
     /// object (or null when the script returned nothing).
     pub fn run_code(&mut self, code: &str, mode: CodeMode, data: &dyn DataProxy) -> Result<CodeOutput, ExpressionError> {
-        // extension methods (`$json.name.isEmpty()`) work in Code too
-        let code_js = template::rewrite_extension_calls(code);
-        let source = match mode {
-            CodeMode::AllItems => format!(
-                "(async function(){{\nvar items = $input.all();\nreturn await (async function(){{\n{code_js}\n}}).call({{}});\n}})"
-            ),
-            CodeMode::EachItem => format!(
-                "(async function(){{\nvar item = $input.item;\nreturn await (async function(){{\n{code_js}\n}}).call({{}});\n}})"
-            ),
-        };
+        let source = code_source(code, mode);
         let limits = self.limits;
         let r = self.sandbox()?.run_script(&source, data);
         match r {
@@ -321,6 +329,20 @@ impl Evaluator {
                 Err(f.into_error(&excerpt(code), &limits))
             }
         }
+    }
+}
+
+/// The function a Code node script runs in.
+fn code_source(code: &str, mode: CodeMode) -> String {
+    // extension methods (`$json.name.isEmpty()`) work in Code too
+    let code_js = template::rewrite_extension_calls(code);
+    match mode {
+        CodeMode::AllItems => format!(
+            "(async function(){{\nvar items = $input.all();\nreturn await (async function(){{\n{code_js}\n}}).call({{}});\n}})"
+        ),
+        CodeMode::EachItem => format!(
+            "(async function(){{\nvar item = $input.item;\nreturn await (async function(){{\n{code_js}\n}}).call({{}});\n}})"
+        ),
     }
 }
 

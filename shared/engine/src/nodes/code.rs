@@ -58,18 +58,19 @@ pub fn execute(ctx: &mut NodeContext<'_>) -> Result<NodeOutput> {
             }
         }
     } else {
-        let r = ctx.run_code(&code, CodeMode::AllItems, if input_len == 0 { -1 } else { 0 });
+        let r = ctx.run_code_items(&code, if input_len == 0 { -1 } else { 0 });
         match r {
-            Ok(r) => {
-                ctx.console.extend(r.console);
-                let items = normalize(r.value)?;
+            Ok((items, console)) => {
+                ctx.console.extend(console);
+                if items.iter().any(|it| !it.json.is_object()) {
+                    return Err(EngineError::node("A 'json' property isn't an object"));
+                }
                 let same_len = items.len() == input_len;
-                out.reserve_exact(items.len());
-                for (k, mut it) in items.into_iter().enumerate() {
+                out = items;
+                for (k, it) in out.iter_mut().enumerate() {
                     if it.paired_item.is_none() {
                         it.paired_item = Some(paired_ref(if same_len { k } else { 0 }, 0));
                     }
-                    out.push(it);
                 }
             }
             Err(e) if ctx.continue_on_fail() => ctx.error_item(&mut out, &e, 0),
