@@ -4,32 +4,29 @@ use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 
-pub use expression::Item;
+pub use expression::{Item, Json, PairedItem};
 
 /// Items shared between run data and the nodes that read them: a node that
-/// passes items through reuses the vector instead of copying it.
+/// passes items through reuses the vector instead of copying it, and items
+/// share their `json` (copy-on-write), so re-pairing or re-ordering copies no data.
 pub type Items = Arc<Vec<Item>>;
 
 /// Builds an item from JSON with a `pairedItem` to input item `i`.
 pub fn item_from(json: Value, paired: usize) -> Item {
-    Item { json, binary: None, paired_item: Some(paired_ref(paired, 0)) }
+    Item { json: Json::new(json), binary: None, paired_item: Some(PairedItem::Index(paired)) }
 }
 
 /// `pairedItem` value; a bare number for input 0 (a valid n8n shape that
 /// costs no allocation per item).
-pub fn paired_ref(item: usize, input: usize) -> Value {
-    if input == 0 {
-        Value::from(item)
-    } else {
-        json!({ "item": item, "input": input })
-    }
+pub fn paired_ref(item: usize, input: usize) -> PairedItem {
+    PairedItem::new(item, input)
 }
 
-/// Copy of `item` whose `pairedItem` points at input item `i`.
+/// `item` (sharing its data) with `pairedItem` pointing at input item `i`.
 pub fn with_pair(item: &Item, i: usize) -> Item {
-    Item { json: item.json.clone(), binary: item.binary.clone(), paired_item: Some(paired_ref(i, 0)) }
+    item.paired(i, 0)
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -23,22 +23,6 @@ pub struct NodeProxy<'a> {
     pub mode: &'a str,
 }
 
-fn paired_target(p: &Value) -> (usize, usize) {
-    // pairedItem may be a number, an object, or an array of those (first wins).
-    let p = match p {
-        Value::Array(a) => a.first().unwrap_or(&Value::Null),
-        other => other,
-    };
-    match p {
-        Value::Number(n) => (n.as_u64().unwrap_or(0) as usize, 0),
-        Value::Object(o) => (
-            o.get("item").and_then(|v| v.as_u64()).unwrap_or(0) as usize,
-            o.get("input").and_then(|v| v.as_u64()).unwrap_or(0) as usize,
-        ),
-        _ => (0, 0),
-    }
-}
-
 impl<'a> DataProxy for NodeProxy<'a> {
     fn input_items(&self) -> &[Item] {
         self.input
@@ -66,7 +50,7 @@ impl<'a> DataProxy for NodeProxy<'a> {
             if src.previous_node == target {
                 return Ok(item.clone());
             }
-            let (i, k) = item.paired_item.as_ref().map(paired_target).unwrap_or((0, 0));
+            let (i, k) = item.paired_item.as_ref().map(|p| p.target()).unwrap_or((0, 0));
             let task = self
                 .run_data
                 .get(&src.previous_node)
@@ -143,6 +127,12 @@ impl Expr {
         self.evaluations += 1;
         Ok(self.inner()?.run_code(code, mode, data)?)
     }
+
+    /// `runOnceForAllItems` code with its result read straight into items.
+    pub fn run_code_items(&mut self, code: &str, data: &dyn DataProxy) -> Result<(Vec<Item>, Vec<String>)> {
+        self.evaluations += 1;
+        Ok(self.inner()?.run_code_items(code, data)?)
+    }
 }
 
 #[cfg(feature = "js")]
@@ -163,6 +153,9 @@ mod imp {
         }
         pub fn run_code(&mut self, c: &str, m: CodeMode, d: &dyn DataProxy) -> Result<CodeOutput, ExpressionError> {
             self.0.run_code(c, m, d)
+        }
+        pub fn run_code_items(&mut self, c: &str, d: &dyn DataProxy) -> Result<(Vec<Item>, Vec<String>), ExpressionError> {
+            self.0.run_code_items(c, d)
         }
     }
 }
@@ -193,6 +186,9 @@ mod imp {
             }
         }
         pub fn run_code(&mut self, c: &str, _: CodeMode, _: &dyn DataProxy) -> Result<CodeOutput, ExpressionError> {
+            Err(ExpressionError::Sandbox(format!("JavaScript is not available in this build: {}", c.len())))
+        }
+        pub fn run_code_items(&mut self, c: &str, _: &dyn DataProxy) -> Result<(Vec<Item>, Vec<String>), ExpressionError> {
             Err(ExpressionError::Sandbox(format!("JavaScript is not available in this build: {}", c.len())))
         }
     }
@@ -247,7 +243,7 @@ mod imp {
         }
         let idx = d.item_index().max(0) as usize;
         if let Some(p) = e.strip_prefix("$json") {
-            let j = d.input_items().get(idx).map(|i| i.json.clone()).unwrap_or(Value::Null);
+            let j = d.input_items().get(idx).map(|i| (*i.json).clone()).unwrap_or(Value::Null);
             return Ok(path(j, p));
         }
         for pre in ["$node[\"", "$node['", "$('", "$(\""] {
@@ -258,13 +254,13 @@ mod imp {
                 let after = after.strip_prefix(".item").unwrap_or(after);
                 let p = after.strip_prefix(".json").ok_or_else(|| err(e, "unsupported"))?;
                 let it = d.paired_item(name, idx).map_err(|m| err(e, &m))?;
-                return Ok(path(it.json, p));
+                return Ok(path(it.json.into_value(), p));
             }
         }
         if let Some(r) = e.strip_prefix("$node.") {
             let (name, p) = r.split_once(".json").ok_or_else(|| err(e, "unsupported"))?;
             let it = d.paired_item(name, idx).map_err(|m| err(e, &m))?;
-            return Ok(path(it.json, p));
+            return Ok(path(it.json.into_value(), p));
         }
         Err(err(e, "unsupported in fallback evaluator"))
     }

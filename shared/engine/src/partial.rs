@@ -253,7 +253,7 @@ pub fn trigger_items(node_type: &str, input: Option<&Value>, timezone: &str) -> 
         }
         _ => input,
     };
-    vec![Item { json, ..Default::default() }]
+    vec![Item::new(json)]
 }
 
 /// Labels of a node's main outputs as the editor shows them: If true/false,

@@ -191,7 +191,7 @@ impl Engine {
         if let Some(sd) = &graph.workflow.static_data {
             st.static_data = sd.clone();
         }
-        let items = opts.trigger_items.clone().unwrap_or_else(|| vec![Item { json: json!({}), ..Default::default() }]);
+        let items = opts.trigger_items.clone().unwrap_or_else(|| vec![Item::new(json!({}))]);
         st.stack.push_back(StackEntry { node: start.name.clone(), inputs: vec![Some(Arc::new(items))], source: vec![], resume: false });
         let env = self.env(opts.cancel.clone(), opts.timeout, graph);
         let stats = self.drive(graph, &mut st, &env, opts.destination.as_deref(), opts.progress.as_ref());
@@ -421,7 +421,7 @@ impl Engine {
                             .iter()
                             .enumerate()
                             .map(|(i, it)| {
-                                let mut j = it.json.clone();
+                                let mut j = it.json.object_with_room(1);
                                 if let Value::Object(o) = &mut j {
                                     o.insert("error".into(), Value::String(err.message.clone()));
                                 }
@@ -619,5 +619,5 @@ pub fn error_data(e: &EngineError, node: Option<&str>) -> NodeError {
 
 /// `{json: {...}}` objects for tests and hosts.
 pub fn items_from_json(v: &[Value]) -> Vec<Item> {
-    v.iter().map(|j| Item { json: j.clone(), ..Default::default() }).collect()
+    v.iter().map(|j| Item::new(j.clone())).collect()
 }

@@ -41,7 +41,7 @@ fn run(wf: &Value, settings: EngineSettings, host: Host) -> ExecutionState {
 }
 
 fn out(st: &ExecutionState, node: &str, output: usize) -> Vec<Value> {
-    st.run_data.get(node).and_then(|r| r.last()).and_then(|t| t.output(output)).map(|i| i.iter().map(|i| i.json.clone()).collect()).unwrap_or_default()
+    st.run_data.get(node).and_then(|r| r.last()).and_then(|t| t.output(output)).map(|i| i.iter().map(|i| Value::clone(&i.json)).collect()).unwrap_or_default()
 }
 
 #[test]
@@ -211,7 +211,7 @@ fn pinned_nodes_do_not_execute() {
     let wf = chain(vec![trigger(), node("Stop", "n8n-nodes-base.stopAndError", 1.0, json!({ "errorMessage": "boom" })), node("End", "n8n-nodes-base.noOp", 1.0, json!({}))]);
     let graph = Graph::from_json(&wf).unwrap();
     let mut opts = RunOptions::default();
-    opts.pin_data.insert("Stop".into(), vec![Item { json: json!({ "pinned": true }), ..Default::default() }]);
+    opts.pin_data.insert("Stop".into(), vec![Item::new(json!({ "pinned": true }))]);
     let (st, _) = Engine::new(EngineSettings::default(), Host::default()).run(&graph, opts).unwrap();
     assert_eq!(st.status, ExecutionStatus::Success);
     assert_eq!(out(&st, "End", 0), vec![json!({ "pinned": true })]);
@@ -272,7 +272,7 @@ fn run_step_from_chain_reuse_and_mock() {
     assert_eq!(reused.run_data["Data"][0].origin, Some(engine::data::RunOrigin::Replayed));
     assert_eq!(out(&reused, "Double", 0)[0]["d"], json!(2));
 
-    let (mocked, _) = engine.run_node(&g, "Double", StepInput::Mock(vec![Item { json: json!({ "n": 10 }), ..Default::default() }]), RunOptions::default()).unwrap();
+    let (mocked, _) = engine.run_node(&g, "Double", StepInput::Mock(vec![Item::new(json!({ "n": 10 }))]), RunOptions::default()).unwrap();
     assert_eq!(out(&mocked, "Double", 0), vec![json!({ "n": 10, "d": 20, "missing": null })]);
 }
 
@@ -367,7 +367,7 @@ fn progress_is_reported_after_each_node_on_runs_resumes_and_run_steps() {
 
     calls.lock().unwrap().clear();
     let g = step_workflow();
-    let (_, _) = engine.run_node(&g, "Double", StepInput::Mock(vec![Item { json: json!({ "n": 1 }), ..Default::default() }]), RunOptions { progress: Some(hook), ..Default::default() }).unwrap();
+    let (_, _) = engine.run_node(&g, "Double", StepInput::Mock(vec![Item::new(json!({ "n": 1 }))]), RunOptions { progress: Some(hook), ..Default::default() }).unwrap();
     let names: Vec<String> = calls.lock().unwrap().iter().map(|c| c.0.clone()).collect();
     assert_eq!(names, ["Double"], "the run-step destination is reported too");
 }

@@ -66,7 +66,7 @@ fn run(params: Value, credentials: Option<Value>) -> engine::ExecutionState {
 }
 
 fn out(st: &engine::ExecutionState) -> Vec<Value> {
-    st.node_output("HTTP", 0).map(|i| i.iter().map(|i| i.json.clone()).collect()).unwrap_or_default()
+    st.node_output("HTTP", 0).map(|i| i.iter().map(|i| Value::clone(&i.json)).collect()).unwrap_or_default()
 }
 
 #[test]

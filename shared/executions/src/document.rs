@@ -173,7 +173,7 @@ mod tests {
         st.pin_data.insert(
             "A".into(),
             vec![Item {
-                json: json!({"a": 1}),
+                json: json!({"a": 1}).into(),
                 ..Item::default()
             }],
         );

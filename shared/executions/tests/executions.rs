@@ -610,7 +610,7 @@ async fn two_megabytes_of_run_data_round_trip_through_the_executor() {
     };
     let items: Vec<engine::Item> = (0..1100)
         .map(|i| engine::Item {
-            json: json!({"i": i, "text": text()}),
+            json: json!({"i": i, "text": text()}).into(),
             ..Default::default()
         })
         .collect();

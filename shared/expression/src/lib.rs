@@ -30,25 +30,17 @@
 
 use std::collections::{HashMap, HashSet};
 
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 mod fast;
+mod item;
 mod sandbox;
 mod template;
 mod tz;
 
+pub use item::{Item, Json, PairedItem};
 pub use fast::{num_to_string as js_number_to_string, str_to_num as js_string_to_number};
 
-/// One n8n item: `{json, binary?, pairedItem?}`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
-pub struct Item {
-    pub json: Value,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub binary: Option<Value>,
-    #[serde(rename = "pairedItem", default, skip_serializing_if = "Option::is_none")]
-    pub paired_item: Option<Value>,
-}
 
 /// What an expression can see. The engine implements it for the node and item
 /// being evaluated; lookups are lazy so an expression pays only for what it reads.
@@ -233,27 +225,27 @@ impl Evaluator {
     /// Evaluates one expression template (with or without the leading `=`).
     pub fn evaluate(&mut self, expression: &str, data: &dyn DataProxy) -> Result<Value, ExpressionError> {
         let body = expression.strip_prefix('=').unwrap_or(expression);
-        if !self.plans.contains_key(body) {
-            let plan = plan(body).map_err(|message| ExpressionError::Runtime {
-                expression: expression.to_string(),
-                message,
-            })?;
-            if self.plans.len() >= MAX_PLANS {
-                self.plans.clear();
-            }
-            self.plans.insert(body.to_string(), plan);
-        }
+        // One lookup for a known template (this runs once per item).
         let js = match self.plans.get(body) {
-            Some(Plan::Literal(v)) => return Ok(v.clone()),
-            Some(Plan::Template { fast, js }) => {
-                if let Some(f) = fast {
-                    if let Ok(v) = run_fast(f, data, &self.proto) {
-                        return Ok(v);
-                    }
+            Some(plan) => match eval_plan(plan, data, &self.proto) {
+                Ok(v) => return Ok(v),
+                Err(js) => js,
+            },
+            None => {
+                let plan = plan(body).map_err(|message| ExpressionError::Runtime {
+                    expression: expression.to_string(),
+                    message,
+                })?;
+                if self.plans.len() >= MAX_PLANS {
+                    self.plans.clear();
                 }
-                js.clone()
+                let r = eval_plan(&plan, data, &self.proto);
+                self.plans.insert(body.to_string(), plan);
+                match r {
+                    Ok(v) => return Ok(v),
+                    Err(js) => js,
+                }
             }
-            None => return Err(ExpressionError::Sandbox("template cache lost an entry".into())),
         };
         self.eval_js(&js, expression, data)
     }
@@ -295,20 +287,28 @@ impl Evaluator {
         })
     }
 
+    /// Runs Code node JavaScript in `runOnceForAllItems` mode and returns
+    /// the result as items, normalised like [`Evaluator::run_code`] does
+    /// (`[{json, ...}]` or plain objects) but read straight from the script's
+    /// values. An item's `json` may be a non-object (n8n rejects such items;
+    /// the caller reports it).
+    pub fn run_code_items(&mut self, code: &str, data: &dyn DataProxy) -> Result<(Vec<Item>, Vec<String>), ExpressionError> {
+        let source = code_source(code, CodeMode::AllItems);
+        let limits = self.limits;
+        let r = self.sandbox()?.run_script_items(&source, data);
+        r.map_err(|f| {
+            if f.is_fatal() {
+                self.sandbox = None;
+            }
+            f.into_error(&excerpt(code), &limits)
+        })
+    }
+
     /// Runs Code node JavaScript. The result is normalised like n8n does:
     /// `AllItems` gives an array of items (`[{json, ...}]`), `EachItem` one item
     /// object (or null when the script returned nothing).
     pub fn run_code(&mut self, code: &str, mode: CodeMode, data: &dyn DataProxy) -> Result<CodeOutput, ExpressionError> {
-        // extension methods (`$json.name.isEmpty()`) work in Code too
-        let code_js = template::rewrite_extension_calls(code);
-        let source = match mode {
-            CodeMode::AllItems => format!(
-                "(async function(){{\nvar items = $input.all();\nreturn await (async function(){{\n{code_js}\n}}).call({{}});\n}})"
-            ),
-            CodeMode::EachItem => format!(
-                "(async function(){{\nvar item = $input.item;\nreturn await (async function(){{\n{code_js}\n}}).call({{}});\n}})"
-            ),
-        };
+        let source = code_source(code, mode);
         let limits = self.limits;
         let r = self.sandbox()?.run_script(&source, data);
         match r {
@@ -329,6 +329,20 @@ impl Evaluator {
                 Err(f.into_error(&excerpt(code), &limits))
             }
         }
+    }
+}
+
+/// The function a Code node script runs in.
+fn code_source(code: &str, mode: CodeMode) -> String {
+    // extension methods (`$json.name.isEmpty()`) work in Code too
+    let code_js = template::rewrite_extension_calls(code);
+    match mode {
+        CodeMode::AllItems => format!(
+            "(async function(){{\nvar items = $input.all();\nreturn await (async function(){{\n{code_js}\n}}).call({{}});\n}})"
+        ),
+        CodeMode::EachItem => format!(
+            "(async function(){{\nvar item = $input.item;\nreturn await (async function(){{\n{code_js}\n}}).call({{}});\n}})"
+        ),
     }
 }
 
@@ -448,6 +462,21 @@ fn has_constructor_access(s: &str) -> bool {
     false
 }
 
+/// A literal's value, the fast path's result, or (`Err`) the JavaScript to run.
+fn eval_plan(plan: &Plan, data: &dyn DataProxy, proto: &fast::ProtoNames) -> Result<Value, String> {
+    match plan {
+        Plan::Literal(v) => Ok(v.clone()),
+        Plan::Template { fast, js } => {
+            if let Some(f) = fast {
+                if let Ok(v) = run_fast(f, data, proto) {
+                    return Ok(v);
+                }
+            }
+            Err(js.clone())
+        }
+    }
+}
+
 fn run_fast(plan: &FastPlan, data: &dyn DataProxy, proto: &fast::ProtoNames) -> Result<Value, fast::Bail> {
     match plan {
         FastPlan::Single(e) => fast::eval(e, data, proto).map(fast::to_value),
@@ -506,7 +535,7 @@ impl StaticData {
     /// Input items with these `json` values; the current item is the first
     /// (index -1 when there is none).
     pub fn new(json: Vec<Value>) -> Self {
-        let items: Vec<Item> = json.into_iter().map(|json| Item { json, ..Item::default() }).collect();
+        let items: Vec<Item> = json.into_iter().map(Item::new).collect();
         let item_index = if items.is_empty() { -1 } else { 0 };
         StaticData {
             items,
@@ -530,7 +559,7 @@ impl StaticData {
     }
 
     pub fn with_node(mut self, name: &str, json: Vec<Value>) -> Self {
-        let items = json.into_iter().map(|json| Item { json, ..Item::default() }).collect();
+        let items = json.into_iter().map(Item::new).collect();
         self.nodes.insert(name.to_string(), items);
         self
     }
@@ -560,9 +589,11 @@ impl DataProxy for StaticData {
             .items
             .get(item_index)
             .and_then(|it| it.paired_item.as_ref())
-            .and_then(|p| p.get("item"))
-            .and_then(Value::as_u64)
-            .map(|i| i as usize)
+            .and_then(|p| match p {
+                PairedItem::Index(_) => None,
+                PairedItem::Ref { item, .. } => Some(*item as usize),
+                PairedItem::Other(v) => v.get("item").and_then(Value::as_u64).map(|i| i as usize),
+            })
             .unwrap_or(item_index);
         out.get(idx).cloned().ok_or_else(|| format!("Paired item data for item {item_index} of '{node}' is unavailable"))
     }

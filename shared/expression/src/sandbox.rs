@@ -14,7 +14,7 @@ use rquickjs::{Array, Context, Ctx, Function, Object, Persistent, Runtime, Type,
 use serde_json::Value;
 
 use crate::fast::num_to_json;
-use crate::{DataProxy, ExpressionError, Item, Limits};
+use crate::{DataProxy, ExpressionError, Item, Json, Limits, PairedItem};
 
 const INTL_JS: &str = include_str!("../js/intl.js");
 const LUXON_JS: &str = include_str!("../js/luxon.min.js");
@@ -292,6 +292,25 @@ impl Sandbox {
         source: &str,
         data: &dyn DataProxy,
     ) -> Result<(Value, Vec<String>), Failure> {
+        self.run_script_as(source, data, |ctx, v| Ok(to_json(ctx, v)?.unwrap_or(Value::Null)))
+    }
+
+    /// Runs a `runOnceForAllItems` Code node wrapper and reads its result
+    /// straight into items (see [`to_items`]).
+    pub(crate) fn run_script_items(
+        &mut self,
+        source: &str,
+        data: &dyn DataProxy,
+    ) -> Result<(Vec<Item>, Vec<String>), Failure> {
+        self.run_script_as(source, data, to_items)
+    }
+
+    fn run_script_as<R>(
+        &mut self,
+        source: &str,
+        data: &dyn DataProxy,
+        convert: for<'js> fn(&Ctx<'js>, &JsValue<'js>) -> rquickjs::Result<R>,
+    ) -> Result<(R, Vec<String>), Failure> {
         let result = self.with_data(data, |sb| {
             let ctx = sb.ctx.clone();
             ctx.with(|ctx| {
@@ -326,8 +345,8 @@ impl Sandbox {
                         return Err(Failure::Timeout);
                     }
                 }
-                match to_json(&ctx, &v) {
-                    Ok(j) => Ok(j.unwrap_or(Value::Null)),
+                match convert(&ctx, &v) {
+                    Ok(r) => Ok(r),
                     Err(e) => Err(sb.classify(&ctx, e)),
                 }
             })
@@ -642,7 +661,7 @@ fn item_to_js<'js>(ctx: &Ctx<'js>, it: &Item) -> rquickjs::Result<JsValue<'js>> 
         o.set("binary", to_js(ctx, b)?)?;
     }
     if let Some(p) = &it.paired_item {
-        o.set("pairedItem", to_js(ctx, p)?)?;
+        o.set("pairedItem", to_js(ctx, &p.to_value())?)?;
     }
     Ok(o.into_value())
 }
@@ -664,55 +683,184 @@ const MAX_DEPTH: usize = 512;
 /// `None` when the value itself has no JSON form. Walking the value natively
 /// is about twice as fast as JSON.stringify plus parsing the text.
 pub(crate) fn to_json<'js>(ctx: &Ctx<'js>, v: &JsValue<'js>) -> rquickjs::Result<Option<Value>> {
-    let to_json_key = rquickjs::Atom::from_str(ctx.clone(), "toJSON")?;
-    walk(ctx, v, &to_json_key, 0)
+    let mut w = Walker {
+        ctx,
+        to_json_key: rquickjs::Atom::from_str(ctx.clone(), "toJSON")?,
+        keys: HashMap::default(),
+    };
+    w.walk(v, 0)
 }
 
-fn walk<'js>(
-    ctx: &Ctx<'js>,
-    v: &JsValue<'js>,
-    to_json_key: &rquickjs::Atom<'js>,
-    depth: usize,
-) -> rquickjs::Result<Option<Value>> {
-    if depth > MAX_DEPTH {
-        return Err(rquickjs::Exception::throw_type(ctx, "cyclic or too deeply nested value"));
+/// A Code node's result as n8n normalises it, read straight into items
+/// without building the `{json: …}` wrapper objects as JSON first: `null`
+/// gives none, an array gives one item per element that is not null, any
+/// other value one item. An element shaped like an item (`json` plus only
+/// `binary`, `pairedItem`, `error`, `index`) gives those parts; any other
+/// element becomes the item's `json`. A `json` that is not an object is
+/// returned as it is, for the caller to reject.
+pub(crate) fn to_items<'js>(ctx: &Ctx<'js>, v: &JsValue<'js>) -> rquickjs::Result<Vec<Item>> {
+    let mut w = Walker { ctx, to_json_key: rquickjs::Atom::from_str(ctx.clone(), "toJSON")?, keys: HashMap::default() };
+    let Some(arr) = v.as_array() else {
+        // not an array (maybe one through toJSON): converted as a whole
+        return Ok(match w.walk(v, 0)? {
+            None | Some(Value::Null) => Vec::new(),
+            Some(Value::Array(a)) => a.into_iter().filter_map(item_from_value).collect(),
+            Some(other) => item_from_value(other).into_iter().collect(),
+        });
+    };
+    let mut out = Vec::with_capacity(arr.len());
+    for i in 0..arr.len() {
+        let x: JsValue = arr.get(i)?;
+        if let Some(it) = w.item(&x)? {
+            out.push(it);
+        }
     }
-    Ok(Some(match v.type_of() {
-        Type::Uninitialized | Type::Undefined | Type::Symbol | Type::Function | Type::Constructor => {
-            return Ok(None)
+    Ok(out)
+}
+
+/// The keys a returned object may have to count as an item (n8n's check).
+const ITEM_KEYS: [&str; 5] = ["json", "binary", "pairedItem", "error", "index"];
+
+/// An item from a returned value already converted to JSON.
+fn item_from_value(v: Value) -> Option<Item> {
+    match v {
+        Value::Null => None,
+        Value::Object(mut m) if m.contains_key("json") && m.keys().all(|k| ITEM_KEYS.contains(&k.as_str())) => Some(Item {
+            json: m.shift_remove("json").unwrap_or(Value::Null).into(),
+            binary: m.shift_remove("binary").map(Json::new),
+            paired_item: m.shift_remove("pairedItem").map(PairedItem::from_value),
+        }),
+        other => Some(Item::new(other)),
+    }
+}
+
+/// Hashes an atom id as it is (atoms are small distinct integers).
+#[derive(Default)]
+struct AtomHasher(u64);
+
+impl std::hash::Hasher for AtomHasher {
+    fn finish(&self) -> u64 {
+        self.0.wrapping_mul(0x9E37_79B9_7F4A_7C15)
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = (self.0 << 8) | u64::from(*b);
         }
-        Type::Null => Value::Null,
-        Type::Bool => Value::Bool(v.as_bool().unwrap_or(false)),
-        Type::Int => Value::from(v.as_int().unwrap_or(0)),
-        Type::Float => num_to_json(v.as_float().unwrap_or(f64::NAN)),
-        Type::String => Value::String(v.as_string().map(|s| s.to_string()).transpose()?.unwrap_or_default()),
-        Type::BigInt => return Err(rquickjs::Exception::throw_type(ctx, "BigInt value can't be serialized in JSON")),
-        Type::Array => {
-            let arr = v.as_array().ok_or(rquickjs::Error::Unknown)?;
-            let mut out = Vec::with_capacity(arr.len());
-            for i in 0..arr.len() {
-                let x: JsValue = arr.get(i)?;
-                out.push(walk(ctx, &x, to_json_key, depth + 1)?.unwrap_or(Value::Null));
+    }
+    fn write_u32(&mut self, n: u32) {
+        self.0 = u64::from(n);
+    }
+}
+
+struct Walker<'a, 'js> {
+    ctx: &'a Ctx<'js>,
+    to_json_key: rquickjs::Atom<'js>,
+    /// Property names already converted: result objects mostly repeat the
+    /// same few keys, and an atom's text is the same every time.
+    keys: HashMap<rquickjs::Atom<'js>, String, std::hash::BuildHasherDefault<AtomHasher>>,
+}
+
+/// Most distinct property names remembered during one conversion.
+const MAX_CACHED_KEYS: usize = 4096;
+
+impl<'js> Walker<'_, 'js> {
+    /// One element of a Code node's result as an item (`None` when it
+    /// converts to null or has no JSON form).
+    fn item(&mut self, v: &JsValue<'js>) -> rquickjs::Result<Option<Item>> {
+        let plain = match v.as_object() {
+            Some(o) if !v.is_array() && !v.is_function() => {
+                let f: JsValue = o.get(self.to_json_key.clone())?;
+                (!f.is_function()).then_some(o)
             }
-            Value::Array(out)
+            _ => None,
+        };
+        let Some(o) = plain else {
+            // primitives, arrays, objects with toJSON: the general conversion
+            return Ok(self.walk(v, 1)?.and_then(item_from_value));
+        };
+        // A plain object: its properties are converted one by one, so an
+        // item-shaped object never becomes a JSON object of its own.
+        let props = o.props::<rquickjs::Atom, JsValue>();
+        let mut parts: Vec<(String, Value)> = Vec::with_capacity(props.len());
+        for prop in props {
+            let (k, x) = prop?;
+            if let Some(j) = self.walk(&x, 2)? {
+                let k = self.key(k)?;
+                // a repeated key cannot occur among own properties
+                parts.push((k, j));
+            }
         }
-        _ => {
-            let Some(o) = v.as_object() else { return Ok(None) };
-            let f: JsValue = o.get(to_json_key.clone())?;
-            if let Some(f) = f.as_function() {
-                let r: JsValue = f.call((rquickjs::function::This(o.clone()),))?;
-                return walk(ctx, &r, to_json_key, depth + 1);
+        let is_item = parts.iter().any(|(k, _)| k == "json") && parts.iter().all(|(k, _)| ITEM_KEYS.contains(&k.as_str()));
+        if !is_item {
+            return Ok(Some(Item::new(Value::Object(parts.into_iter().collect()))));
+        }
+        let mut it = Item::default();
+        for (k, x) in parts {
+            match k.as_str() {
+                "json" => it.json = Json::new(x),
+                "binary" => it.binary = Some(Json::new(x)),
+                "pairedItem" => it.paired_item = Some(PairedItem::from_value(x)),
+                _ => {}
             }
-            let mut m = serde_json::Map::new();
-            for prop in o.props::<String, JsValue>() {
-                let (k, x) = prop?;
-                if let Some(j) = walk(ctx, &x, to_json_key, depth + 1)? {
-                    m.insert(k, j);
+        }
+        Ok(Some(it))
+    }
+
+    fn key(&mut self, atom: rquickjs::Atom<'js>) -> rquickjs::Result<String> {
+        if let Some(k) = self.keys.get(&atom) {
+            return Ok(k.clone());
+        }
+        let k = atom.to_string()?;
+        if self.keys.len() < MAX_CACHED_KEYS {
+            self.keys.insert(atom, k.clone());
+        }
+        Ok(k)
+    }
+
+    fn walk(&mut self, v: &JsValue<'js>, depth: usize) -> rquickjs::Result<Option<Value>> {
+        let ctx = self.ctx;
+        if depth > MAX_DEPTH {
+            return Err(rquickjs::Exception::throw_type(ctx, "cyclic or too deeply nested value"));
+        }
+        Ok(Some(match v.type_of() {
+            Type::Uninitialized | Type::Undefined | Type::Symbol | Type::Function | Type::Constructor => {
+                return Ok(None)
+            }
+            Type::Null => Value::Null,
+            Type::Bool => Value::Bool(v.as_bool().unwrap_or(false)),
+            Type::Int => Value::from(v.as_int().unwrap_or(0)),
+            Type::Float => num_to_json(v.as_float().unwrap_or(f64::NAN)),
+            Type::String => Value::String(v.as_string().map(|s| s.to_string()).transpose()?.unwrap_or_default()),
+            Type::BigInt => return Err(rquickjs::Exception::throw_type(ctx, "BigInt value can't be serialized in JSON")),
+            Type::Array => {
+                let arr = v.as_array().ok_or(rquickjs::Error::Unknown)?;
+                let mut out = Vec::with_capacity(arr.len());
+                for i in 0..arr.len() {
+                    let x: JsValue = arr.get(i)?;
+                    out.push(self.walk(&x, depth + 1)?.unwrap_or(Value::Null));
                 }
+                Value::Array(out)
             }
-            Value::Object(m)
-        }
-    }))
+            _ => {
+                let Some(o) = v.as_object() else { return Ok(None) };
+                let f: JsValue = o.get(self.to_json_key.clone())?;
+                if let Some(f) = f.as_function() {
+                    let r: JsValue = f.call((rquickjs::function::This(o.clone()),))?;
+                    return self.walk(&r, depth + 1);
+                }
+                let props = o.props::<rquickjs::Atom, JsValue>();
+                // sized once: growing a map doubles its storage
+                let mut m = serde_json::Map::with_capacity(props.len());
+                for prop in props {
+                    let (k, x) = prop?;
+                    if let Some(j) = self.walk(&x, depth + 1)? {
+                        m.insert(self.key(k)?, j);
+                    }
+                }
+                Value::Object(m)
+            }
+        }))
+    }
 }
 
 #[cfg(test)]

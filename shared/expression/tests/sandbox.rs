@@ -107,9 +107,9 @@ impl DataProxy for Fake {
     fn node_output(&self, node: &str, output: usize, _run: Option<usize>) -> Option<Vec<Item>> {
         match (node, output) {
             ("Source", 0) => Some(vec![
-                Item { json: json!({"id": "s0"}), ..Default::default() },
-                Item { json: json!({"id": "s1"}), ..Default::default() },
-                Item { json: json!({"id": "s2"}), ..Default::default() },
+                Item::new(json!({"id": "s0"})),
+                Item::new(json!({"id": "s1"})),
+                Item::new(json!({"id": "s2"})),
             ]),
             ("Source", _) => Some(vec![]),
             _ => None,
@@ -121,7 +121,7 @@ impl DataProxy for Fake {
         }
         // input item i descends from Source item 2 - i
         let src = 2usize.checked_sub(item_index).ok_or("bad index")?;
-        Ok(Item { json: json!({"id": format!("s{src}")}), ..Default::default() })
+        Ok(Item::new(json!({"id": format!("s{src}")})))
     }
     fn parameters(&self) -> Value {
         json!({"mode": "x"})
@@ -147,7 +147,7 @@ impl DataProxy for Fake {
 fn node_access_through_data_proxy() {
     let mut ev = evaluator();
     let fake = Fake {
-        input: vec![Item { json: json!({"v": 0}), ..Default::default() }, Item { json: json!({"v": 1}), ..Default::default() }],
+        input: vec![Item::new(json!({"v": 0})), Item::new(json!({"v": 1}))],
         index: 1,
     };
     let e = |ev: &mut Evaluator, s: &str| ev.evaluate(s, &fake).unwrap();
@@ -217,6 +217,50 @@ fn code_node_both_modes_with_console() {
     assert!(err.to_string().contains("boom"), "{err}");
     let err = ev.run_code("return [", CodeMode::AllItems, &data).unwrap_err();
     assert!(matches!(err, ExpressionError::Syntax { .. }), "{err:?}");
+}
+
+/// `run_code_items` reads results straight into items; it must give what
+/// `run_code`'s normalised JSON gives, read as n8n items.
+#[test]
+fn code_items_match_normalised_json() {
+    let mut ev = evaluator();
+    let data = StaticData::new(vec![json!({"value": 1}), json!({"value": 2})]);
+    for code in [
+        "return [{json: {a: 1}}, {b: 2}]",
+        "return items",
+        "return {one: 1}",
+        "return null",
+        "return undefined",
+        "return []",
+        "return [null, undefined, {x: 1}, () => 1, NaN]",
+        "return [{json: {a: 1}, pairedItem: 0, binary: {data: {mimeType: 'text/plain'}}, index: 3, error: null}]",
+        "return [{json: {a: 1}, pairedItem: {item: 1, input: 0}}, {json: {}, pairedItem: [{item: 0}, {item: 1}]}]",
+        "return [{json: {a: 1}, other: 2}]",
+        "return [{json: undefined, pairedItem: 1}]",
+        "return [{json: 5}]",
+        "return [1, 'x', [1, 2]]",
+        "return [{json: {d: new Date(0)}}, new Date(0), {toJSON() { return {t: 1}; }}]",
+        "return {toJSON() { return [{json: {x: 1}}, {y: 2}, null]; }}",
+        "return [{2: 'b', 1: 'a', z: {1: 'y', 0: 'x'}}]",
+        "const o = {json: {n: 1}}; return [o, o]",
+    ] {
+        let (items, _) = ev.run_code_items(code, &data).unwrap();
+        let value = ev.run_code(code, CodeMode::AllItems, &data).unwrap().value;
+        let expected: Vec<Value> = value
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| {
+                let mut m = v.as_object().unwrap().clone();
+                m.retain(|k, _| matches!(k.as_str(), "json" | "binary" | "pairedItem"));
+                Value::Object(m)
+            })
+            .collect();
+        let got: Vec<Value> = items.iter().map(|it| serde_json::to_value(it).unwrap()).collect();
+        assert_eq!(got, expected, "{code}");
+    }
+    let err = ev.run_code_items("throw new Error('boom')", &data).unwrap_err();
+    assert!(err.to_string().contains("boom"), "{err}");
 }
 
 #[test]

@@ -33,7 +33,7 @@ pub fn items_from_pins(values: &[Value]) -> Result<Vec<Item>, String> {
             Value::Object(m) if m.get("json").is_some_and(Value::is_object) => {
                 serde_json::from_value::<Item>(v.clone()).map_err(|e| e.to_string())
             }
-            Value::Object(_) => Ok(Item { json: v.clone(), ..Item::default() }),
+            Value::Object(_) => Ok(Item::new(v.clone())),
             other => Err(format!("pin data items must be objects, got {other}")),
         })
         .collect()

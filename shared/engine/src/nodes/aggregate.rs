@@ -32,7 +32,7 @@ pub fn execute(ctx: &mut NodeContext<'_>) -> Result<NodeOutput> {
                     Value::Object(m)
                 }
                 "allFieldsExcept" => {
-                    let mut j = it.json.clone();
+                    let mut j = Value::clone(&it.json);
                     if let Value::Object(m) = &mut j {
                         for f in &excl {
                             m.shift_remove(f);
@@ -40,7 +40,7 @@ pub fn execute(ctx: &mut NodeContext<'_>) -> Result<NodeOutput> {
                     }
                     j
                 }
-                _ => it.json.clone(),
+                _ => Value::clone(&it.json),
             })
             .collect();
         out.insert(dest, Value::Array(rows));
@@ -68,5 +68,5 @@ pub fn execute(ctx: &mut NodeContext<'_>) -> Result<NodeOutput> {
             out.insert(key, Value::Array(values));
         }
     }
-    Ok(NodeOutput::one(vec![Item { json: Value::Object(out), binary: None, paired_item: Some(Value::Array(paired)) }]))
+    Ok(NodeOutput::one(vec![Item { json: Value::Object(out).into(), binary: None, paired_item: Some(Value::Array(paired).into()) }]))
 }

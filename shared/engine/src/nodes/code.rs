@@ -22,9 +22,9 @@ pub fn normalize(value: Value) -> Result<Vec<Item>> {
                 if !json.is_object() {
                     return Err(EngineError::node("A 'json' property isn't an object"));
                 }
-                Ok(Item { json, binary: o.remove("binary"), paired_item: o.remove("pairedItem") })
+                Ok(Item { json: json.into(), binary: o.remove("binary").map(Into::into), paired_item: o.remove("pairedItem").map(Into::into) })
             }
-            Value::Object(o) => Ok(Item { json: Value::Object(o), ..Default::default() }),
+            Value::Object(o) => Ok(Item::new(Value::Object(o))),
             other => Err(EngineError::node_with(
                 "Code doesn't return items properly",
                 format!("Please return an array of objects, one for each item you would like to output. Got: {other}"),
@@ -58,17 +58,19 @@ pub fn execute(ctx: &mut NodeContext<'_>) -> Result<NodeOutput> {
             }
         }
     } else {
-        let r = ctx.run_code(&code, CodeMode::AllItems, if input_len == 0 { -1 } else { 0 });
+        let r = ctx.run_code_items(&code, if input_len == 0 { -1 } else { 0 });
         match r {
-            Ok(r) => {
-                ctx.console.extend(r.console);
-                let items = normalize(r.value)?;
+            Ok((items, console)) => {
+                ctx.console.extend(console);
+                if items.iter().any(|it| !it.json.is_object()) {
+                    return Err(EngineError::node("A 'json' property isn't an object"));
+                }
                 let same_len = items.len() == input_len;
-                for (k, mut it) in items.into_iter().enumerate() {
+                out = items;
+                for (k, it) in out.iter_mut().enumerate() {
                     if it.paired_item.is_none() {
                         it.paired_item = Some(paired_ref(if same_len { k } else { 0 }, 0));
                     }
-                    out.push(it);
                 }
             }
             Err(e) if ctx.continue_on_fail() => ctx.error_item(&mut out, &e, 0),

@@ -262,8 +262,8 @@ fn execute_condition(c: &Value, lv: Value, rv: Value, opts: &FilterOptions, inde
     let operation = op.get("operation").and_then(|t| t.as_str()).unwrap_or("equals");
     let right_ty = op.get("rightType").and_then(|t| t.as_str()).unwrap_or(ty);
     let single = op.get("singleValue").and_then(|v| v.as_bool()).unwrap_or(false);
-    let suffix = format!("[condition {index}, item {item_index}]");
     let invalid = |t: &str, v: &Value| {
+        let suffix = format!("[condition {index}, item {item_index}]");
         let article = |n: &str| if "aeiou".contains(&n[..1]) { format!("an {n}") } else { format!("a {n}") };
         let msg = if opts.strict {
             format!("Wrong type: '{}' is {} but was expecting {} {suffix}", crate::nodes::js_string(v), article(type_name(v)), article(t))

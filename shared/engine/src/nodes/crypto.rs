@@ -123,7 +123,7 @@ fn one(ctx: &mut NodeContext<'_>, item: &Item, i: usize) -> Result<Item> {
         }
         other => return Err(EngineError::node(format!("The action '{other}' is not supported"))),
     };
-    let mut json = if item.json.is_object() { item.json.clone() } else { json!({}) };
+    let mut json = if item.json.is_object() { item.json.object_with_room(1) } else { json!({}) };
     set_path(&mut json, &prop, Value::String(result));
     let mut out = item_from(json, i);
     out.binary = item.binary.clone();

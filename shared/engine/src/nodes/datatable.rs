@@ -35,7 +35,7 @@ fn filter(ctx: &mut NodeContext<'_>, i: usize) -> Result<RowFilter> {
 fn row(ctx: &mut NodeContext<'_>, i: usize) -> Result<Value> {
     let mode = ctx.param_str("columns.mappingMode", i, "defineBelow")?;
     if mode == "autoMapInputData" {
-        return Ok(ctx.input(0).get(i).map(|it| it.json.clone()).unwrap_or(json!({})));
+        return Ok(ctx.input(0).get(i).map(|it| Value::clone(&it.json)).unwrap_or(json!({})));
     }
     let v = ctx.param("columns.value", i, json!({}))?;
     Ok(if v.is_object() { v } else { Value::Object(Map::new()) })
@@ -74,7 +74,7 @@ pub fn execute(ctx: &mut NodeContext<'_>) -> Result<NodeOutput> {
                     let f = filter(ctx, i)?;
                     let found = !tables.get(&table, &f, Some(1)).map_err(EngineError::Host)?.is_empty();
                     let keep = found == (op == "rowExists");
-                    Ok(if keep { vec![ctx.input(0)[i].json.clone()] } else { vec![] })
+                    Ok(if keep { vec![Value::clone(&ctx.input(0)[i].json)] } else { vec![] })
                 }
                 other => Err(EngineError::node(format!("The operation '{other}' is not supported"))),
             }

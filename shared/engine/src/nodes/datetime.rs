@@ -350,7 +350,7 @@ pub fn execute(ctx: &mut NodeContext<'_>) -> Result<NodeOutput> {
         match res {
             Ok((field, value)) => {
                 let include = ctx.param_bool("options.includeInputFields", i, false)?;
-                let mut json = if include { item.json.clone() } else { Value::Object(Map::new()) };
+                let mut json = if include { item.json.object_with_room(1) } else { Value::Object(Map::new()) };
                 set_path(&mut json, &field, value);
                 out.push(item_from(json, i));
             }
@@ -383,7 +383,7 @@ fn execute_v1(ctx: &mut NodeContext<'_>) -> Result<NodeOutput> {
             let fmt = ctx.param_str("toFormat", i, if custom { "" } else { "MM/DD/YYYY" })?;
             format_moment(&d, &fmt)
         };
-        let mut json = item.json.clone();
+        let mut json = item.json.object_with_room(1);
         set_path(&mut json, &prop, json!(result));
         out.push(item_from(json, i));
     }

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::{NodeContext, NodeOutput};
-use crate::data::{item_from, ExecutionStatus, RelatedExecution, TaskMetadata};
+use crate::data::{ExecutionStatus, Item, RelatedExecution, TaskMetadata};
 use crate::error::{EngineError, Result};
 use crate::run::{Engine, RunOptions};
 use crate::workflow::Graph;
@@ -111,7 +111,7 @@ pub fn execute(ctx: &mut NodeContext<'_>) -> Result<NodeOutput> {
         }
     }
     if !wait {
-        return Ok(NodeOutput::one(input.into_iter().enumerate().map(|(i, it)| item_from(it.json, i)).collect()));
+        return Ok(NodeOutput::one(input.into_iter().enumerate().map(|(i, it)| Item { json: it.json, binary: None, paired_item: Some(crate::data::paired_ref(i, 0)) }).collect()));
     }
     Ok(NodeOutput::one(out))
 }

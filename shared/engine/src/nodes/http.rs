@@ -509,7 +509,7 @@ fn to_items(value: Value, i: usize, out: &mut Vec<Item>) {
         Value::Object(mut o) if o.contains_key("__binary") => {
             let data = o.remove("__binary").unwrap_or(Value::Null);
             let mut it = item_from(json!({}), i);
-            it.binary = Some(json!({ "data": { "data": data, "mimeType": "application/octet-stream" } }));
+            it.binary = Some(json!({ "data": { "data": data, "mimeType": "application/octet-stream" } }).into());
             out.push(it);
         }
         Value::Object(_) => out.push(item_from(value, i)),

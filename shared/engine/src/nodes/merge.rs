@@ -21,7 +21,7 @@ pub fn execute(ctx: &mut NodeContext<'_>) -> Result<NodeOutput> {
         "chooseBranch" => {
             let out = ctx.param_str("output", 0, if v3 { "specifiedInput" } else { "input1" })?;
             let pick = match out.as_str() {
-                "empty" => return Ok(NodeOutput::one(vec![Item { json: json!({}), ..Default::default() }])),
+                "empty" => return Ok(NodeOutput::one(vec![Item::new(json!({}))])),
                 "input2" => 1,
                 "specifiedInput" => (ctx.param_f64("useDataOfInput", 0, 1.0)? as usize).saturating_sub(1),
                 _ => 0,
@@ -124,9 +124,9 @@ fn combine(base: &Value, top: &Value, deep: bool, order: Option<&Value>) -> Valu
 
 fn merged(a: &Item, i: usize, b: &Item, j: usize, clash: &Clash) -> Item {
     Item {
-        json: merge_json(&a.json, &b.json, clash),
+        json: merge_json(&a.json, &b.json, clash).into(),
         binary: b.binary.clone().or_else(|| a.binary.clone()),
-        paired_item: Some(json!([{ "item": i, "input": 0 }, { "item": j, "input": 1 }])),
+        paired_item: Some(json!([{ "item": i, "input": 0 }, { "item": j, "input": 1 }]).into()),
     }
 }
 
@@ -288,7 +288,7 @@ fn by_fields(ctx: &mut NodeContext<'_>, in1: &[Item], in2: &[Item], clash: &Clas
 }
 
 fn set_source(it: &mut Item, s: &str) {
-    if let Value::Object(o) = &mut it.json {
+    if let Value::Object(o) = &mut *it.json {
         o.insert("_source".into(), Value::String(s.into()));
     }
 }

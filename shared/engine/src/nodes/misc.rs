@@ -12,7 +12,7 @@ use crate::error::{EngineError, Result};
 pub fn trigger(ctx: &mut NodeContext<'_>) -> Result<NodeOutput> {
     match ctx.input_arc(0) {
         Some(items) if !items.is_empty() => Ok(NodeOutput::Data(vec![items.clone()])),
-        _ => Ok(NodeOutput::one(vec![Item { json: json!({}), ..Default::default() }])),
+        _ => Ok(NodeOutput::one(vec![Item::new(json!({}))])),
     }
 }
 
@@ -24,8 +24,8 @@ pub fn test_data(ctx: &mut NodeContext<'_>) -> Result<NodeOutput> {
         other => other,
     };
     let items = match data {
-        Value::Array(a) => a.into_iter().map(|j| Item { json: j, ..Default::default() }).collect(),
-        other => vec![Item { json: other, ..Default::default() }],
+        Value::Array(a) => a.into_iter().map(|j| Item::new(j)).collect(),
+        other => vec![Item::new(other)],
     };
     Ok(NodeOutput::one(items))
 }
@@ -65,8 +65,8 @@ pub fn respond_to_webhook(ctx: &mut NodeContext<'_>) -> Result<NodeOutput> {
         }
     }
     let body = match with.as_str() {
-        "allIncomingItems" => Value::Array(input.iter().map(|i| i.json.clone()).collect()),
-        "firstIncomingJson" => input.first().map(|i| i.json.clone()).unwrap_or(json!({})),
+        "allIncomingItems" => Value::Array(input.iter().map(|i| Value::clone(&i.json)).collect()),
+        "firstIncomingJson" => input.first().map(|i| Value::clone(&i.json)).unwrap_or(json!({})),
         "json" => {
             let b = ctx.param("responseBody", 0, json!({}))?;
             match b {
@@ -127,7 +127,7 @@ pub fn read_binary_files(ctx: &mut NodeContext<'_>) -> Result<NodeOutput> {
         let found = files.read(&selector).map_err(EngineError::Host)?;
         for (path, bytes) in found {
             let mut it = item_from(json!({}), i);
-            it.binary = Some(json!({ prop.clone(): binary_entry(&path, &bytes) }));
+            it.binary = Some(json!({ prop.clone(): binary_entry(&path, &bytes) }).into());
             out.push(it);
         }
     }

@@ -274,6 +274,28 @@ impl<'a> NodeContext<'a> {
         self.expr.run_code(code, mode, &proxy)
     }
 
+    /// Runs `runOnceForAllItems` Code node JavaScript against input 0; the
+    /// result comes back as items (see `expression::Evaluator::run_code_items`).
+    pub fn run_code_items(&mut self, code: &str, item: i64) -> Result<(Vec<Item>, Vec<String>)> {
+        let (graph, run_data, node, source, env) = (self.graph, self.run_data, self.node, self.source, self.env);
+        let input = match self.inputs.first() {
+            Some(Some(i)) => i.as_slice(),
+            _ => &EMPTY,
+        };
+        let proxy = NodeProxy {
+            graph,
+            run_data,
+            node,
+            input,
+            source,
+            item_index: item,
+            run_index: self.run_index,
+            execution_id: self.execution_id,
+            mode: &env.settings.mode,
+        };
+        self.expr.run_code_items(code, &proxy)
+    }
+
     /// Error item for item `i` when the node continues on failure.
     pub fn error_item(&mut self, out: &mut Vec<Item>, err: &EngineError, i: usize) {
         self.error_items.push(out.len());

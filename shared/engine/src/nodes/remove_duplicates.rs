@@ -24,7 +24,7 @@ pub fn execute(ctx: &mut NodeContext<'_>) -> Result<NodeOutput> {
                 Value::Object(m)
             }
             "allFieldsExcept" => {
-                let mut j = it.json.clone();
+                let mut j = Value::clone(&it.json);
                 if let Value::Object(m) = &mut j {
                     for f in &excl {
                         m.shift_remove(f);
@@ -32,15 +32,19 @@ pub fn execute(ctx: &mut NodeContext<'_>) -> Result<NodeOutput> {
                 }
                 j
             }
-            _ => it.json.clone(),
+            _ => Value::clone(&it.json),
         };
         if seen.contains(&key) {
             continue;
         }
-        let json = if remove_other && compare != "allFields" { key.clone() } else { it.json.clone() };
+        let item = if remove_other && compare != "allFields" {
+            let mut item = item_from(key.clone(), i);
+            item.binary = it.binary.clone();
+            item
+        } else {
+            it.paired(i, 0)
+        };
         seen.push(key);
-        let mut item = item_from(json, i);
-        item.binary = it.binary.clone();
         out.push(item);
     }
     Ok(NodeOutput::one(out))

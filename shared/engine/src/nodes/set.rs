@@ -5,7 +5,7 @@ use serde_json::{Map, Value};
 
 use super::conditions::{js_to_number, num_value, parse_bool};
 use super::{set_path, string_list, NodeContext, NodeOutput};
-use crate::data::{item_from, Item};
+use crate::data::{item_from, Item, Json};
 use crate::error::{EngineError, Result};
 
 pub fn execute(ctx: &mut NodeContext<'_>) -> Result<NodeOutput> {
@@ -19,9 +19,26 @@ pub fn execute(ctx: &mut NodeContext<'_>) -> Result<NodeOutput> {
     let mut out = Vec::with_capacity(items.len());
     // Parameters without expressions are read once, not per item.
     let fixed = |ctx: &NodeContext<'_>, keys: &[&str]| keys.iter().all(|k| ctx.raw(k).is_none_or(|v| !crate::expr::has_expression(v)));
+    let (list_path, v33) = if ctx.version() >= 3.3 { ("assignments.assignments", true) } else { ("fields.values", false) };
+    let list = ctx.raw(list_path).and_then(|a| a.as_array()).map(|a| a.as_slice()).unwrap_or(&[]);
     let consts = Consts {
         raw_mode: if fixed(ctx, &["mode"]) { Some(p_str(ctx, &[], "mode", 0, "manual")? == "raw") } else { None },
         include: if fixed(ctx, &["includeOtherFields", "include"]) { Some(include_mode(ctx, &[], 0)?) } else { None },
+        ignore: ctx.raw("options.ignoreConversionErrors").and_then(|v| v.as_bool()).unwrap_or(false),
+        dot: ctx.raw("options.dotNotation").and_then(|v| v.as_bool()).unwrap_or(true),
+        include_binary: ctx.raw("options.includeBinary").and_then(|v| v.as_bool()).unwrap_or(true),
+        fields: list
+            .iter()
+            .map(|a| {
+                let (ty, value_key) = if v33 {
+                    (a.get("type").and_then(|t| t.as_str()).unwrap_or("string"), "value")
+                } else {
+                    let k = a.get("type").and_then(|t| t.as_str()).unwrap_or("stringValue");
+                    (k.trim_end_matches("Value"), k)
+                };
+                Field { name: a.get("name"), ty, value: a.get(value_key).unwrap_or(&Value::Null) }
+            })
+            .collect(),
     };
     for i in 0..items.len() {
         match set_item(ctx, &mut items, i, in_place, &consts) {
@@ -51,9 +68,21 @@ fn p_bool(ctx: &mut NodeContext<'_>, items: &[Item], path: &str, i: usize, defau
     })
 }
 
-struct Consts {
+/// What is the same for every item, read once per run.
+struct Consts<'a> {
     raw_mode: Option<bool>,
     include: Option<String>,
+    ignore: bool,
+    dot: bool,
+    include_binary: bool,
+    fields: Vec<Field<'a>>,
+}
+
+/// One assignment: its raw name, declared type and raw value.
+struct Field<'a> {
+    name: Option<&'a Value>,
+    ty: &'a str,
+    value: &'a Value,
 }
 
 fn include_mode(ctx: &mut NodeContext<'_>, items: &[Item], i: usize) -> Result<String> {
@@ -92,38 +121,31 @@ fn writes(ctx: &mut NodeContext<'_>, items: &[Item], i: usize, ignore: bool, con
         out.extend(add);
         return Ok(out);
     }
-    let (list_path, v33) = if v >= 3.3 { ("assignments.assignments", true) } else { ("fields.values", false) };
-    let list = ctx.raw(list_path).and_then(|a| a.as_array()).map(|a| a.as_slice()).unwrap_or(&[]);
-    for a in list {
-        let name = match a.get("name") {
+    out.reserve_exact(consts.fields.len());
+    for f in &consts.fields {
+        let name = match f.name {
             Some(Value::String(n)) if !n.starts_with('=') => n.clone(),
             Some(n) => crate::nodes::js_string(&ctx.resolve_in(items, n, i)?),
             None => continue,
         };
-        let (ty, value_key) = if v33 {
-            (a.get("type").and_then(|t| t.as_str()).unwrap_or("string"), "value")
-        } else {
-            let k = a.get("type").and_then(|t| t.as_str()).unwrap_or("stringValue");
-            (k.trim_end_matches("Value"), k)
-        };
-        let value = ctx.resolve_in(items, a.get(value_key).unwrap_or(&Value::Null), i)?;
-        let value = convert(&name, ty, value, i, ignore, v)?;
+        let value = ctx.resolve_in(items, f.value, i)?;
+        let value = convert(&name, f.ty, value, i, ignore, v)?;
         out.push((name, value));
     }
     Ok(out)
 }
 
 fn set_item(ctx: &mut NodeContext<'_>, items: &mut [Item], i: usize, in_place: bool, consts: &Consts) -> Result<Item> {
-    let ignore = ctx.raw("options.ignoreConversionErrors").and_then(|v| v.as_bool()).unwrap_or(false);
-    let dot = ctx.raw("options.dotNotation").and_then(|v| v.as_bool()).unwrap_or(true);
+    let (ignore, dot) = (consts.ignore, consts.dot);
     let fields = writes(ctx, items, i, ignore, consts)?;
     let include = match &consts.include {
         Some(s) => s.clone(),
         None => include_mode(ctx, items, i)?,
     };
     let mut obj = match include.as_str() {
-        "all" if in_place => std::mem::take(&mut items[i].json),
-        "all" => items[i].json.clone(),
+        // the input's object when nothing else holds it, else a copy with room for the new fields
+        "all" if in_place && Json::is_unique(&items[i].json) => items[i].json.take(),
+        "all" => items[i].json.object_with_room(fields.len()),
         "selected" | "except" => {
             let key = if include == "selected" { "includeFields" } else { "excludeFields" };
             let list = match ctx.raw(key) {
@@ -158,9 +180,8 @@ fn set_item(ctx: &mut NodeContext<'_>, items: &mut [Item], i: usize, in_place: b
             o.insert(name, value);
         }
     }
-    let include_binary = ctx.raw("options.includeBinary").and_then(|v| v.as_bool()).unwrap_or(true);
     let mut it = item_from(obj, i);
-    if include_binary {
+    if consts.include_binary {
         it.binary = items[i].binary.clone();
     }
     Ok(it)
@@ -237,7 +258,7 @@ fn execute_v1(ctx: &mut NodeContext<'_>) -> Result<NodeOutput> {
     let dot = ctx.raw("options.dotNotation").and_then(|v| v.as_bool()).unwrap_or(true);
     for (i, item) in input.iter().enumerate() {
         let keep_only = ctx.param_bool("keepOnlySet", i, false)?;
-        let mut obj = if keep_only { Value::Object(Map::new()) } else { item.json.clone() };
+        let mut obj = if keep_only { Value::Object(Map::new()) } else { item.json.object_with_room(3) };
         let values = ctx.raw("values").cloned().unwrap_or(Value::Null);
         for ty in ["boolean", "number", "string"] {
             for entry in values.get(ty).and_then(|v| v.as_array()).into_iter().flatten() {

@@ -58,14 +58,16 @@ pub fn execute(ctx: &mut NodeContext<'_>) -> Result<NodeOutput> {
                     )
                 })
                 .collect();
-            // Sort keys extracted once per item, not per comparison.
-            let keys: Vec<Vec<Option<Value>>> = input
+            // Sort keys looked up once per item, not per comparison (one
+            // flat table of references, `fields.len()` per item).
+            let width = fields.len();
+            let keys: Vec<Option<&Value>> = input
                 .iter()
-                .map(|it| fields.iter().map(|(f, _)| if no_dot { it.json.get(f).cloned() } else { get_path(&it.json, f).cloned() }).collect())
+                .flat_map(|it| fields.iter().map(move |(f, _)| if no_dot { it.json.get(f) } else { get_path(&it.json, f) }))
                 .collect();
             idx.sort_by(|&x, &y| {
                 for (k, (_, desc)) in fields.iter().enumerate() {
-                    let o = js_cmp(keys[x][k].as_ref(), keys[y][k].as_ref());
+                    let o = js_cmp(keys[x * width + k], keys[y * width + k]);
                     let o = if *desc { o.reverse() } else { o };
                     if o != Ordering::Equal {
                         return o;

@@ -40,7 +40,7 @@ pub fn execute(ctx: &mut NodeContext<'_>) -> Result<NodeOutput> {
         for k in 0..n {
             let mut obj = match include.as_str() {
                 "allOtherFields" => {
-                    let mut o = item.json.clone();
+                    let mut o = Value::clone(&item.json);
                     for (f, _) in &lists {
                         if no_dot {
                             if let Value::Object(m) = &mut o {

@@ -72,7 +72,7 @@ pub fn execute(ctx: &mut NodeContext<'_>) -> Result<NodeOutput> {
             m.insert(name, value);
         }
         let paired: Vec<Value> = members.iter().map(|i| json!({ "item": i })).collect();
-        out.push(Item { json: Value::Object(m), binary: None, paired_item: Some(Value::Array(paired)) });
+        out.push(Item { json: Value::Object(m).into(), binary: None, paired_item: Some(Value::Array(paired).into()) });
     }
     Ok(NodeOutput::one(out))
 }

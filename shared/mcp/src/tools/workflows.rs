@@ -359,7 +359,7 @@ fn trigger_items(kind: TriggerKind, inputs: Option<Inputs>, node: &Value) -> Res
         (TriggerKind::Schedule, _) => json!({"timestamp": now}),
         (TriggerKind::Manual, _) => json!({}),
     };
-    Ok(vec![Item { json, ..Item::default() }])
+    Ok(vec![Item::new(json)])
 }
 
 fn status_str(s: ExecutionStatus) -> String {
@@ -446,7 +446,7 @@ pub async fn test_workflow(ctx: &Ctx<'_>, a: TestWorkflowArgs) -> Result<Executi
         let items = match a.pin_data.get(&name) {
             Some(v) => runner::items_from_pins(v).map_err(|e| McpError::InvalidArguments(format!("pinData[{name:?}]: {e}")))?,
             // n8n's default for a node without pin data: one empty item.
-            None => vec![Item { json: json!({}), ..Item::default() }],
+            None => vec![Item::new(json!({}))],
         };
         pins.insert(name, items);
     }
