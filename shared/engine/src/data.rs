@@ -1,9 +1,10 @@
 //! Items, run data and execution state in n8n's serialized shape.
 
 use std::collections::{BTreeMap, VecDeque};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 pub use expression::{Item, Json, PairedItem};
@@ -77,7 +78,92 @@ fn node_operation_error() -> String {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct TaskOutputs {
     #[serde(default)]
-    pub main: Vec<Option<Items>>,
+    pub main: Vec<Option<OutputItems>>,
+}
+
+impl TaskOutputs {
+    pub fn new(main: impl IntoIterator<Item = Items>) -> Self {
+        TaskOutputs { main: main.into_iter().map(|i| Some(OutputItems::new(i))).collect() }
+    }
+}
+
+/// One output of a node run. Once nothing in the run still reads it, the
+/// engine may pack it into its serialized JSON (a tenth of the memory of
+/// `serde_json` values); the first read decodes it again. Readers, equality
+/// and the serialized shape never see the difference.
+#[derive(Debug, Clone, Default)]
+pub struct OutputItems {
+    items: OnceLock<Items>,
+    packed: Option<Box<RawValue>>,
+    len: usize,
+}
+
+impl OutputItems {
+    pub fn new(items: Items) -> Self {
+        let len = items.len();
+        OutputItems { items: OnceLock::from(items), packed: None, len }
+    }
+
+    pub fn items(&self) -> &Items {
+        self.items.get_or_init(|| {
+            let packed = self.packed.as_deref().map(RawValue::get).unwrap_or("[]");
+            // Written by `pack` from the same type: decoding cannot fail
+            // short of memory corruption; an empty list beats a panic.
+            Arc::new(serde_json::from_str(packed).unwrap_or_default())
+        })
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Held as serialized JSON (until the next read).
+    pub fn is_packed(&self) -> bool {
+        self.items.get().is_none()
+    }
+
+    /// The shared item vector, while unpacked (for "is anyone else holding it").
+    pub(crate) fn unpacked(&self) -> Option<&Items> {
+        self.items.get()
+    }
+
+    /// Serializes the items and drops the values. False when already packed
+    /// or when they cannot be serialized (they then stay as they are).
+    pub(crate) fn pack(&mut self) -> bool {
+        let Some(items) = self.items.get() else { return false };
+        let Ok(mut text) = serde_json::to_string(items.as_ref()) else { return false };
+        text.shrink_to_fit();
+        let Ok(raw) = RawValue::from_string(text) else { return false };
+        self.packed = Some(raw);
+        self.items = OnceLock::new();
+        true
+    }
+}
+
+impl PartialEq for OutputItems {
+    fn eq(&self, other: &Self) -> bool {
+        self.len == other.len && self.items() == other.items()
+    }
+}
+
+impl Serialize for OutputItems {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match (self.items.get(), &self.packed) {
+            (Some(items), _) => items.serialize(s),
+            (None, Some(raw)) => raw.serialize(s),
+            (None, None) => Vec::<Item>::new().serialize(s),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for OutputItems {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Ok(OutputItems::new(Arc::new(Vec::<Item>::deserialize(d)?)))
+    }
 }
 
 /// One run of one node (`runData[node][runIndex]`).
@@ -137,7 +223,7 @@ pub enum RunOrigin {
 
 impl TaskData {
     pub fn output(&self, output: usize) -> Option<&Items> {
-        self.data.as_ref().and_then(|d| d.main.get(output)).and_then(|o| o.as_ref())
+        self.data.as_ref().and_then(|d| d.main.get(output)).and_then(|o| o.as_ref()).map(OutputItems::items)
     }
 }
 

@@ -18,7 +18,7 @@ pub mod partial;
 pub mod run;
 pub mod workflow;
 
-pub use data::{ExecutionState, ExecutionStatus, Item, Items, NodeError, RunData, TaskData};
+pub use data::{ExecutionState, ExecutionStatus, Item, Items, NodeError, OutputItems, RunData, TaskData};
 pub use error::{EngineError, Result};
 pub use host::Host;
 pub use run::{CancelToken, Engine, EngineSettings, ProgressHook, RunOptions, RunStats};

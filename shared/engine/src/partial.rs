@@ -63,7 +63,7 @@ impl Engine {
                     // Placeholder runs for the direct parents so `$('Parent')` resolves.
                     for (p, out, _) in &parents {
                         let mut main = vec![None; out + 1];
-                        main[*out] = Some(items.clone());
+                        main[*out] = Some(OutputItems::new(items.clone()));
                         st.run_data.entry(p.clone()).or_default().push(TaskData {
                             start_time: now_ms(),
                             execution_time: 0,

@@ -43,6 +43,11 @@ pub struct EngineSettings {
     /// items); otherwise run data stays complete as in n8n. Bounds memory for
     /// large item counts.
     pub lean_run_data: bool,
+    /// Pack a node run's outputs into serialized JSON once nothing in the run
+    /// holds them any more, when they have at least this many items (0: never).
+    /// Run data stays complete (a read decodes it again) in a fraction of the
+    /// memory. Off when expressions can look back at other nodes.
+    pub pack_run_data_from: usize,
 }
 
 impl Default for EngineSettings {
@@ -57,6 +62,7 @@ impl Default for EngineSettings {
             timezone: "UTC".into(),
             http_timeout: Duration::from_secs(300),
             lean_run_data: false,
+            pack_run_data_from: 1000,
         }
     }
 }
@@ -232,7 +238,12 @@ impl Engine {
             s.insert(d.to_string());
             s
         });
-        let lean = env.settings.lean_run_data && destination.is_none() && !looks_back(graph);
+        let reads_back = looks_back(graph);
+        let lean = env.settings.lean_run_data && destination.is_none() && !reads_back;
+        let pack_from = env.settings.pack_run_data_from;
+        let packing = !lean && pack_from > 0 && !reads_back;
+        // Node runs whose outputs may be packed once their children let go.
+        let mut unpacked: Vec<(String, usize)> = vec![];
         st.status = ExecutionStatus::Running;
         loop {
             if env.cancel.is_canceled() {
@@ -259,6 +270,12 @@ impl Engine {
                         if lean {
                             release(graph, st, &node.name);
                         }
+                    }
+                    if packing {
+                        if let Some(run) = st.run_data.get(&node.name).map(|r| r.len() - 1) {
+                            unpacked.push((node.name.clone(), run));
+                        }
+                        pack_released(graph, st, &mut unpacked, pack_from);
                     }
                     if let Some(p) = progress {
                         p.notify(st);
@@ -449,7 +466,7 @@ impl Engine {
             }
         }
         task.execution_time = t0.elapsed().as_millis() as u64;
-        task.data = Some(TaskOutputs { main: outputs.iter().cloned().map(Some).collect() });
+        task.data = Some(TaskOutputs::new(outputs.iter().cloned()));
         st.run_data.entry(node.name.clone()).or_default().push(task);
         Step::Continue(outputs.into_iter().enumerate().map(|(o, items)| (o, items, run_index)).collect())
     }
@@ -534,9 +551,31 @@ fn release(graph: &Graph, st: &mut ExecutionState, node: &str) {
     }
     if let Some(task) = st.run_data.get_mut(node).and_then(|r| r.last_mut()) {
         if let Some(data) = task.data.take() {
-            task.released_items = Some(data.main.iter().map(|o| o.as_ref().map(|i| i.len()).unwrap_or(0)).collect());
+            task.released_items = Some(data.main.iter().map(|o| o.as_ref().map(OutputItems::len).unwrap_or(0)).collect());
         }
     }
+}
+
+/// Packs the outputs in `candidates` that only run data still holds: the
+/// children have consumed them, so packing frees their items. Leaves are never
+/// packed (their output is the run's result, and they often share it).
+fn pack_released(graph: &Graph, st: &mut ExecutionState, candidates: &mut Vec<(String, usize)>, min_items: usize) {
+    candidates.retain(|(node, run)| {
+        let has_children = (0..graph.output_count(node)).any(|o| !graph.children(node, o).is_empty());
+        let Some(data) = st.run_data.get_mut(node).and_then(|r| r.get_mut(*run)).and_then(|t| t.data.as_mut()) else {
+            return false;
+        };
+        if !has_children || data.main.iter().flatten().map(OutputItems::len).sum::<usize>() < min_items {
+            return false;
+        }
+        if data.main.iter().flatten().any(|o| o.unpacked().is_some_and(|i| Arc::strong_count(i) > 1)) {
+            return true; // a child has not run yet: try again later
+        }
+        for o in data.main.iter_mut().flatten() {
+            o.pack();
+        }
+        false
+    });
 }
 
 enum Step {

@@ -430,3 +430,60 @@ fn execute_workflow_gives_each_child_run_a_recorded_execution_when_the_host_reco
     assert_eq!(st.status, ExecutionStatus::Success, "{:?}", st.error);
     assert!(st.run_data["Call"][0].metadata.is_none());
 }
+
+/// Run data packed once consumed reads, compares and serializes exactly as
+/// unpacked run data; only outputs no child still holds are packed.
+#[test]
+fn packed_run_data_reads_and_serializes_like_unpacked() {
+    let code = node(
+        "Generate",
+        "n8n-nodes-base.code",
+        2.0,
+        json!({ "jsCode": "return Array.from({length: 40}, (_, i) => ({ json: { id: i, name: 'Item ' + i, tags: ['a', i % 2 ? 'odd' : 'even'] } }));" }),
+    );
+    let set = node(
+        "Double",
+        "n8n-nodes-base.set",
+        3.4,
+        json!({ "assignments": { "assignments": [{ "id": "1", "name": "doubled", "value": "={{ $json.id * 2 }}", "type": "number" }] }, "includeOtherFields": true, "options": {} }),
+    );
+    let if_node = node(
+        "Big",
+        "n8n-nodes-base.if",
+        2.2,
+        json!({ "conditions": { "options": { "caseSensitive": true, "typeValidation": "strict", "version": 2 }, "combinator": "and",
+            "conditions": [{ "id": "c", "leftValue": "={{ $json.doubled }}", "rightValue": 40, "operator": { "type": "number", "operation": "gt" } }] }, "options": {} }),
+    );
+    let mut wf = chain(vec![trigger(), code, set, if_node, node("End", "n8n-nodes-base.noOp", 1.0, json!({}))]);
+    wf["connections"]["Big"] = json!({ "main": [[{ "node": "End", "type": "main", "index": 0 }], []] });
+    let packed = run(&wf, EngineSettings { pack_run_data_from: 1, ..Default::default() }, Host::default());
+    let plain = run(&wf, EngineSettings { pack_run_data_from: 0, ..Default::default() }, Host::default());
+    assert_eq!(packed.status, ExecutionStatus::Success, "{:?}", packed.error);
+
+    let is_packed = |st: &ExecutionState, n: &str| st.run_data[n][0].data.as_ref().and_then(|d| d.main[0].as_ref()).map(|o| o.is_packed());
+    assert_eq!(is_packed(&packed, "Generate"), Some(true), "consumed by Double");
+    assert_eq!(is_packed(&packed, "Double"), Some(true), "consumed by Big");
+    assert_eq!(is_packed(&packed, "End"), Some(false), "a leaf keeps its items");
+    assert_eq!(is_packed(&plain, "Generate"), Some(false));
+
+    // Same JSON when stored, same items when read (timings aside).
+    let shape = |st: &ExecutionState| {
+        let mut v = serde_json::to_value(&st.run_data).unwrap();
+        for runs in v.as_object_mut().unwrap().values_mut() {
+            for r in runs.as_array_mut().unwrap() {
+                r["startTime"] = json!(0);
+                r["executionTime"] = json!(0);
+            }
+        }
+        v
+    };
+    assert_eq!(shape(&packed), shape(&plain));
+    for n in ["Generate", "Double", "Big", "End"] {
+        assert_eq!(out(&packed, n, 0), out(&plain, n, 0), "{n}");
+        assert!(!out(&packed, n, 0).is_empty(), "{n} has items");
+    }
+    assert_eq!(out(&packed, "Double", 0)[3], json!({ "id": 3, "name": "Item 3", "tags": ["a", "odd"], "doubled": 6 }));
+    // A packed state survives the round trip the executor makes through storage.
+    let back: ExecutionState = serde_json::from_value(serde_json::to_value(&packed).unwrap()).unwrap();
+    assert_eq!(out(&back, "Generate", 0), out(&plain, "Generate", 0));
+}
