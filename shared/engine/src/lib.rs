@@ -14,6 +14,7 @@ pub mod error;
 pub mod expr;
 pub mod host;
 pub mod nodes;
+mod pack;
 pub mod partial;
 pub mod run;
 pub mod workflow;

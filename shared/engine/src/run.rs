@@ -15,6 +15,7 @@ use crate::error::{EngineError, Result};
 use crate::expr::Expr;
 use crate::host::Host;
 use crate::nodes::{self, NodeContext, NodeOutput};
+use crate::pack::Packer;
 use crate::workflow::{ExecutionOrder, Graph, Node, OnError};
 
 /// Engine-wide settings the host chooses.
@@ -241,9 +242,7 @@ impl Engine {
         let reads_back = looks_back(graph);
         let lean = env.settings.lean_run_data && destination.is_none() && !reads_back;
         let pack_from = env.settings.pack_run_data_from;
-        let packing = !lean && pack_from > 0 && !reads_back;
-        // Node runs whose outputs may be packed once their children let go.
-        let mut unpacked: Vec<(String, usize)> = vec![];
+        let mut packer = (!lean && pack_from > 0 && !reads_back).then(|| Packer::new(pack_from));
         st.status = ExecutionStatus::Running;
         loop {
             if env.cancel.is_canceled() {
@@ -271,11 +270,8 @@ impl Engine {
                             release(graph, st, &node.name);
                         }
                     }
-                    if packing {
-                        if let Some(run) = st.run_data.get(&node.name).map(|r| r.len() - 1) {
-                            unpacked.push((node.name.clone(), run));
-                        }
-                        pack_released(graph, st, &mut unpacked, pack_from);
+                    if let Some(p) = packer.as_mut() {
+                        p.node_finished(graph, st, &node.name);
                     }
                     if let Some(p) = progress {
                         p.notify(st);
@@ -554,28 +550,6 @@ fn release(graph: &Graph, st: &mut ExecutionState, node: &str) {
             task.released_items = Some(data.main.iter().map(|o| o.as_ref().map(OutputItems::len).unwrap_or(0)).collect());
         }
     }
-}
-
-/// Packs the outputs in `candidates` that only run data still holds: the
-/// children have consumed them, so packing frees their items. Leaves are never
-/// packed (their output is the run's result, and they often share it).
-fn pack_released(graph: &Graph, st: &mut ExecutionState, candidates: &mut Vec<(String, usize)>, min_items: usize) {
-    candidates.retain(|(node, run)| {
-        let has_children = (0..graph.output_count(node)).any(|o| !graph.children(node, o).is_empty());
-        let Some(data) = st.run_data.get_mut(node).and_then(|r| r.get_mut(*run)).and_then(|t| t.data.as_mut()) else {
-            return false;
-        };
-        if !has_children || data.main.iter().flatten().map(OutputItems::len).sum::<usize>() < min_items {
-            return false;
-        }
-        if data.main.iter().flatten().any(|o| o.unpacked().is_some_and(|i| Arc::strong_count(i) > 1)) {
-            return true; // a child has not run yet: try again later
-        }
-        for o in data.main.iter_mut().flatten() {
-            o.pack();
-        }
-        false
-    });
 }
 
 enum Step {

@@ -432,7 +432,8 @@ fn execute_workflow_gives_each_child_run_a_recorded_execution_when_the_host_reco
 }
 
 /// Run data packed once consumed reads, compares and serializes exactly as
-/// unpacked run data; only outputs no child still holds are packed.
+/// unpacked run data. Packed: outputs no child holds any more whose values
+/// nothing else keeps; outputs sharing values with a leaf stay.
 #[test]
 fn packed_run_data_reads_and_serializes_like_unpacked() {
     let code = node(
@@ -454,15 +455,23 @@ fn packed_run_data_reads_and_serializes_like_unpacked() {
         json!({ "conditions": { "options": { "caseSensitive": true, "typeValidation": "strict", "version": 2 }, "combinator": "and",
             "conditions": [{ "id": "c", "leftValue": "={{ $json.doubled }}", "rightValue": 40, "operator": { "type": "number", "operation": "gt" } }] }, "options": {} }),
     );
-    let mut wf = chain(vec![trigger(), code, set, if_node, node("End", "n8n-nodes-base.noOp", 1.0, json!({}))]);
-    wf["connections"]["Big"] = json!({ "main": [[{ "node": "End", "type": "main", "index": 0 }], []] });
+    let label = node(
+        "Label",
+        "n8n-nodes-base.set",
+        3.4,
+        json!({ "assignments": { "assignments": [{ "id": "1", "name": "label", "value": "big", "type": "string" }] }, "includeOtherFields": true, "options": {} }),
+    );
+    let mut wf = chain(vec![trigger(), code, set, if_node, label, node("End", "n8n-nodes-base.noOp", 1.0, json!({}))]);
+    wf["connections"]["Big"] = json!({ "main": [[{ "node": "Label", "type": "main", "index": 0 }], []] });
     let packed = run(&wf, EngineSettings { pack_run_data_from: 1, ..Default::default() }, Host::default());
     let plain = run(&wf, EngineSettings { pack_run_data_from: 0, ..Default::default() }, Host::default());
     assert_eq!(packed.status, ExecutionStatus::Success, "{:?}", packed.error);
 
     let is_packed = |st: &ExecutionState, n: &str| st.run_data[n][0].data.as_ref().and_then(|d| d.main[0].as_ref()).map(|o| o.is_packed());
     assert_eq!(is_packed(&packed, "Generate"), Some(true), "consumed by Double");
-    assert_eq!(is_packed(&packed, "Double"), Some(true), "consumed by Big");
+    assert_eq!(is_packed(&packed, "Double"), Some(true), "its values: Double and Big only");
+    assert_eq!(is_packed(&packed, "Big"), Some(true), "its values: Double and Big only");
+    assert_eq!(is_packed(&packed, "Label"), Some(false), "End (a leaf) keeps Label's values");
     assert_eq!(is_packed(&packed, "End"), Some(false), "a leaf keeps its items");
     assert_eq!(is_packed(&plain, "Generate"), Some(false));
 
@@ -478,7 +487,7 @@ fn packed_run_data_reads_and_serializes_like_unpacked() {
         v
     };
     assert_eq!(shape(&packed), shape(&plain));
-    for n in ["Generate", "Double", "Big", "End"] {
+    for n in ["Generate", "Double", "Big", "Label", "End"] {
         assert_eq!(out(&packed, n, 0), out(&plain, n, 0), "{n}");
         assert!(!out(&packed, n, 0).is_empty(), "{n} has items");
     }

@@ -66,6 +66,16 @@ impl Json {
         Arc::strong_count(&this.0) == 1 && Arc::weak_count(&this.0) == 0
     }
 
+    /// How many holders share this value (items, in any node's run data).
+    pub fn holders(this: &Json) -> usize {
+        Arc::strong_count(&this.0)
+    }
+
+    /// Identity of the shared value, to count its holders in a set of items.
+    pub fn addr(this: &Json) -> usize {
+        Arc::as_ptr(&this.0) as usize
+    }
+
     /// True when both hold the very same value (no comparison of contents).
     pub fn ptr_eq(a: &Json, b: &Json) -> bool {
         Arc::ptr_eq(&a.0, &b.0)

@@ -1,0 +1,98 @@
+//! Packing consumed run data (`EngineSettings::pack_run_data_from`): once a
+//! node run's children have taken its outputs, only run data holds them, and
+//! they can live as serialized JSON until someone reads them. Packing pays
+//! only when it frees the values: an output that shares its values with
+//! others (If, Merge, Sort pass items through) waits until every holder of
+//! those values can be packed too, and one whose values a leaf keeps is left.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use expression::Json;
+
+use crate::data::{ExecutionState, OutputItems};
+use crate::workflow::Graph;
+
+/// A node run: (node, run index).
+type RunRef = (String, usize);
+
+pub(crate) struct Packer {
+    min_items: usize,
+    /// Runs whose outputs children may still be holding.
+    in_use: Vec<RunRef>,
+    /// Runs only run data holds, whose values other runs share.
+    shared: Vec<RunRef>,
+}
+
+impl Packer {
+    pub(crate) fn new(min_items: usize) -> Self {
+        Packer { min_items, in_use: vec![], shared: vec![] }
+    }
+
+    /// Called after each node run.
+    pub(crate) fn node_finished(&mut self, graph: &Graph, st: &mut ExecutionState, node: &str) {
+        let has_children = (0..graph.output_count(node)).any(|o| !graph.children(node, o).is_empty());
+        if let Some(run) = st.run_data.get(node).and_then(|r| r.len().checked_sub(1)) {
+            let run = (node.to_string(), run);
+            // Leaves keep their items: they are the run's result.
+            if has_children && outputs(st, &run).map(OutputItems::len).sum::<usize>() >= self.min_items {
+                self.in_use.push(run);
+            }
+        }
+        let mut newly_shared = false;
+        let mut i = 0;
+        while i < self.in_use.len() {
+            let run = &self.in_use[i];
+            if outputs(st, run).any(|o| o.unpacked().is_some_and(|v| Arc::strong_count(v) > 1)) {
+                i += 1; // a child has not taken it yet
+                continue;
+            }
+            let run = self.in_use.swap_remove(i);
+            if outputs(st, &run).flat_map(items).all(|it| Json::holders(&it.json) == 1) {
+                pack(st, &run);
+            } else {
+                self.shared.push(run);
+                newly_shared = true;
+            }
+        }
+        if newly_shared {
+            self.pack_closed_groups(st);
+        }
+    }
+
+    /// Packs the shared runs whose every value is held only by shared runs:
+    /// packing them together frees those values.
+    fn pack_closed_groups(&mut self, st: &mut ExecutionState) {
+        let mut held: HashMap<usize, usize> = HashMap::new();
+        for run in &self.shared {
+            for it in outputs(st, run).flat_map(items) {
+                *held.entry(Json::addr(&it.json)).or_default() += 1;
+            }
+        }
+        let closed = |st: &ExecutionState, run: &RunRef| {
+            outputs(st, run).flat_map(items).all(|it| held.get(&Json::addr(&it.json)) == Some(&Json::holders(&it.json)))
+        };
+        let (packable, open): (Vec<RunRef>, Vec<RunRef>) = std::mem::take(&mut self.shared).into_iter().partition(|r| closed(st, r));
+        self.shared = open;
+        for run in &packable {
+            pack(st, run);
+        }
+    }
+}
+
+fn outputs<'a>(st: &'a ExecutionState, (node, run): &RunRef) -> impl Iterator<Item = &'a OutputItems> {
+    st.run_data.get(node).and_then(|r| r.get(*run)).and_then(|t| t.data.as_ref()).into_iter().flat_map(|d| d.main.iter().flatten())
+}
+
+/// The items of an unpacked output (none once packed: nothing to free).
+fn items(o: &OutputItems) -> impl Iterator<Item = &expression::Item> {
+    o.unpacked().into_iter().flat_map(|v| v.iter())
+}
+
+fn pack(st: &mut ExecutionState, (node, run): &RunRef) {
+    if let Some(d) = st.run_data.get_mut(node).and_then(|r| r.get_mut(*run)).and_then(|t| t.data.as_mut()) {
+        for o in d.main.iter_mut().flatten() {
+            o.pack();
+        }
+    }
+}
