@@ -133,7 +133,7 @@ impl OutputItems {
 
     /// Serializes the items and drops the values. False when already packed
     /// or when they cannot be serialized (they then stay as they are).
-    pub(crate) fn pack(&mut self) -> bool {
+    pub fn pack(&mut self) -> bool {
         let Some(items) = self.items.get() else { return false };
         let Ok(mut text) = serde_json::to_string(items.as_ref()) else { return false };
         text.shrink_to_fit();
@@ -222,6 +222,14 @@ pub enum RunOrigin {
 }
 
 impl TaskData {
+    /// Packs every output: for a copy kept beside the run (progress), so it
+    /// holds text rather than the run's shared values.
+    pub fn pack_outputs(&mut self) {
+        for o in self.data.iter_mut().flat_map(|d| d.main.iter_mut().flatten()) {
+            o.pack();
+        }
+    }
+
     pub fn output(&self, output: usize) -> Option<&Items> {
         self.data.as_ref().and_then(|d| d.main.get(output)).and_then(|o| o.as_ref()).map(OutputItems::items)
     }

@@ -36,14 +36,23 @@ enum Update {
     },
 }
 
+/// Folds an update into the writer's copy. The copy packs what it takes
+/// (serialized JSON) and keeps no stack: holding the run's shared items would
+/// keep the engine from packing or freeing them.
 fn apply(state: &mut Option<ExecutionState>, update: Update) {
     match update {
-        Update::Full(st) => *state = Some(*st),
+        Update::Full(mut st) => {
+            st.run_data.values_mut().flatten().for_each(TaskData::pack_outputs);
+            st.stack.clear();
+            st.waiting.clear();
+            *state = Some(*st)
+        }
         Update::Node {
             node,
             run_index,
-            task,
+            mut task,
         } => {
+            task.pack_outputs();
             let Some(st) = state.as_mut() else { return };
             let runs = st.run_data.entry(node.clone()).or_default();
             match runs.get_mut(run_index) {
@@ -303,5 +312,26 @@ mod tests {
         assert_eq!(saves.0.lock().unwrap().iter().map(|s| s.0.clone()).collect::<Vec<_>>(), ["A"]);
         // The engine's later calls go nowhere, harmlessly.
         hook.notify(&st);
+    }
+
+    /// The writer's copy lets go of the run's items (else the engine could
+    /// neither pack nor free them) and still stores the same output.
+    #[test]
+    fn the_writers_copy_holds_text_not_the_runs_items() {
+        let items: engine::Items = Arc::new(engine::run::items_from_json(&[serde_json::json!({"n": 1}), serde_json::json!({"n": 2})]));
+        let mut run = task();
+        run.data = Some(engine::data::TaskOutputs::new([items.clone()]));
+        let mut st = ExecutionState::new("e".into());
+        st.run_data.insert("A".into(), vec![run.clone()]);
+        let mut copy = None;
+        apply(&mut copy, Update::Full(Box::new(st.clone())));
+        apply(&mut copy, Update::Node { node: "B".into(), run_index: 0, task: Box::new(run) });
+        drop(st);
+        assert_eq!(Arc::strong_count(&items), 1, "only the test holds the items now");
+        let copy = copy.unwrap();
+        for node in ["A", "B"] {
+            let out = copy.node_output(node, 0).unwrap();
+            assert_eq!(out.iter().map(|i| i.json["n"].clone()).collect::<Vec<_>>(), [1, 2], "{node}");
+        }
     }
 }
