@@ -14,10 +14,19 @@ on a table of a few thousand items stalls every DynamoDB client for a third
 of a second. With requests serialised, undoing just the items the
 transaction names is as exact, so the whole-table copy is switched off and
 the touched items are saved and restored instead.
+
+Injected conflicts, for tests of what moto never does on its own: a POST to
+/_faults with {"table": T, "operation": "PutItem" | "TransactWriteItems",
+"count": N} makes the next N such requests naming table T fail as DynamoDB
+does while another transaction holds the item (TransactionConflictException;
+a TransactionCanceledException with TransactionConflict reasons), writing
+nothing.
 """
 
 import argparse
+import io
 import copy
+import json
 import signal
 import sys
 import threading
@@ -29,6 +38,37 @@ from moto.dynamodb.models.table import Table
 from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
 
 _dynamodb = threading.Lock()
+_faults = {}  # (table, operation) -> how many requests still fail
+
+
+def _tables_named(operation, body):
+    if operation == "TransactWriteItems":
+        return [next(iter(i.values())).get("TableName") for i in body.get("TransactItems", [])]
+    return [body.get("TableName")]
+
+
+def _injected_conflict(operation, body):
+    """The error response of an armed fault for this request, or None."""
+    for table in _tables_named(operation, body):
+        left = _faults.get((table, operation), 0)
+        if left > 0:
+            _faults[(table, operation)] = left - 1
+            break
+    else:
+        return None
+    prefix = "com.amazonaws.dynamodb.v20120810#"
+    if operation == "TransactWriteItems":
+        reasons = [{"Code": "TransactionConflict", "Message": "Transaction is ongoing for the item"} for _ in body["TransactItems"]]
+        return {"__type": prefix + "TransactionCanceledException", "CancellationReasons": reasons,
+                "Message": "Transaction cancelled, please refer cancellation reasons for specific reasons [%s]"
+                % ", ".join(r["Code"] for r in reasons)}
+    return {"__type": prefix + "TransactionConflictException", "message": "Transaction is ongoing for the item"}
+
+
+def _json_response(start_response, status, payload):
+    data = json.dumps(payload).encode()
+    start_response(status, [("Content-Type", "application/x-amz-json-1.0"), ("Content-Length", str(len(data)))])
+    return [data]
 
 
 class AtomicDynamoDB:
@@ -36,9 +76,23 @@ class AtomicDynamoDB:
         self.app = app
 
     def __call__(self, environ, start_response):
-        if not environ.get("HTTP_X_AMZ_TARGET", "").startswith("DynamoDB"):
+        if environ.get("PATH_INFO") == "/_faults" and environ.get("REQUEST_METHOD") == "POST":
+            spec = json.loads(environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0)) or b"{}")
+            with _dynamodb:
+                _faults[(spec["table"], spec["operation"])] = int(spec.get("count", 1))
+            return _json_response(start_response, "200 OK", {"armed": spec})
+        target = environ.get("HTTP_X_AMZ_TARGET", "")
+        if not target.startswith("DynamoDB"):
             return self.app(environ, start_response)
         with _dynamodb:
+            operation = target.split(".", 1)[-1]
+            if any(op == operation for (_, op) in _faults):
+                raw = environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))
+                conflict = _injected_conflict(operation, json.loads(raw or b"{}"))
+                if conflict is not None:
+                    return _json_response(start_response, "400 Bad Request", conflict)
+
+                environ["wsgi.input"] = io.BytesIO(raw)
             # The whole response is produced inside the lock.
             result = self.app(environ, start_response)
             try:

@@ -47,3 +47,24 @@ pub fn ensure_test_credentials() {
         }
     }
 }
+
+/// Makes the local moto (`infra/local/moto_server.py`) fail the next `count`
+/// `operation` requests (`PutItem`, `TransactWriteItems`) on `table` with a
+/// transaction conflict, as DynamoDB does while a transaction holds an item:
+/// moto never does so by itself.
+pub fn inject_transaction_conflicts(table: &str, operation: &str, count: u32) {
+    use std::io::{Read, Write};
+    let endpoint = moto_endpoint();
+    let authority = endpoint.trim_start_matches("http://").trim_end_matches('/');
+    let body = serde_json::json!({ "table": table, "operation": operation, "count": count }).to_string();
+    let mut conn = std::net::TcpStream::connect(authority).expect("connect to moto");
+    write!(
+        conn,
+        "POST /_faults HTTP/1.1\r\nHost: {authority}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .expect("send to moto");
+    let mut answer = String::new();
+    conn.read_to_string(&mut answer).expect("read moto's answer");
+    assert!(answer.starts_with("HTTP/1.1 200") || answer.starts_with("HTTP/1.0 200"), "moto_server.py did not arm the fault: {answer}");
+}

@@ -274,10 +274,45 @@ async fn go_live_is_refused_while_events_remain_to_replay() {
     log.append(&t, &tool_call("r", "a", "1")).await.unwrap();
     let token = conns.subscribe_replaying(&t, &c, &user, 0).await.unwrap();
     assert_eq!(conns.go_live(&t, &c, &token, 0, log.table()).await.unwrap(), GoLive::Behind);
+    // A transaction conflict (an append racing the check) reads as "replay
+    // again, then retry": nothing was flipped.
+    store::testing::inject_transaction_conflicts(log.table(), "TransactWriteItems", 1);
+    assert_eq!(conns.go_live(&t, &c, &token, 1, log.table()).await.unwrap(), GoLive::Behind);
     assert_eq!(conns.go_live(&t, &c, &token, 1, log.table()).await.unwrap(), GoLive::Live);
     // A newer subscribe supersedes an older attempt.
     let old = conns.subscribe_replaying(&t, &c, &user, 0).await.unwrap();
     let _new = conns.subscribe_replaying(&t, &c, &user, 0).await.unwrap();
     assert_eq!(conns.go_live(&t, &c, &old, 1, log.table()).await.unwrap(), GoLive::Superseded);
     conns.close_with_subscriptions(&c).await.unwrap();
+}
+
+/// DynamoDB refuses a write to an item a transaction holds (a subscriber's
+/// go-live check on the next seq, another writer's batch); the SDK does not
+/// retry it. An append waits and writes the same slot again: the ids stay
+/// 1, 2, 3, … with nothing lost or doubled.
+#[tokio::test]
+async fn appends_survive_transaction_conflicts() {
+    let env = TestEnv::new().await;
+    let log = log_of(&env);
+    let table = env.config.table(TableId::Events).unwrap().to_owned();
+    let t = thread();
+    assert_eq!(log.append(&t, &tool_call("r1", "a", "c1")).await.unwrap(), 1);
+
+    store::testing::inject_transaction_conflicts(&table, "PutItem", 3);
+    assert_eq!(log.append(&t, &tool_call("r1", "a", "c2")).await.unwrap(), 2);
+
+    store::testing::inject_transaction_conflicts(&table, "TransactWriteItems", 2);
+    let batch = [tool_call("r1", "a", "c3"), tool_call("r1", "a", "c4"), tool_call("r1", "a", "c5")];
+    assert_eq!(log.append_batch(&t, &batch).await.unwrap(), vec![3, 4, 5]);
+
+    let stored = log.read_all_after(&t, 0).await.unwrap();
+    assert_eq!(stored.iter().map(|e| e.seq).collect::<Vec<_>>(), [1, 2, 3, 4, 5]);
+    let calls: Vec<String> = stored
+        .iter()
+        .map(|e| match &e.event.payload {
+            EventPayload::ToolCall(c) => c.tool_call_id.clone(),
+            other => panic!("unexpected {other:?}"),
+        })
+        .collect();
+    assert_eq!(calls, ["c1", "c2", "c3", "c4", "c5"]);
 }
