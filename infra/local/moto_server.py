@@ -15,12 +15,13 @@ of a second. With requests serialised, undoing just the items the
 transaction names is as exact, so the whole-table copy is switched off and
 the touched items are saved and restored instead.
 
-Injected conflicts, for tests of what moto never does on its own: a POST to
-/_faults with {"table": T, "operation": "PutItem" | "TransactWriteItems",
-"count": N} makes the next N such requests naming table T fail as DynamoDB
-does while another transaction holds the item (TransactionConflictException;
-a TransactionCanceledException with TransactionConflict reasons), writing
-nothing.
+Injected faults, for tests of what moto never does on its own: a POST to
+/_faults with {"table": T, "operation": O, "count": N} makes the next N
+requests of operation O naming table T fail as DynamoDB does while another
+transaction holds the item (PutItem: TransactionConflictException;
+TransactWriteItems: TransactionCanceledException with TransactionConflict
+reasons), writing nothing. With "delay_ms": D they are answered D ms late
+instead, as seen at the moment they finally run (a slow read, for races).
 """
 
 import argparse
@@ -30,6 +31,7 @@ import json
 import signal
 import sys
 import threading
+import time
 
 from werkzeug.serving import run_simple
 from moto.dynamodb import models as dynamodb_models
@@ -38,7 +40,8 @@ from moto.dynamodb.models.table import Table
 from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
 
 _dynamodb = threading.Lock()
-_faults = {}  # (table, operation) -> how many requests still fail
+_faults_lock = threading.Lock()
+_faults = {}  # (table, operation) -> {"count": requests left, "delay_ms": or 0 to fail them}
 
 
 def _tables_named(operation, body):
@@ -47,15 +50,19 @@ def _tables_named(operation, body):
     return [body.get("TableName")]
 
 
-def _injected_conflict(operation, body):
-    """The error response of an armed fault for this request, or None."""
-    for table in _tables_named(operation, body):
-        left = _faults.get((table, operation), 0)
-        if left > 0:
-            _faults[(table, operation)] = left - 1
-            break
-    else:
-        return None
+def _take_fault(operation, body):
+    """The armed fault this request triggers (and uses up), or None."""
+    with _faults_lock:
+        for table in _tables_named(operation, body):
+            fault = _faults.get((table, operation))
+            if fault and fault["count"] > 0:
+                fault["count"] -= 1
+                return fault
+    return None
+
+
+def _conflict(operation, body):
+    """DynamoDB's answer to a write on an item a transaction holds."""
     prefix = "com.amazonaws.dynamodb.v20120810#"
     if operation == "TransactWriteItems":
         reasons = [{"Code": "TransactionConflict", "Message": "Transaction is ongoing for the item"} for _ in body["TransactItems"]]
@@ -78,21 +85,24 @@ class AtomicDynamoDB:
     def __call__(self, environ, start_response):
         if environ.get("PATH_INFO") == "/_faults" and environ.get("REQUEST_METHOD") == "POST":
             spec = json.loads(environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0)) or b"{}")
-            with _dynamodb:
-                _faults[(spec["table"], spec["operation"])] = int(spec.get("count", 1))
+            with _faults_lock:
+                _faults[(spec["table"], spec["operation"])] = {
+                    "count": int(spec.get("count", 1)), "delay_ms": int(spec.get("delay_ms", 0))}
             return _json_response(start_response, "200 OK", {"armed": spec})
         target = environ.get("HTTP_X_AMZ_TARGET", "")
         if not target.startswith("DynamoDB"):
             return self.app(environ, start_response)
+        operation = target.split(".", 1)[-1]
+        if any(op == operation for (_, op) in _faults):
+            raw = environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))
+            body = json.loads(raw or b"{}")
+            environ["wsgi.input"] = io.BytesIO(raw)
+            fault = _take_fault(operation, body)
+            if fault and fault["delay_ms"]:
+                time.sleep(fault["delay_ms"] / 1000)  # outside the lock: others go on meanwhile
+            elif fault:
+                return _json_response(start_response, "400 Bad Request", _conflict(operation, body))
         with _dynamodb:
-            operation = target.split(".", 1)[-1]
-            if any(op == operation for (_, op) in _faults):
-                raw = environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))
-                conflict = _injected_conflict(operation, json.loads(raw or b"{}"))
-                if conflict is not None:
-                    return _json_response(start_response, "400 Bad Request", conflict)
-
-                environ["wsgi.input"] = io.BytesIO(raw)
             # The whole response is produced inside the lock.
             result = self.app(environ, start_response)
             try:

@@ -405,6 +405,45 @@ async fn an_idle_stream_sends_keep_alive_comments() {
     cloud.stop().await;
 }
 
+fn now_ms() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or_default()
+}
+
+/// An event appended after a poll read the log, then a frame published
+/// after it, both seen by that poll's (slow) live-frame read: the event still
+/// goes out first. moto holds the live-frame query back so the writes land
+/// between the poll's two reads.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_event_logged_between_a_polls_reads_precedes_the_frame_after_it() {
+    let cloud = cloud(Setup { consumers: false, model: false, ..Setup::default() }).await;
+    let t = own_thread(&cloud, "alice").await;
+    let thread = ThreadId(t.clone());
+    let app = &cloud.running.app;
+    let log = EventLog::from_config(app.clients.dynamo.clone(), &app.config).expect("events table");
+    let live_table = app.config.table(TableId::LiveFrames).expect("live frames table").to_owned();
+    let live = LiveFrames::new(app.clients.dynamo.clone(), live_table.clone());
+    let stamped = |e: Event| Event { ts: Some(now_ms()), ..e };
+    log.append(&thread, &stamped(tool_call("r1", "c1"))).await.expect("append");
+    let mut sse = open(&cloud, ALICE, &t, None, None).await;
+    assert_eq!(sse.status, 200, "{}", sse.body);
+    sse.until_id(1).await;
+
+    // The next poll reads the log (nothing new), then its live-frame query
+    // waits 800 ms in moto; meanwhile an event is logged and a frame follows.
+    store::testing::delay_next_request(&live_table, "Query", Duration::from_millis(800));
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    log.append(&thread, &stamped(tool_call("r1", "c2"))).await.expect("append");
+    tokio::time::sleep(Duration::from_millis(5)).await;
+    let at = store::live_frames::make_at(now_ms(), 0, "test");
+    live.put(&thread, &[store::live_frames::LiveFrame { at, event: status("r1", "after c2") }]).await.expect("live frame");
+
+    sse.until(WAIT, |i| matches!(i, Item::Frame { id: None, .. })).await;
+    let order: Vec<String> = sse.frames().iter().map(|(id, e)| id.map(|i| i.to_string()).unwrap_or_else(|| text_of(e).to_owned())).collect();
+    assert_eq!(order, ["1", "2", "after c2"], "{}", describe(&sse.seen));
+    drop(sse);
+    cloud.stop().await;
+}
+
 /// The spec's Simple Query, driven by the scripted model with steps run by
 /// hand once the client is live: the frames arrive in the log's id order,
 /// each delta after the event logged before it and before its block.

@@ -53,10 +53,20 @@ pub fn ensure_test_credentials() {
 /// transaction conflict, as DynamoDB does while a transaction holds an item:
 /// moto never does so by itself.
 pub fn inject_transaction_conflicts(table: &str, operation: &str, count: u32) {
+    arm_fault(serde_json::json!({ "table": table, "operation": operation, "count": count }));
+}
+
+/// Makes the local moto answer the next `operation` request on `table`
+/// `delay` late, with what the table holds by then (a slow read, for races).
+pub fn delay_next_request(table: &str, operation: &str, delay: std::time::Duration) {
+    arm_fault(serde_json::json!({ "table": table, "operation": operation, "count": 1, "delay_ms": delay.as_millis() as u64 }));
+}
+
+fn arm_fault(spec: serde_json::Value) {
     use std::io::{Read, Write};
     let endpoint = moto_endpoint();
     let authority = endpoint.trim_start_matches("http://").trim_end_matches('/');
-    let body = serde_json::json!({ "table": table, "operation": operation, "count": count }).to_string();
+    let body = spec.to_string();
     let mut conn = std::net::TcpStream::connect(authority).expect("connect to moto");
     write!(
         conn,

@@ -218,6 +218,21 @@ async fn stream(log: EventLog, live: LiveFrames, thread: ThreadId, mut cursor: u
                 }
             }
         }
+        // An event appended after the log read but before a delta read just
+        // now must still go out before that delta: read the log once more up
+        // to the newest frame's stamp (later events wait for the next poll, so
+        // a block never overtakes deltas this poll has not seen).
+        let mut durable = durable;
+        if let (Some(newest), false) = (ephemeral.iter().map(|f| at_millis(&f.at)).max(), failed) {
+            let after = durable.last().map(|e| e.seq).unwrap_or(cursor);
+            match log.read_after(&thread, after, PAGE).await {
+                Ok(more) => durable.extend(more.into_iter().take_while(|e| e.event.ts.unwrap_or(0) <= newest)),
+                Err(e) => {
+                    failed = true;
+                    tracing::warn!(thread = %thread, error = %e, "sse: log read failed");
+                }
+            }
+        }
         // A poll with any failed read counts towards giving up (a log that
         // keeps failing must end the stream even while live frames read fine).
         failures = if failed { failures + 1 } else { 0 };
