@@ -20,8 +20,13 @@ cargo test --quiet --workspace --test conformance -- --nocapture 2>&1 | grep -E 
 # The README's other command, as a user runs it: it serves /healthz and
 # refuses an unauthenticated request with 401 in the JSON error shape.
 log "smoke-testing ./infra/local/run.sh"
-PORT="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
-INSTANCE_AI_PORT="$PORT" MOTO_PORT= ./infra/local/run.sh >"$INSTANCE_AI_HOME/run-smoke.log" 2>&1 &
+# Two free ports chosen together, so run.sh's moto cannot be handed the
+# stack's port (each chosen alone, the kernel may give the same one twice).
+read -r PORT SMOKE_MOTO_PORT < <(python3 -c 'import socket
+a, b = socket.socket(), socket.socket()
+a.bind(("127.0.0.1", 0)); b.bind(("127.0.0.1", 0))
+print(a.getsockname()[1], b.getsockname()[1])')
+INSTANCE_AI_PORT="$PORT" MOTO_PORT="$SMOKE_MOTO_PORT" ./infra/local/run.sh >"$INSTANCE_AI_HOME/run-smoke.log" 2>&1 &
 RUN_PID=$!
 CLEANUP_PIDS+=("$RUN_PID")
 for _ in $(seq 1 600); do

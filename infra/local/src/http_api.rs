@@ -2,8 +2,8 @@
 //! API Gateway payload-format-2.0 event AWS would send, parsed by
 //! `lambda_http` exactly as in Lambda, and handed to the route's function.
 
-use crate::routing::{match_route, RouteMatch};
-use crate::websocket::{self, Registry};
+use crate::routing::{match_route, url_pairs, RouteMatch};
+use crate::websocket::{self, Registry, State};
 use api::{ApiError, App};
 use axum::body::Body as AxumBody;
 use axum::extract::{ConnectInfo, Request};
@@ -18,12 +18,6 @@ use store::deployment::Edge;
 
 /// Request bodies above this are refused, as API Gateway does (10 MB).
 pub const MAX_BODY_BYTES: usize = 10 * 1024 * 1024;
-
-#[derive(Clone)]
-pub struct State {
-    pub app: Arc<App>,
-    pub connections: Registry,
-}
 
 pub fn router(app: Arc<App>, connections: Registry) -> Router {
     let state = State { app, connections };
@@ -165,19 +159,3 @@ fn headers_host(headers: &http::HeaderMap) -> String {
     headers.get(http::header::HOST).and_then(|h| h.to_str().ok()).unwrap_or("127.0.0.1").to_owned()
 }
 
-/// Decoded `k=v` pairs of a query string.
-pub fn url_pairs(query: &str) -> Vec<(String, String)> {
-    query
-        .split('&')
-        .filter(|p| !p.is_empty())
-        .map(|pair| {
-            let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
-            (decode(k), decode(v))
-        })
-        .collect()
-}
-
-fn decode(s: &str) -> String {
-    let s = s.replace('+', " ");
-    percent_encoding::percent_decode_str(&s).decode_utf8_lossy().into_owned()
-}

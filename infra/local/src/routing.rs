@@ -53,6 +53,23 @@ fn match_path(pattern: &str, path: &str) -> Option<HashMap<String, String>> {
     }
 }
 
+/// Decoded `k=v` pairs of a query string.
+pub fn url_pairs(query: &str) -> Vec<(String, String)> {
+    query
+        .split('&')
+        .filter(|p| !p.is_empty())
+        .map(|pair| {
+            let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+            (decode(k), decode(v))
+        })
+        .collect()
+}
+
+fn decode(s: &str) -> String {
+    let s = s.replace('+', " ");
+    percent_encoding::percent_decode_str(&s).decode_utf8_lossy().into_owned()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -7,7 +7,8 @@
 //! Management API the AWS SDK talks to; an unknown or closed connection
 //! answers `410 Gone`.
 
-use crate::http_api::{url_pairs, State};
+use crate::routing::url_pairs;
+use api::App;
 use axum::body::Body as AxumBody;
 use axum::extract::ws::{rejection::WebSocketUpgradeRejection, Message, WebSocket, WebSocketUpgrade};
 use axum::extract::{ConnectInfo, Path, Request};
@@ -19,6 +20,14 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use store::deployment::WS_ROUTES;
 use tokio::sync::mpsc;
+
+/// What every local edge handler holds: the App, and the WebSocket
+/// connections that `$default` routing and `@connections` need.
+#[derive(Clone)]
+pub struct State {
+    pub app: Arc<App>,
+    pub connections: Registry,
+}
 
 /// API Gateway's limit on one WebSocket message.
 pub const MAX_FRAME_BYTES: usize = 128 * 1024;
