@@ -16,6 +16,11 @@ use crate::workflow::Graph;
 /// A node run: (node, run index).
 type RunRef = (String, usize);
 
+/// Shared runs kept waiting for their group to close. Each new one re-counts
+/// the holders of all of them; a loop that keeps adding runs whose values a
+/// leaf keeps would make that quadratic, so the oldest are given up on.
+const MAX_SHARED: usize = 32;
+
 pub(crate) struct Packer {
     min_items: usize,
     /// Runs whose outputs children may still be holding.
@@ -56,6 +61,10 @@ impl Packer {
             }
         }
         if newly_shared {
+            if self.shared.len() > MAX_SHARED {
+                let excess = self.shared.len() - MAX_SHARED;
+                self.shared.drain(..excess);
+            }
             self.pack_closed_groups(st);
         }
     }
