@@ -36,11 +36,10 @@ impl Packer {
 
     /// Called after each node run.
     pub(crate) fn node_finished(&mut self, graph: &Graph, st: &mut ExecutionState, node: &str) {
-        let has_children = (0..graph.output_count(node)).any(|o| !graph.children(node, o).is_empty());
         if let Some(run) = st.run_data.get(node).and_then(|r| r.len().checked_sub(1)) {
             let run = (node.to_string(), run);
             // Leaves keep their items: they are the run's result.
-            if has_children && outputs(st, &run).map(OutputItems::len).sum::<usize>() >= self.min_items {
+            if graph.has_children(node) && outputs(st, &run).map(OutputItems::len).sum::<usize>() >= self.min_items {
                 self.in_use.push(run);
             }
         }

@@ -117,7 +117,7 @@ impl Engine {
             node: n,
             input: &input,
             source: &source,
-            item_index: if input.is_empty() { -1 } else { item_index as i64 },
+            item_index: crate::nodes::item_index(&input, item_index),
             run_index: run,
             execution_id: &state.execution_id,
             mode: &settings.mode,

@@ -541,8 +541,7 @@ fn looks_back(graph: &Graph) -> bool {
 
 /// Lean run data: drop the items of `node`'s last run once they are handed on.
 fn release(graph: &Graph, st: &mut ExecutionState, node: &str) {
-    let has_children = (0..graph.output_count(node)).any(|o| !graph.children(node, o).is_empty());
-    if !has_children {
+    if !graph.has_children(node) {
         return;
     }
     if let Some(task) = st.run_data.get_mut(node).and_then(|r| r.last_mut()) {

@@ -226,6 +226,11 @@ impl Graph {
         self.workflow.connections.get(node).and_then(|t| t.get("main")).map(|o| o.len()).unwrap_or(0)
     }
 
+    /// Whether any main output of `node` leads anywhere (else it is a leaf).
+    pub fn has_children(&self, node: &str) -> bool {
+        (0..self.output_count(node)).any(|o| !self.children(node, o).is_empty())
+    }
+
     /// `(source, source_output, input_index)` for every main edge into `node`.
     pub fn parents(&self, node: &str) -> &[(String, usize, usize)] {
         self.parents.get(node).map(|v| v.as_slice()).unwrap_or(&[])

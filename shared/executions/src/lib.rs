@@ -855,48 +855,18 @@ impl Executor {
             "Execution timed out after {} s (the execution's timeout)",
             timeout.as_secs()
         );
-        let (mut state, _stats) = match joined {
-            None => {
-                let msg =
-                    format!("{timeout_message}; the engine did not stop in time and was abandoned");
-                return self
-                    .end(
-                        id,
-                        owner,
-                        ExecutionStatus::Error,
-                        &msg,
-                        document::failed_before_run(&workflow, &start, &msg),
-                        &secrets,
-                    )
-                    .await;
+        let failure = match joined {
+            Some(Ok(Ok(run))) => Ok(run),
+            None => Err(format!("{timeout_message}; the engine did not stop in time and was abandoned")),
+            Some(Err(join)) => Err(format!("the engine crashed: {join}")),
+            Some(Ok(Err(e))) => Err(e.to_string()),
+        };
+        let (mut state, _stats) = match failure {
+            Ok(run) => run,
+            Err(msg) => {
+                let doc = document::failed_before_run(&workflow, &start, &msg);
+                return self.end(id, owner, ExecutionStatus::Error, &msg, doc, &secrets).await;
             }
-            Some(Err(join)) => {
-                let msg = format!("the engine crashed: {join}");
-                return self
-                    .end(
-                        id,
-                        owner,
-                        ExecutionStatus::Error,
-                        &msg,
-                        document::failed_before_run(&workflow, &start, &msg),
-                        &secrets,
-                    )
-                    .await;
-            }
-            Some(Ok(Err(e))) => {
-                let msg = e.to_string();
-                return self
-                    .end(
-                        id,
-                        owner,
-                        ExecutionStatus::Error,
-                        &msg,
-                        document::failed_before_run(&workflow, &start, &msg),
-                        &secrets,
-                    )
-                    .await;
-            }
-            Some(Ok(Ok(r))) => r,
         };
         if !canceled_by_user {
             // A stop request that landed after the last poll still counts.

@@ -410,25 +410,20 @@ impl Records {
     /// Re-points a stale index item at the time the meta item really holds
     /// (a lost index write, or a resume message that was lost after claim).
     pub async fn reindex_wait(&self, id: &str, wait_till: &str) -> Result<()> {
-        self.table.count();
-        self.table
-            .client
-            .put_item()
-            .table_name(&self.table.name)
-            .set_item(Some(marker(id, "wait", WAITING_INDEX, wait_till)))
-            .send()
-            .await
-            .map_err(StoreError::dynamo)?;
-        Ok(())
+        self.put_marker(id, "wait", WAITING_INDEX, wait_till).await
     }
 
     pub async fn reindex_lease(&self, id: &str, lease_until: &str) -> Result<()> {
+        self.put_marker(id, "lease", RUNNING_INDEX, lease_until).await
+    }
+
+    async fn put_marker(&self, id: &str, sk: &str, index: &str, at: &str) -> Result<()> {
         self.table.count();
         self.table
             .client
             .put_item()
             .table_name(&self.table.name)
-            .set_item(Some(marker(id, "lease", RUNNING_INDEX, lease_until)))
+            .set_item(Some(marker(id, sk, index, at)))
             .send()
             .await
             .map_err(StoreError::dynamo)?;

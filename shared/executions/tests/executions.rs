@@ -489,23 +489,25 @@ async fn header_server() -> (String, Arc<Mutex<Vec<String>>>) {
     (format!("http://{addr}/echo"), seen)
 }
 
-async fn header_auth_workflow(c: &Ctx, url: &str) -> String {
-    let cred = c
-        .data
+/// A credential of `kind` whose secret is `{name: <field>, value: SECRET}`.
+async fn secret_credential(c: &Ctx, name: &str, kind: &str, field: &str) -> store::data::credentials::Credential {
+    c.data
         .credentials
         .create(store::data::credentials::NewCredential {
-            name: "Echo key".into(),
-            kind: "httpHeaderAuth".into(),
+            name: name.into(),
+            kind: kind.into(),
             description: None,
             project_id: c.project.id.clone(),
             is_managed: false,
             is_global: false,
-            secret: store::data::credentials::SecretData::new(
-                json!({ "name": "X-Api-Key", "value": SECRET }),
-            ),
+            secret: store::data::credentials::SecretData::new(json!({ "name": field, "value": SECRET })),
         })
         .await
-        .unwrap();
+        .unwrap()
+}
+
+async fn header_auth_workflow(c: &Ctx, url: &str) -> String {
+    let cred = secret_credential(c, "Echo key", "httpHeaderAuth", "X-Api-Key").await;
     let mut http = node(
         "HTTP",
         "n8n-nodes-base.httpRequest",
@@ -892,22 +894,7 @@ async fn execute_and_wait_through_the_queue_reports_running_when_the_wait_ends_f
 #[tokio::test]
 async fn secrets_a_node_echoes_are_scrubbed_from_what_is_stored() {
     let c = ctx().await;
-    let cred = c
-        .data
-        .credentials
-        .create(store::data::credentials::NewCredential {
-            name: "Query key".into(),
-            kind: "httpQueryAuth".into(),
-            description: None,
-            project_id: c.project.id.clone(),
-            is_managed: false,
-            is_global: false,
-            secret: store::data::credentials::SecretData::new(
-                json!({ "name": "api_key", "value": SECRET }),
-            ),
-        })
-        .await
-        .unwrap();
+    let cred = secret_credential(&c, "Query key", "httpQueryAuth", "api_key").await;
     // Nothing listens on port 9 of 127.0.0.1: the request fails. The HTTP
     // client's own error names the URL, query key included; the node keeps
     // only its origin, and the scrubber stays behind it as a second line.

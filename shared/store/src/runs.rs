@@ -293,20 +293,7 @@ impl Runs {
     /// already exists (another actor spawned it: only the winner announces it).
     pub async fn create_chain(&self, chain: &NewChain) -> Result<bool, StoreError> {
         let item = self.chain_item(chain, now_ms())?;
-        self.table.count();
-        match self
-            .client()
-            .put_item()
-            .table_name(self.table_name())
-            .set_item(Some(item))
-            .condition_expression("attribute_not_exists(pk)")
-            .send()
-            .await
-        {
-            Ok(_) => Ok(true),
-            Err(e) if db::is_condition_failed(&e) => Ok(false),
-            Err(e) => Err(StoreError::dynamo(e)),
-        }
+        self.put_record(item, Some("attribute_not_exists(pk)")).await
     }
 
     pub async fn chain(&self, run: &RunId, agent: &AgentId) -> Result<Option<Chain>, StoreError> {

@@ -125,6 +125,15 @@ pub struct NodeContext<'a> {
 
 static EMPTY: [Item; 0] = [];
 
+/// `$itemIndex` of item `item` of `input` (-1 when there are no items).
+pub(crate) fn item_index(input: &[Item], item: usize) -> i64 {
+    if input.is_empty() {
+        -1
+    } else {
+        item as i64
+    }
+}
+
 impl<'a> NodeContext<'a> {
     /// Items on input `i` (a shared handle; empty when the input got nothing).
     pub fn input(&self, i: usize) -> Items {
@@ -145,23 +154,33 @@ impl<'a> NodeContext<'a> {
         }
     }
 
-    /// Resolves `v` for item `item` of `input` (the node's first input, possibly taken).
-    pub fn resolve_in(&mut self, input: &[Item], v: &Value, item: usize) -> Result<Value> {
-        if !crate::expr::has_expression(v) {
-            return Ok(v.clone());
-        }
+    /// Runs `f` with the expression engine and a data proxy over `input`
+    /// (input 0 when `None`) at the item index `item` picks for it.
+    fn with_proxy<R>(&mut self, input: Option<&[Item]>, item: impl FnOnce(&[Item]) -> i64, f: impl FnOnce(&mut Expr, &NodeProxy) -> R) -> R {
+        let input = input.unwrap_or(match self.inputs.first() {
+            Some(Some(i)) => i.as_slice(),
+            _ => &EMPTY,
+        });
         let proxy = NodeProxy {
             graph: self.graph,
             run_data: self.run_data,
             node: self.node,
             input,
             source: self.source,
-            item_index: if input.is_empty() { -1 } else { item as i64 },
+            item_index: item(input),
             run_index: self.run_index,
             execution_id: self.execution_id,
             mode: &self.env.settings.mode,
         };
-        self.expr.resolve(v, &proxy)
+        f(self.expr, &proxy)
+    }
+
+    /// Resolves `v` for item `item` of `input` (the node's first input, possibly taken).
+    pub fn resolve_in(&mut self, input: &[Item], v: &Value, item: usize) -> Result<Value> {
+        if !crate::expr::has_expression(v) {
+            return Ok(v.clone());
+        }
+        self.with_proxy(Some(input), |i| item_index(i, item), |e, p| e.resolve(v, p))
     }
 
     /// True when expressions of this node may read items other than their own
@@ -197,23 +216,7 @@ impl<'a> NodeContext<'a> {
         if !crate::expr::has_expression(v) {
             return Ok(v.clone());
         }
-        let (graph, run_data, node, source, env) = (self.graph, self.run_data, self.node, self.source, self.env);
-        let input = match self.inputs.first() {
-            Some(Some(i)) => i.as_slice(),
-            _ => &EMPTY,
-        };
-        let proxy = NodeProxy {
-            graph,
-            run_data,
-            node,
-            input,
-            source,
-            item_index: if input.is_empty() { -1 } else { item as i64 },
-            run_index: self.run_index,
-            execution_id: self.execution_id,
-            mode: &env.settings.mode,
-        };
-        self.expr.resolve(v, &proxy)
+        self.with_proxy(None, |i| item_index(i, item), |e, p| e.resolve(v, p))
     }
 
     /// Resolved parameter, `None` when absent.
@@ -255,45 +258,13 @@ impl<'a> NodeContext<'a> {
 
     /// Runs Code node JavaScript against input 0.
     pub fn run_code(&mut self, code: &str, mode: expression::CodeMode, item: i64) -> Result<expression::CodeOutput> {
-        let (graph, run_data, node, source, env) = (self.graph, self.run_data, self.node, self.source, self.env);
-        let input = match self.inputs.first() {
-            Some(Some(i)) => i.as_slice(),
-            _ => &EMPTY,
-        };
-        let proxy = NodeProxy {
-            graph,
-            run_data,
-            node,
-            input,
-            source,
-            item_index: item,
-            run_index: self.run_index,
-            execution_id: self.execution_id,
-            mode: &env.settings.mode,
-        };
-        self.expr.run_code(code, mode, &proxy)
+        self.with_proxy(None, |_| item, |e, p| e.run_code(code, mode, p))
     }
 
     /// Runs `runOnceForAllItems` Code node JavaScript against input 0; the
     /// result comes back as items (see `expression::Evaluator::run_code_items`).
     pub fn run_code_items(&mut self, code: &str, item: i64) -> Result<(Vec<Item>, Vec<String>)> {
-        let (graph, run_data, node, source, env) = (self.graph, self.run_data, self.node, self.source, self.env);
-        let input = match self.inputs.first() {
-            Some(Some(i)) => i.as_slice(),
-            _ => &EMPTY,
-        };
-        let proxy = NodeProxy {
-            graph,
-            run_data,
-            node,
-            input,
-            source,
-            item_index: item,
-            run_index: self.run_index,
-            execution_id: self.execution_id,
-            mode: &env.settings.mode,
-        };
-        self.expr.run_code_items(code, &proxy)
+        self.with_proxy(None, |_| item, |e, p| e.run_code_items(code, p))
     }
 
     /// Error item for item `i` when the node continues on failure.
