@@ -103,10 +103,25 @@ fn summary(d: &NodeDescription) -> NodeSummary {
     }
 }
 
-/// All descriptions (parsed once from the bundled data).
+mod files {
+    include!(concat!(env!("OUT_DIR"), "/catalog_files.rs"));
+}
+
+/// Triggers first (the order `list` and an empty search show), then the rest by file name.
+fn parse_all() -> Vec<NodeDescription> {
+    let mut all: Vec<NodeDescription> = files::FILES
+        .iter()
+        // A malformed file is a build mistake that `tests::every_file_parses` reports.
+        .filter_map(|(_, json)| serde_json::from_str(json).ok())
+        .collect();
+    all.sort_by_key(|d| !d.is_trigger());
+    all
+}
+
+/// All descriptions (parsed once from the bundled files, one per node type).
 pub fn all() -> &'static [NodeDescription] {
     static CATALOG: OnceLock<Vec<NodeDescription>> = OnceLock::new();
-    CATALOG.get_or_init(|| serde_json::from_str(include_str!("nodes.json")).unwrap_or_default())
+    CATALOG.get_or_init(parse_all)
 }
 
 pub fn list() -> Vec<NodeSummary> {
@@ -161,4 +176,20 @@ pub fn search(query: &str, limit: usize) -> Vec<NodeSummary> {
         .collect();
     scored.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.display_name.cmp(&b.1.display_name)));
     scored.into_iter().take(limit).map(|(_, d)| summary(d)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_file_parses_and_names_its_node() {
+        for (file, json) in files::FILES {
+            let d: NodeDescription = serde_json::from_str(json).unwrap_or_else(|e| panic!("{file}: {e}"));
+            let stem = file.trim_end_matches(".json");
+            let short = d.name.rsplit('.').next().unwrap_or_default();
+            assert!(stem.ends_with(short), "{file} holds {}", d.name);
+        }
+        assert_eq!(all().len(), files::FILES.len());
+    }
 }
