@@ -170,6 +170,22 @@ impl Table {
     /// All items of a partition whose sort key starts with `prefix`
     /// (every page), in sort-key order unless `backwards`.
     pub async fn query_prefix(&self, pk: &str, prefix: &str, backwards: bool) -> Result<Vec<Item>, StoreError> {
+        self.query_prefix_with(pk, prefix, backwards, &[]).await
+    }
+
+    /// [`Table::query_prefix`] returning only the named attributes (in
+    /// sort-key order).
+    pub async fn query_prefix_projected(&self, pk: &str, prefix: &str, attributes: &[&str]) -> Result<Vec<Item>, StoreError> {
+        self.query_prefix_with(pk, prefix, false, attributes).await
+    }
+
+    async fn query_prefix_with(
+        &self,
+        pk: &str,
+        prefix: &str,
+        backwards: bool,
+        attributes: &[&str],
+    ) -> Result<Vec<Item>, StoreError> {
         let mut out = Vec::new();
         let mut start: Option<Item> = None;
         loop {
@@ -182,6 +198,14 @@ impl Table {
                 req.key_condition_expression("pk = :pk AND begins_with(sk, :prefix)")
                     .expression_attribute_values(":prefix", s(prefix))
             };
+            if !attributes.is_empty() {
+                // Names through placeholders: `path`, `size` and more are reserved words.
+                let names: Vec<String> = (0..attributes.len()).map(|i| format!("#a{i}")).collect();
+                req = req.projection_expression(names.join(", "));
+                for (name, attr) in names.iter().zip(attributes) {
+                    req = req.expression_attribute_names(name, *attr);
+                }
+            }
             let req = req.scan_index_forward(!backwards).consistent_read(true).set_exclusive_start_key(start.take());
             let page = req.send().await.map_err(StoreError::dynamo)?;
             out.extend(page.items.unwrap_or_default());

@@ -1,7 +1,7 @@
 //! The instance's data as repositories over DynamoDB: users and projects,
 //! folders, tags, workflows and their versions, executions and run data,
 //! credentials (envelope-encrypted secrets), data tables and their rows,
-//! and the agent's own thread-level records.
+//! the agent's own thread-level records and the per-thread workspace.
 //!
 //! Each aggregate is one module with one repository type; they share the
 //! generic `pk`/`sk` (+ `gsi1`) tables of [`crate::deployment`]. Build them
@@ -17,6 +17,7 @@ pub mod keys;
 pub mod tags;
 pub mod users_projects;
 pub mod workflows;
+pub mod workspace;
 
 pub use agent_records::AgentRecords;
 pub use credentials::Credentials;
@@ -26,6 +27,7 @@ pub use folders::Folders;
 pub use tags::Tags;
 pub use users_projects::Projects;
 pub use workflows::Workflows;
+pub use workspace::Workspace;
 
 use crate::aws::AwsClients;
 use crate::config::Config;
@@ -44,6 +46,7 @@ pub struct InstanceData {
     pub credentials: Credentials,
     pub data_tables: DataTables,
     pub agent: AgentRecords,
+    pub workspace: Workspace,
 }
 
 impl InstanceData {
@@ -71,6 +74,7 @@ impl InstanceData {
             credentials: Credentials::new(instance.clone(), projects.clone(), keys),
             data_tables: DataTables::new(instance, table(TableId::DataRows)?),
             agent: AgentRecords::new(table(TableId::Agent)?),
+            workspace: Workspace::new(table(TableId::Agent)?),
             projects,
             folders,
             tags,
