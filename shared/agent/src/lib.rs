@@ -5,11 +5,13 @@
 pub mod model;
 
 pub mod background;
+mod bundled;
 pub mod checkpoint;
 pub mod error;
 pub mod finish;
 pub mod run;
 pub mod runtime;
+pub mod skills;
 pub mod step;
 pub mod sweep;
 pub mod tools;

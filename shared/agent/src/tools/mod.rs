@@ -5,6 +5,7 @@
 //! gets a `tool-error` it can read and correct.
 
 pub mod ask_user;
+pub mod load_skill;
 pub mod schema;
 pub mod tasks;
 
@@ -146,6 +147,7 @@ impl Registry {
         r.register(Arc::new(tasks::TaskControl));
         r.register(Arc::new(tasks::CreateTasks));
         r.register(Arc::new(tasks::CompleteCheckpoint));
+        r.register(Arc::new(load_skill::LoadSkill));
         r
     }
 

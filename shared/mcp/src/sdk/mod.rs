@@ -4,6 +4,7 @@
 //! expression crate's sandbox (time and memory limits, no host access).
 //! Plain workflow JSON is accepted as is.
 
+pub mod codegen;
 pub mod ts;
 
 use expression::{CodeMode, Evaluator, ExpressionError, Limits, StaticData};
