@@ -73,8 +73,8 @@ fn every_expressible_fixture_round_trips() {
             skipped += 1;
             continue;
         }
-        let code = mcp_server::sdk::codegen::to_code(&wf).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-        let back = mcp_server::sdk::evaluate(&code).unwrap_or_else(|e| panic!("{}: {e}\n{code}", path.display()));
+        let code = instance::sdk::codegen::to_code(&wf).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let back = instance::sdk::evaluate(&code).unwrap_or_else(|e| panic!("{}: {e}\n{code}", path.display()));
         // A node without a position gets one from the SDK's layout.
         let mut laid_out = wf["nodes"].clone();
         for (n, b) in laid_out.as_array_mut().unwrap().iter_mut().zip(back["nodes"].as_array().unwrap()) {
@@ -88,12 +88,12 @@ fn every_expressible_fixture_round_trips() {
         settings.entry("executionOrder").or_insert("v1".into());
         assert_eq!(norm(&back["settings"]), norm(&Value::Object(settings)), "{}: settings differ", path.display());
         assert_eq!(back["name"], wf["name"].as_str().filter(|n| !n.trim().is_empty()).unwrap_or("My workflow"));
-        let again = mcp_server::sdk::codegen::to_code(&back).unwrap();
+        let again = instance::sdk::codegen::to_code(&back).unwrap();
         if laid_out == wf["nodes"] {
             assert_eq!(again, code, "{}: code → JSON → code changed the code", path.display());
         }
         // With positions filled in, the code is a fixed point.
-        let third = mcp_server::sdk::codegen::to_code(&mcp_server::sdk::evaluate(&again).unwrap()).unwrap();
+        let third = instance::sdk::codegen::to_code(&instance::sdk::evaluate(&again).unwrap()).unwrap();
         assert_eq!(third, again, "{}: code → JSON → code changed the code", path.display());
         checked += 1;
     }
