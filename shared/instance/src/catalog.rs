@@ -146,6 +146,22 @@ pub fn types_text(requests: &[NodeIdRequest]) -> String {
     out
 }
 
+/// The whole catalog as one reference document (the knowledge base's
+/// `reference/node-types.md`): every node type's definition, by type name.
+pub fn reference_text() -> String {
+    let mut names: Vec<&str> = catalog::all().iter().map(|d| d.name.as_str()).collect();
+    names.sort_unstable();
+    let requests: Vec<NodeIdRequest> = names
+        .into_iter()
+        .map(|n| NodeIdRequest { node_id: n.to_owned(), version: None, resource: None, operation: None, mode: None })
+        .collect();
+    format!(
+        "# Node types of this instance\n\nEvery node type the engine runs, with its versions, parameters (as TypeScript \
+         types), credentials and outputs. Only these types exist here; call other services with HTTP Request.\n\n```ts\n{}```\n",
+        types_text(&requests)
+    )
+}
+
 const SHARED_TYPES: &str = r#"// Shared parameter value types
 type FilterValue = {
   options?: { caseSensitive?: boolean; leftValue?: string; typeValidation?: 'strict' | 'loose' };

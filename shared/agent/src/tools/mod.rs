@@ -10,6 +10,7 @@ pub mod policy;
 pub mod schema;
 pub mod tasks;
 pub mod untrusted;
+pub mod workspace;
 
 use crate::model::ToolDefinition;
 use crate::runtime::Runtime;
@@ -186,7 +187,7 @@ impl Registry {
         Registry::default()
     }
 
-    /// The orchestration tools of this crate.
+    /// Every tool of this crate: orchestration, skills, workspace and domain tools.
     pub fn standard() -> Self {
         let mut r = Registry::empty();
         r.register(Arc::new(ask_user::AskUser));
@@ -194,6 +195,11 @@ impl Registry {
         r.register(Arc::new(tasks::CreateTasks));
         r.register(Arc::new(tasks::CompleteCheckpoint));
         r.register(Arc::new(load_skill::LoadSkill));
+        r.register(Arc::new(workspace::ListFiles));
+        r.register(Arc::new(workspace::ReadFile));
+        r.register(Arc::new(workspace::WriteFile));
+        r.register(Arc::new(workspace::EditFile));
+        r.register(Arc::new(workspace::Grep));
         r
     }
 
