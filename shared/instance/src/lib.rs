@@ -9,18 +9,29 @@
 //! the expression sandbox), [`validate`] (workflow JSON against the engine's
 //! catalog), [`ops`] (partial workflow operations, all or nothing),
 //! [`catalog`] (the builder's view of the node catalog), [`runner`]
-//! (executions started and awaited through `executions`).
+//! (executions started and awaited through `executions`), [`workflows`]
+//! (list, read, summary, versions, canvas validation, archive, publish,
+//! restore), [`builder`] (source → saved workflow: compile, validate,
+//! credentials, create or save; `build-workflow`), [`edit_rules`] (which
+//! findings an edit did not introduce and so do not block it).
+//!
+//! Shape: one module per aggregate; each operation is an async method on
+//! [`Instance`] taking the [`Caller`] first, returning domain types (store
+//! types or the module's own), never a front door's JSON.
 //!
 //! Boundary: no AWS types in the public API beyond the store's repositories
 //! ([`store::data::InstanceData`]).
 
 pub mod access;
+pub mod builder;
 pub mod catalog;
+pub mod edit_rules;
 pub mod error;
 pub mod ops;
 pub mod runner;
 pub mod sdk;
 pub mod validate;
+pub mod workflows;
 
 pub use access::Caller;
 pub use error::InstanceError;
