@@ -12,7 +12,7 @@ use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, HashMap};
 use store::data::executions::{DataSelection, ExecutionMode, ExecutionSearch, ExecutionStatus};
 use store::data::users_projects::{ProjectSearch, ProjectType};
-use store::data::workflows::{WorkflowBody, WorkflowQuery};
+use instance::workflows::{strip_credentials, ListQuery, ListScope};
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -50,15 +50,16 @@ pub struct SearchWorkflowsOut {
 }
 
 pub async fn search_workflows(ctx: &Ctx<'_>, a: SearchWorkflowsArgs) -> Result<SearchWorkflowsOut, McpError> {
-    ctx.user().await?;
-    let q = WorkflowQuery {
+    let q = ListQuery {
         query: a.query,
         match_description: true,
         project_id: a.project_id,
+        scope: ListScope::Instance,
         limit: limit(a.limit, 200, 50)?,
-        ..WorkflowQuery::default()
+        recursive: true,
+        ..ListQuery::default()
     };
-    let list = ctx.data().workflows.list(&ctx.user, &q).await?;
+    let list = ctx.instance().list_workflows(&ctx.caller(), q).await?;
     Ok(SearchWorkflowsOut {
         count: list.total as u64,
         data: list
@@ -126,25 +127,6 @@ pub struct WorkflowDetailsOut {
     pub workflow: WorkflowDetails,
     /// How to trigger the workflow
     pub trigger_info: String,
-}
-
-/// Nodes without their credential references (ids and names of secrets
-/// are still not for the model to copy around).
-fn strip_credentials(nodes: &Value) -> Vec<Value> {
-    nodes
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .map(|n| {
-                    let mut n = n.clone();
-                    if let Some(o) = n.as_object_mut() {
-                        o.remove("credentials");
-                    }
-                    n
-                })
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 fn node_type(n: &Value) -> &str {
@@ -224,7 +206,7 @@ fn trigger_info(nodes: &Value, active: bool) -> String {
 
 pub async fn get_workflow_details(ctx: &Ctx<'_>, a: WorkflowIdArgs) -> Result<WorkflowDetailsOut, McpError> {
     let (_, role) = ctx.workflow(&a.workflow_id, "workflow:read", true).await?;
-    let wf = ctx.data().workflows.get(&a.workflow_id).await?.ok_or_else(|| McpError::NotFound(format!("workflow {}", a.workflow_id)))?;
+    let wf = ctx.instance().workflow(&ctx.caller(), &a.workflow_id).await?;
     let (scopes, can_execute) = store::data::workflows::scopes_of(role);
     let active_version = match &wf.meta.active_version_id {
         Some(v) => ctx.data().workflows.get_version(&wf.meta.id, v).await?.map(|v| {
@@ -585,11 +567,7 @@ pub struct PublishOut {
 
 pub async fn publish_workflow(ctx: &Ctx<'_>, a: PublishArgs) -> Result<PublishOut, McpError> {
     let (meta, _) = ctx.workflow(&a.workflow_id, "workflow:publish", true).await?;
-    let wf_json = ctx.data().workflows.get(&meta.id).await?.ok_or_else(|| McpError::NotFound(format!("workflow {}", meta.id)))?;
-    if a.version_id.is_none() && first_trigger(&wf_json.body.nodes).is_none() && wf_json.body.trigger_count() == 0 {
-        return Err(McpError::Invalid(format!("workflow {} has no trigger node; a published workflow needs one", meta.id)));
-    }
-    let active = ctx.data().workflows.publish(&meta.id, a.version_id.as_deref()).await?;
+    let active = ctx.instance().publish_workflow(&ctx.caller(), &meta.id, a.version_id.as_deref()).await?;
     Ok(PublishOut { success: true, workflow_id: meta.id, active_version_id: Some(active), error: None })
 }
 
@@ -604,7 +582,7 @@ pub struct UnpublishOut {
 
 pub async fn unpublish_workflow(ctx: &Ctx<'_>, a: WorkflowIdArgs) -> Result<UnpublishOut, McpError> {
     let (meta, _) = ctx.workflow(&a.workflow_id, "workflow:publish", true).await?;
-    ctx.data().workflows.unpublish(&meta.id).await?;
+    ctx.instance().unpublish_workflow(&ctx.caller(), &meta.id).await?;
     Ok(UnpublishOut { success: true, workflow_id: meta.id, error: None })
 }
 
@@ -619,7 +597,7 @@ pub struct ArchiveOut {
 pub async fn archive_workflow(ctx: &Ctx<'_>, a: WorkflowIdArgs) -> Result<ArchiveOut, McpError> {
     let (meta, _) = ctx.workflow(&a.workflow_id, "workflow:delete", true).await?;
     // Idempotent: an already archived workflow is reported archived.
-    ctx.data().workflows.archive(&meta.id).await?;
+    ctx.instance().archive_workflow(&ctx.caller(), &meta.id).await?;
     Ok(ArchiveOut { archived: true, workflow_id: meta.id, name: meta.name })
 }
 
@@ -720,13 +698,3 @@ pub async fn search_folders(ctx: &Ctx<'_>, a: SearchFoldersArgs) -> Result<Searc
     })
 }
 
-/// Used by the builder: the body of a workflow as n8n JSON parts.
-pub fn body_from_json(wf: &Value) -> WorkflowBody {
-    WorkflowBody {
-        nodes: wf.get("nodes").cloned().unwrap_or_else(|| json!([])),
-        connections: wf.get("connections").cloned().unwrap_or_else(|| json!({})),
-        settings: wf.get("settings").cloned().unwrap_or(Value::Null),
-        pin_data: wf.get("pinData").cloned().unwrap_or(Value::Null),
-        meta: wf.get("meta").cloned().unwrap_or(Value::Null),
-    }
-}
