@@ -5,11 +5,13 @@
 //! gets a `tool-error` it can read and correct.
 
 pub mod ask_user;
+pub mod build_workflow;
 pub mod load_skill;
 pub mod policy;
 pub mod schema;
 pub mod tasks;
 pub mod untrusted;
+pub mod workflows;
 pub mod workspace;
 
 use crate::model::ToolDefinition;
@@ -200,6 +202,8 @@ impl Registry {
         r.register(Arc::new(workspace::WriteFile));
         r.register(Arc::new(workspace::EditFile));
         r.register(Arc::new(workspace::Grep));
+        r.register(Arc::new(workflows::Workflows));
+        r.register(Arc::new(build_workflow::BuildWorkflow));
         r
     }
 
