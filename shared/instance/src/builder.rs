@@ -284,7 +284,8 @@ impl Instance {
             .data
             .workflows
             .create(
-                NewWorkflow { name, description, project_id, folder_id, body, available_in_mcp: variant == Variant::Mcp },
+                // Available in MCP whichever door built it: the same user, the same keys.
+                NewWorkflow { name, description, project_id, folder_id, body, available_in_mcp: true },
                 &caller.user,
             )
             .await?;
