@@ -96,6 +96,7 @@ pub fn has_expression(v: &Value) -> bool {
 pub struct Expr {
     limits: Limits,
     timezone: String,
+    clock: Option<i64>,
     inner: Option<imp::Inner>,
     /// Evaluations performed, for the benchmark.
     pub evaluations: u64,
@@ -103,12 +104,18 @@ pub struct Expr {
 
 impl Expr {
     pub fn new(limits: Limits, timezone: String) -> Self {
-        Expr { limits, timezone, inner: None, evaluations: 0 }
+        Expr { limits, timezone, clock: None, inner: None, evaluations: 0 }
+    }
+
+    /// Freezes the clock scripts see (`EngineSettings::clock`).
+    pub fn with_clock(mut self, clock: Option<chrono::DateTime<chrono::Utc>>) -> Self {
+        self.clock = clock.map(|c| c.timestamp_millis());
+        self
     }
 
     fn inner(&mut self) -> Result<&mut imp::Inner> {
         if self.inner.is_none() {
-            self.inner = Some(imp::Inner::new(self.limits, &self.timezone)?);
+            self.inner = Some(imp::Inner::new(self.limits, &self.timezone, self.clock)?);
         }
         // just set above
         Ok(self.inner.as_mut().expect("evaluator initialised"))
@@ -140,11 +147,14 @@ mod imp {
     use super::*;
     pub struct Inner(expression::Evaluator);
     impl Inner {
-        pub fn new(limits: Limits, timezone: &str) -> Result<Self, ExpressionError> {
+        pub fn new(limits: Limits, timezone: &str, clock: Option<i64>) -> Result<Self, ExpressionError> {
             let mut e = expression::Evaluator::new(limits)?;
             // $now / Luxon default to the workflow's zone
             if timezone != "UTC" {
                 e.set_timezone(timezone)?;
+            }
+            if clock.is_some() {
+                e.set_clock(clock)?;
             }
             Ok(Inner(e))
         }
@@ -168,7 +178,7 @@ mod imp {
     use super::*;
     pub struct Inner;
     impl Inner {
-        pub fn new(_: Limits, _: &str) -> Result<Self, ExpressionError> {
+        pub fn new(_: Limits, _: &str, _: Option<i64>) -> Result<Self, ExpressionError> {
             Ok(Inner)
         }
         pub fn resolve(&mut self, v: &Value, d: &dyn DataProxy) -> Result<Value, ExpressionError> {

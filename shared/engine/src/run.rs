@@ -49,6 +49,9 @@ pub struct EngineSettings {
     /// Run data stays complete (a read decodes it again) in a fraction of the
     /// memory. Off when expressions can look back at other nodes.
     pub pack_run_data_from: usize,
+    /// A frozen "now" for expressions, Code and nodes that read the clock
+    /// (tests that expect a fixed instant); `None`: the system clock.
+    pub clock: Option<chrono::DateTime<chrono::Utc>>,
 }
 
 impl Default for EngineSettings {
@@ -64,6 +67,7 @@ impl Default for EngineSettings {
             http_timeout: Duration::from_secs(300),
             lean_run_data: false,
             pack_run_data_from: 1000,
+            clock: None,
         }
     }
 }
@@ -232,7 +236,7 @@ impl Engine {
 
     fn drive(&self, graph: &Graph, st: &mut ExecutionState, env: &Env, destination: Option<&str>, progress: Option<&ProgressHook>) -> RunStats {
         let tz = graph.workflow.settings.timezone.clone().unwrap_or_else(|| env.settings.timezone.clone());
-        let mut expr = Expr::new(env.settings.limits, tz);
+        let mut expr = Expr::new(env.settings.limits, tz).with_clock(env.settings.clock);
         let mut stats = RunStats::default();
         let allowed: Option<HashSet<String>> = destination.map(|d| {
             let mut s: HashSet<String> = graph.ancestors(d).into_iter().collect();

@@ -860,5 +860,17 @@
   defValue('console', Object.freeze({ log: mkLog('log'), info: mkLog('info'), warn: mkLog('warn'), error: mkLog('error'), debug: mkLog('debug'), trace: mkLog('trace') }));
 
 
-  return { state, setZone: (z) => { Intl.__setDefaultZone(z); Settings.defaultZone = z; } };
+  // A clock the host may freeze (tests): `Date.now()`, Luxon's `DateTime.now()`,
+  // `$now` and `$today` read it. `new Date()` keeps the real clock.
+  const realNow = Date.now;
+  let frozenNow = null;
+  Date.now = function now() {
+    return frozenNow === null ? realNow() : frozenNow;
+  };
+  Settings.now = () => Date.now();
+  const setNow = (ms) => {
+    frozenNow = ms === null || ms === undefined ? null : Number(ms);
+  };
+
+  return { state, setNow, setZone: (z) => { Intl.__setDefaultZone(z); Settings.defaultZone = z; } };
 })

@@ -159,6 +159,8 @@ enum FastPart {
 pub struct Evaluator {
     limits: Limits,
     timezone: String,
+    /// A frozen "now" (epoch ms) for `Date.now()`, `$now`, Luxon; `None`: the system clock.
+    clock: Option<i64>,
     sandbox: Option<sandbox::Sandbox>,
     plans: HashMap<String, Plan>,
     proto: fast::ProtoNames,
@@ -169,7 +171,7 @@ impl Evaluator {
         let timezone = "UTC".to_string();
         let sb = sandbox::Sandbox::new(limits, &timezone).map_err(|f| f.into_error("", &limits))?;
         let proto = fast::ProtoNames(sb.proto_names.iter().cloned().collect::<HashSet<_>>());
-        Ok(Evaluator { limits, timezone, sandbox: Some(sb), plans: HashMap::new(), proto })
+        Ok(Evaluator { limits, timezone, clock: None, sandbox: Some(sb), plans: HashMap::new(), proto })
     }
 
     pub fn limits(&self) -> Limits {
@@ -196,10 +198,23 @@ impl Evaluator {
         Ok(())
     }
 
+    /// Freezes the clock scripts see (`Date.now()`, `$now`, `$today`,
+    /// `DateTime.now()`) at `epoch_ms`; `None` restores the system clock.
+    /// For tests that expect a fixed instant.
+    pub fn set_clock(&mut self, epoch_ms: Option<i64>) -> Result<(), ExpressionError> {
+        let limits = self.limits;
+        self.sandbox()?.set_clock(epoch_ms).map_err(|f| f.into_error("", &limits))?;
+        self.clock = epoch_ms;
+        Ok(())
+    }
+
     fn sandbox(&mut self) -> Result<&mut sandbox::Sandbox, ExpressionError> {
         if self.sandbox.is_none() {
-            let sb = sandbox::Sandbox::new(self.limits, &self.timezone)
+            let mut sb = sandbox::Sandbox::new(self.limits, &self.timezone)
                 .map_err(|f| f.into_error("", &self.limits))?;
+            if self.clock.is_some() {
+                sb.set_clock(self.clock).map_err(|f| f.into_error("", &self.limits))?;
+            }
             self.sandbox = Some(sb);
         }
         self.sandbox.as_mut().ok_or_else(|| ExpressionError::Sandbox("no sandbox".into()))

@@ -84,6 +84,7 @@ pub(crate) struct Sandbox {
     funcs: HashMap<String, Persistent<Function<'static>>>,
     state: Persistent<Object<'static>>,
     set_zone: Persistent<Function<'static>>,
+    set_now: Persistent<Function<'static>>,
     ctx: Context,
     _rt: Runtime,
     host: Host,
@@ -140,10 +141,11 @@ impl Sandbox {
             let handles: Object = prelude.call((h, luxon))?;
             let state: Object = handles.get("state")?;
             let set_zone: Function = handles.get("setZone")?;
+            let set_now: Function = handles.get("setNow")?;
             let names: Vec<String> = ctx.eval("Object.getOwnPropertyNames(Object.prototype)")?;
-            Ok((Persistent::save(&ctx, state), Persistent::save(&ctx, set_zone), names))
+            Ok((Persistent::save(&ctx, state), Persistent::save(&ctx, set_zone), Persistent::save(&ctx, set_now), names))
         });
-        let (state, set_zone, proto_names) = match setup {
+        let (state, set_zone, set_now, proto_names) = match setup {
             Ok(v) => v,
             Err(e) => {
                 let msg = ctx.with(|ctx| exception_message(&ctx, e));
@@ -155,6 +157,7 @@ impl Sandbox {
             funcs: HashMap::new(),
             state,
             set_zone,
+            set_now,
             ctx,
             _rt: rt,
             host,
@@ -179,6 +182,16 @@ impl Sandbox {
         self.ctx.with(|ctx| {
             let f = f.restore(&ctx).map_err(sandbox_err)?;
             f.call::<_, ()>((tz,)).map_err(|e| Failure::Runtime(exception_message(&ctx, e)))
+        })
+    }
+
+    /// Freezes the script clock at `epoch_ms` (`None`: the system clock).
+    pub(crate) fn set_clock(&mut self, epoch_ms: Option<i64>) -> Result<(), Failure> {
+        let f = self.set_now.clone();
+        self.ctx.with(|ctx| {
+            let f = f.restore(&ctx).map_err(sandbox_err)?;
+            let ms: Option<f64> = epoch_ms.map(|m| m as f64);
+            f.call::<_, ()>((ms,)).map_err(|e| Failure::Runtime(exception_message(&ctx, e)))
         })
     }
 

@@ -198,6 +198,11 @@ impl<'a> NodeContext<'a> {
         self.node.on_error() != OnError::StopWorkflow
     }
 
+    /// The current instant: the system clock, or `EngineSettings::clock` when frozen.
+    pub fn now(&self) -> chrono::DateTime<chrono::Utc> {
+        self.env.settings.clock.unwrap_or_else(chrono::Utc::now)
+    }
+
     pub fn timezone(&self) -> String {
         self.graph.workflow.settings.timezone.clone().unwrap_or_else(|| self.env.settings.timezone.clone())
     }
