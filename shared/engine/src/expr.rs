@@ -135,6 +135,12 @@ impl Expr {
         Ok(self.inner()?.run_code(code, mode, data)?)
     }
 
+    /// A complete script function with its result read straight into items.
+    pub fn run_function_items(&mut self, source: &str, data: &dyn DataProxy) -> Result<(Vec<Item>, Vec<String>)> {
+        self.evaluations += 1;
+        Ok(self.inner()?.run_function_items(source, data)?)
+    }
+
     /// `runOnceForAllItems` code with its result read straight into items.
     pub fn run_code_items(&mut self, code: &str, data: &dyn DataProxy) -> Result<(Vec<Item>, Vec<String>)> {
         self.evaluations += 1;
@@ -166,6 +172,9 @@ mod imp {
         }
         pub fn run_code_items(&mut self, c: &str, d: &dyn DataProxy) -> Result<(Vec<Item>, Vec<String>), ExpressionError> {
             self.0.run_code_items(c, d)
+        }
+        pub fn run_function_items(&mut self, s: &str, d: &dyn DataProxy) -> Result<(Vec<Item>, Vec<String>), ExpressionError> {
+            self.0.run_function_items(s, d)
         }
     }
 }
@@ -200,6 +209,9 @@ mod imp {
         }
         pub fn run_code_items(&mut self, c: &str, _: &dyn DataProxy) -> Result<(Vec<Item>, Vec<String>), ExpressionError> {
             Err(ExpressionError::Sandbox(format!("JavaScript is not available in this build: {}", c.len())))
+        }
+        pub fn run_function_items(&mut self, s: &str, _: &dyn DataProxy) -> Result<(Vec<Item>, Vec<String>), ExpressionError> {
+            Err(ExpressionError::Sandbox(format!("JavaScript is not available in this build: {}", s.len())))
         }
     }
 

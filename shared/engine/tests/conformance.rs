@@ -13,7 +13,8 @@
 //! from `mocks.json` (one per base URL, which the workflow is pointed at).
 //! The process runs in UTC, a workflow without `settings.timezone` gets n8n's
 //! default `America/New_York`, and fixtures listed in [`FROZEN_CLOCK`] run
-//! with the clock fixed.
+//! with the clock fixed. `tests/fixtures/n8n/**` holds more of n8n's fixtures
+//! (copied from its repository, listed in `tests/fixtures/README.md`); all must pass.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -392,4 +393,16 @@ fn conformance_round2() {
         problems.push(format!("{k} is listed as a known failure but is no fixture"));
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// More of n8n's fixtures, kept in this repository (`tests/fixtures/`).
+#[test]
+fn conformance_extra() {
+    let results = run_root(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/n8n"));
+    let failed: Vec<_> = results.iter().filter(|(_, r)| r.is_err()).collect();
+    println!("fixtures extra: {} passed, {} failed", results.len() - failed.len(), failed.len());
+    for (name, e) in &failed {
+        println!("  FAILED {name}\n    {}", e.as_ref().err().map(String::as_str).unwrap_or(""));
+    }
+    assert!(failed.is_empty(), "{} fixture(s) failed", failed.len());
 }

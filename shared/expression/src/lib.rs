@@ -319,6 +319,21 @@ impl Evaluator {
         })
     }
 
+    /// Runs `source`, a JavaScript function expression (may be async), as it
+    /// is, to completion (promises, timers), and reads its result as items
+    /// like [`Evaluator::run_code_items`] does. For hosts that wrap user code
+    /// themselves (user code in it should go through [`prepare_script`]).
+    pub fn run_function_items(&mut self, source: &str, data: &dyn DataProxy) -> Result<(Vec<Item>, Vec<String>), ExpressionError> {
+        let limits = self.limits;
+        let r = self.sandbox()?.run_script_items(source, data);
+        r.map_err(|f| {
+            if f.is_fatal() {
+                self.sandbox = None;
+            }
+            f.into_error(&excerpt(source), &limits)
+        })
+    }
+
     /// Runs Code node JavaScript. The result is normalised like n8n does:
     /// `AllItems` gives an array of items (`[{json, ...}]`), `EachItem` one item
     /// object (or null when the script returned nothing).
@@ -345,6 +360,12 @@ impl Evaluator {
             }
         }
     }
+}
+
+/// Script code as the sandbox runs it: calls of n8n's extension methods
+/// (`$json.name.isEmpty()`) rewritten to the sandbox's dispatchers.
+pub fn prepare_script(code: &str) -> String {
+    template::rewrite_extension_calls(code)
 }
 
 /// The function a Code node script runs in.
