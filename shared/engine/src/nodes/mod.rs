@@ -12,6 +12,10 @@ use crate::run::Env;
 use crate::workflow::{Graph, Node, OnError};
 
 pub mod aggregate;
+pub mod binary;
+pub mod convert_to_file;
+pub mod extract_from_file;
+pub mod rss;
 pub mod code;
 pub mod conditions;
 pub mod crypto;
@@ -87,6 +91,9 @@ pub fn get(node_type: &str) -> Option<NodeFn> {
         "n8n-nodes-base.dateTime" => datetime::execute,
         "n8n-nodes-base.crypto" => crypto::execute,
         "n8n-nodes-base.html" => html::execute,
+        "n8n-nodes-base.convertToFile" => convert_to_file::execute,
+        "n8n-nodes-base.extractFromFile" => extract_from_file::execute,
+        "n8n-nodes-base.rssFeedRead" => rss::execute,
         _ => return None,
     };
     Some(f)
