@@ -313,49 +313,68 @@ fn jwt(name: &str, params: Value) -> Value {
 
 #[test]
 fn jwt_sign_decode_verify() {
-    let host = || with_creds(json!({ "keyType": "passphrase", "secret": "s3cret", "algorithm": "HS256" }));
+    let host = || with_creds(json!({ "keyType": "passphrase", "secret": "baz", "algorithm": "HS256" }));
+    // after n8n's Jwt/test/jwt.workflow.json (commit 0a0bb4e3ada7): claims go into the
+    // payload under the node's own names, the JSON default payload, kid and header claims
     let st = run_with(
         start(json!([{}])),
         vec![
-            jwt("Sign", json!({ "operation": "sign", "claims": { "subject": "u1", "audience": "a,b", "expiresIn": 60 } })),
+            jwt("Sign", json!({ "claims": { "audience": "test", "issuer": "test", "jwtid": "123", "subject": "test" }, "options": { "kid": "custom-kid" } })),
             jwt("Verify", json!({ "operation": "verify", "token": "={{ $json.token }}", "options": { "complete": true } })),
         ],
         host(),
     );
     let v = &jsons(&st, "Verify")[0];
-    assert_eq!(v["header"], json!({ "alg": "HS256", "typ": "JWT" }));
-    assert_eq!((v["payload"]["sub"].clone(), v["payload"]["aud"].clone()), (json!("u1"), json!(["a", "b"])));
-    let iat = v["payload"]["iat"].as_i64().unwrap();
-    assert_eq!(v["payload"]["exp"].as_i64(), Some(iat + 60));
+    assert_eq!(v["header"], json!({ "alg": "HS256", "typ": "JWT", "kid": "custom-kid" }));
+    assert_eq!((v["payload"]["audience"].clone(), v["payload"]["jwtid"].clone()), (json!("test"), json!("123")));
+    assert!(v["payload"]["iat"].as_i64().is_some());
+    let st = run_with(
+        start(json!([{}])),
+        vec![jwt("Sign", json!({ "useJson": true })), jwt("Decode", json!({ "operation": "decode", "token": "={{ $json.token }}" }))],
+        host(),
+    );
+    let p = &jsons(&st, "Decode")[0]["payload"];
+    assert_eq!((p["my_field_1"].clone(), p["my_field_2"].clone()), (json!("value 1"), json!("value 2")));
+    let st = run_with(
+        start(json!([{}])),
+        vec![
+            jwt("Sign", json!({ "claims": { "subject": "x" }, "headerClaims": "{\n  \"x5t\": \"abc123thumbprint\",\n  \"kid\": \"header-kid\"\n}", "options": { "kid": "option-kid" } })),
+            jwt("Decode", json!({ "operation": "decode", "token": "={{ $json.token }}", "options": { "complete": true } })),
+        ],
+        host(),
+    );
+    assert_eq!(jsons(&st, "Decode")[0]["header"], json!({ "alg": "HS256", "typ": "JWT", "kid": "header-kid", "x5t": "abc123thumbprint" }));
 
     // a token from elsewhere: decode reads it, verify checks signature and expiry
     let h = base64::engine::general_purpose::URL_SAFE_NO_PAD;
     let body = format!("{}.{}", h.encode(br#"{"alg":"HS256","typ":"JWT"}"#), h.encode(br#"{"sub":"x","exp":1}"#));
     let forged = format!("{body}.{}", h.encode(b"not a signature"));
     let st = run_with(start(json!([{}])), vec![jwt("D", json!({ "operation": "decode", "token": forged }))], host());
-    assert_eq!(jsons(&st, "D"), vec![json!({ "sub": "x", "exp": 1 })]);
+    assert_eq!(jsons(&st, "D"), vec![json!({ "payload": { "sub": "x", "exp": 1 } })]);
+    let st = run_with(start(json!([{}])), vec![jwt("D", json!({ "operation": "decode", "token": "abc" }))], host());
+    assert_eq!(jsons(&st, "D"), vec![json!({ "payload": null })]);
     let st = run_with(start(json!([{}])), vec![jwt("V", json!({ "operation": "verify", "token": forged }))], host());
-    assert_eq!(error(&st), "invalid signature");
-    let st = run_with(
-        start(json!([{}])),
+    assert_eq!(error(&st), "The JWT token can't be verified");
+    let mut tolerant = jwt("V", json!({ "operation": "verify", "token": forged }));
+    tolerant["onError"] = json!("continueRegularOutput");
+    let st = run_with(start(json!([{ "keep": 1 }])), vec![tolerant], host());
+    assert_eq!(jsons(&st, "V"), vec![json!({ "keep": 1 })], "a failed item keeps its input json");
+    let st = run_with(start(json!([{}])), vec![jwt("V", json!({ "operation": "verify", "token": "" }))], host());
+    assert_eq!(error(&st), "The JWT token was not provided");
+    let expired = |opts: Value| {
         vec![
-            jwt("Sign", json!({ "operation": "sign", "useJson": true, "claimsJson": "{\"exp\": 1}" })),
-            jwt("V", json!({ "operation": "verify", "token": "={{ $json.token }}" })),
-        ],
-        host(),
-    );
+            jwt("Sign", json!({ "useJson": true, "claimsJson": "{\"exp\": 1}" })),
+            jwt("V", json!({ "operation": "verify", "token": "={{ $json.token }}", "options": opts })),
+        ]
+    };
+    let st = run_with(start(json!([{}])), expired(json!({})), host());
     assert_eq!(error(&st), "jwt expired");
-    let st = run_with(
-        start(json!([{}])),
-        vec![
-            jwt("Sign", json!({ "operation": "sign", "useJson": true, "claimsJson": "{\"exp\": 1}" })),
-            jwt("V", json!({ "operation": "verify", "token": "={{ $json.token }}", "options": { "ignoreExpiration": true } })),
-        ],
-        host(),
-    );
-    assert_eq!(jsons(&st, "V")[0]["exp"], 1);
+    let st = run_with(start(json!([{}])), expired(json!({ "ignoreExpiration": true })), host());
+    assert_eq!(jsons(&st, "V")[0]["payload"]["exp"], 1);
     let st = run_with(start(json!([{}])), vec![jwt("V", json!({ "operation": "verify", "token": "abc" }))], host());
     assert_eq!(error(&st), "jwt malformed");
+    let st = run_with(start(json!([{}])), expired(json!({ "algorithm": "HS512" })), host());
+    assert_eq!(error(&st), "invalid algorithm");
 
     let key = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/jwt-test-key.pem")).unwrap();
     let public = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/jwt-test-key.pub")).unwrap();
@@ -363,13 +382,17 @@ fn jwt_sign_decode_verify() {
     let st = run_with(
         start(json!([{}])),
         vec![
-            jwt("Sign", json!({ "operation": "sign", "useJson": true, "claimsJson": "{\"role\": \"admin\"}", "options": { "kid": "k1" } })),
+            jwt("Sign", json!({ "useJson": true, "claimsJson": "{\"role\": \"admin\"}", "options": { "kid": "k1" } })),
             jwt("V", json!({ "operation": "verify", "token": "={{ $json.token }}", "options": { "complete": true } })),
         ],
         rs(),
     );
     let v = &jsons(&st, "V")[0];
     assert_eq!((v["header"]["alg"].clone(), v["header"]["kid"].clone(), v["payload"]["role"].clone()), (json!("RS256"), json!("k1"), json!("admin")));
+    // a key pasted on one line (no line breaks) still works
+    let flat = key.replace('\n', " ");
+    let st = run_with(start(json!([{}])), vec![jwt("S", json!({ "operation": "sign", "claims": { "a": 1 } }))], with_creds(json!({ "keyType": "pemKey", "privateKey": flat, "algorithm": "RS256" })));
+    assert_eq!(st.status, ExecutionStatus::Success, "{:?}", st.error);
     let st = run_with(start(json!([{}])), vec![jwt("S", json!({ "operation": "sign", "options": { "algorithm": "ES256" } }))], rs());
     assert!(error(&st).contains("ES256 is not supported"));
 }

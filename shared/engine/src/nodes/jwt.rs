@@ -8,39 +8,69 @@ use hmac::{Hmac, Mac};
 use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256, Sha384, Sha512};
 
-use super::binary::each_item;
 use super::{NodeContext, NodeOutput};
 use crate::error::{EngineError, Result};
 
 const B64URL: base64::engine::GeneralPurpose = base64::engine::general_purpose::URL_SAFE_NO_PAD;
 
+/// n8n's default for "Payload Claims (JSON)".
+const DEFAULT_CLAIMS_JSON: &str = "{\n  \"my_field_1\": \"value 1\",\n  \"my_field_2\": \"value 2\"\n}\n";
+
 pub fn execute(ctx: &mut NodeContext<'_>) -> Result<NodeOutput> {
     let input = ctx.input(0);
     let creds = credential(ctx)?;
-    let out = each_item(ctx, &input, |ctx, _item, i, out| {
-        let op = ctx.param_str("operation", i, "sign")?;
-        let alg = match ctx.param_str("options.algorithm", i, "")? {
-            a if a.is_empty() => creds.get("algorithm").and_then(Value::as_str).unwrap_or("HS256").to_string(),
-            a => a,
-        };
-        let json = match op.as_str() {
-            "sign" => json!({ "token": sign(ctx, i, &creds, &alg)? }),
-            "decode" => {
-                let token = ctx.param_str("token", i, "")?;
-                let (header, payload, signature) = split(&token)?;
-                if ctx.param_bool("options.complete", i, false)? {
-                    json!({ "header": header, "payload": payload, "signature": signature })
-                } else {
-                    payload
-                }
+    let op = ctx.param_str("operation", 0, "sign")?;
+    let mut out = Vec::with_capacity(input.len());
+    for (i, item) in input.iter().enumerate() {
+        match one(ctx, &op, &creds, i) {
+            Ok(json) => out.push(crate::data::item_from(json, i)),
+            // n8n keeps the input's json on a failed item
+            Err(e) if ctx.continue_on_fail() => {
+                ctx.error_items.push(out.len());
+                out.push(crate::data::item_from(Value::clone(&item.json), i));
+                let _ = e;
             }
-            "verify" => verify(ctx, i, &creds, &alg)?,
-            other => return Err(EngineError::node(format!("The operation \"{other}\" is not supported!"))),
-        };
-        out.push(crate::data::item_from(json, i));
-        Ok(())
-    })?;
+            Err(e) => return Err(e),
+        }
+    }
     Ok(NodeOutput::one(out))
+}
+
+fn one(ctx: &mut NodeContext<'_>, op: &str, creds: &Value, i: usize) -> Result<Value> {
+    let alg = match ctx.param_str("options.algorithm", i, "")? {
+        a if a.is_empty() => creds.get("algorithm").and_then(Value::as_str).unwrap_or("HS256").to_string(),
+        a => a,
+    };
+    match op {
+        "sign" => Ok(json!({ "token": sign(ctx, i, creds, &alg)? })),
+        "decode" => {
+            let token = token(ctx, i)?;
+            // jsonwebtoken's decode gives null for what it cannot read
+            Ok(match split(&token) {
+                Ok((header, payload, signature)) if ctx.param_bool("options.complete", i, false)? => {
+                    json!({ "header": header, "payload": payload, "signature": signature })
+                }
+                Ok((_, payload, _)) => json!({ "payload": payload }),
+                Err(_) => json!({ "payload": null }),
+            })
+        }
+        "verify" => verify(ctx, i, creds, &alg).map_err(|e| match e {
+            EngineError::Node { message, .. } if message == "invalid signature" => EngineError::node_with(
+                "The JWT token can't be verified",
+                "Be sure that the provided JWT token is correctly encoded and matches the selected credentials",
+            ),
+            other => other,
+        }),
+        other => Err(EngineError::node(format!("The operation \"{other}\" is not supported!"))),
+    }
+}
+
+fn token(ctx: &mut NodeContext<'_>, i: usize) -> Result<String> {
+    let t = ctx.param_str("token", i, "")?;
+    if t.is_empty() {
+        return Err(EngineError::node_with("The JWT token was not provided", "Be sure to add a valid JWT token to the 'Token' parameter"));
+    }
+    Ok(t)
 }
 
 fn credential(ctx: &NodeContext<'_>) -> Result<Value> {
@@ -49,29 +79,31 @@ fn credential(ctx: &NodeContext<'_>) -> Result<Value> {
     provider.get("jwtAuth", &reference).map_err(|e| EngineError::node(format!("Node does not have credentials of type jwtAuth: {e}")))
 }
 
-fn now_secs() -> i64 {
-    chrono::Utc::now().timestamp()
+fn json_object(v: Value, what: &str) -> Result<Value> {
+    let v = match v {
+        Value::String(s) if s.trim().is_empty() => json!({}),
+        Value::String(s) => serde_json::from_str(&s).map_err(|_| EngineError::node(format!("{what} must be a valid JSON object")))?,
+        v => v,
+    };
+    if v.is_object() {
+        Ok(v)
+    } else {
+        Err(EngineError::node(format!("{what} must be a valid JSON object")))
+    }
 }
 
+/// jsonwebtoken's `sign`: the payload as given (n8n passes its claims
+/// collection through with its own key names) plus `iat`; header `alg`,
+/// `typ`, `kid`, then the node's header claims.
 fn sign(ctx: &mut NodeContext<'_>, i: usize, creds: &Value, alg: &str) -> Result<String> {
     let mut payload = if ctx.param_bool("useJson", i, false)? {
-        match ctx.param("claimsJson", i, json!({}))? {
-            Value::String(s) => serde_json::from_str(&s).map_err(|_| EngineError::node("Claims (JSON) must be a valid JSON object"))?,
-            v => v,
-        }
+        json_object(ctx.param("claimsJson", i, json!(DEFAULT_CLAIMS_JSON))?, "Payload Claims (JSON)")?
     } else {
-        claims(ctx.param("claims", i, json!({}))?)
+        json_object(ctx.param("claims", i, json!({}))?, "Payload Claims")?
     };
-    let Value::Object(p) = &mut payload else { return Err(EngineError::node("Claims must be an object")) };
-    let iat = now_secs();
-    if !p.contains_key("iat") {
-        p.insert("iat".into(), json!(iat));
-    }
-    // jsonwebtoken turns the relative `expiresIn` / `notBefore` into timestamps
-    for k in ["exp", "nbf"] {
-        if p.shift_remove(&format!("__relative_{k}")).is_some() {
-            let secs = p.get(k).and_then(Value::as_f64).unwrap_or(0.0) as i64;
-            p.insert(k.into(), json!(iat + secs));
+    if let Value::Object(p) = &mut payload {
+        if !p.contains_key("iat") {
+            p.insert("iat".into(), json!(chrono::Utc::now().timestamp()));
         }
     }
     let mut header = Map::new();
@@ -80,6 +112,11 @@ fn sign(ctx: &mut NodeContext<'_>, i: usize, creds: &Value, alg: &str) -> Result
     let kid = ctx.param_str("options.kid", i, "")?;
     if !kid.is_empty() {
         header.insert("kid".into(), json!(kid));
+    }
+    if let Some(extra) = ctx.param_opt("headerClaims", i)? {
+        if let Value::Object(m) = json_object(extra, "Header Claims (JSON)")? {
+            header.extend(m);
+        }
     }
     let input = format!(
         "{}.{}",
@@ -90,44 +127,23 @@ fn sign(ctx: &mut NodeContext<'_>, i: usize, creds: &Value, alg: &str) -> Result
     Ok(format!("{input}.{}", B64URL.encode(sig)))
 }
 
-/// The node's claims collection → a payload (`audience` → `aud`, …; the
-/// relative `expiresIn` / `notBefore` seconds are marked for `sign`).
-fn claims(c: Value) -> Value {
-    let mut p = Map::new();
-    for (k, v) in c.as_object().into_iter().flatten() {
-        let (key, v) = match k.as_str() {
-            "audience" => ("aud", audience(v)),
-            "issuer" => ("iss", v.clone()),
-            "jwtid" => ("jti", v.clone()),
-            "subject" => ("sub", v.clone()),
-            "expiresIn" => {
-                p.insert("__relative_exp".into(), Value::Bool(true));
-                ("exp", v.clone())
-            }
-            "notBefore" => {
-                p.insert("__relative_nbf".into(), Value::Bool(true));
-                ("nbf", v.clone())
-            }
-            other => (other, v.clone()),
-        };
-        p.insert(key.into(), v);
-    }
-    Value::Object(p)
-}
-
-fn audience(v: &Value) -> Value {
-    match v {
-        Value::String(s) if s.contains(',') => Value::Array(s.split(',').map(|x| json!(x.trim())).collect()),
-        other => other.clone(),
-    }
-}
-
 fn secret(creds: &Value) -> Vec<u8> {
     creds.get("secret").and_then(Value::as_str).unwrap_or("").as_bytes().to_vec()
 }
 
-fn pem<'c>(creds: &'c Value, key: &str) -> Result<&'c str> {
-    creds.get(key).and_then(Value::as_str).filter(|s| !s.is_empty()).ok_or_else(|| EngineError::node(format!("The credential has no {key}")))
+/// The credential's PEM key, re-wrapped as n8n's `formatPrivateKey` does for
+/// keys pasted without their line breaks.
+fn pem(creds: &Value, key: &str) -> Result<String> {
+    let raw = creds.get(key).and_then(Value::as_str).filter(|s| !s.trim().is_empty()).ok_or_else(|| EngineError::node(format!("The credential has no {key}")))?;
+    let raw = raw.trim().replace("\\n", "\n");
+    let (Some(b), Some(e)) = (raw.find("-----BEGIN"), raw.rfind("-----END")) else { return Ok(raw) };
+    let header_end = raw[b + 10..].find("-----").map(|x| b + 10 + x + 5).unwrap_or(b);
+    if header_end >= e {
+        return Ok(raw);
+    }
+    let body: String = raw[header_end..e].chars().filter(|c| !c.is_whitespace()).collect();
+    let lines: Vec<String> = body.as_bytes().chunks(64).map(|c| String::from_utf8_lossy(c).into_owned()).collect();
+    Ok(format!("{}\n{}\n{}", &raw[b..header_end], lines.join("\n"), raw[e..].trim()))
 }
 
 fn hmac_sig(alg: &str, key: &[u8], data: &[u8]) -> Result<Vec<u8>> {
@@ -150,8 +166,8 @@ fn private_key(creds: &Value) -> Result<rsa::RsaPrivateKey> {
     use rsa::pkcs1::DecodeRsaPrivateKey;
     use rsa::pkcs8::DecodePrivateKey;
     let p = pem(creds, "privateKey")?;
-    rsa::RsaPrivateKey::from_pkcs1_pem(p)
-        .or_else(|_| rsa::RsaPrivateKey::from_pkcs8_pem(p))
+    rsa::RsaPrivateKey::from_pkcs1_pem(&p)
+        .or_else(|_| rsa::RsaPrivateKey::from_pkcs8_pem(&p))
         .map_err(|_| EngineError::node("secretOrPrivateKey must be an asymmetric key when using RS256"))
 }
 
@@ -159,8 +175,8 @@ fn public_key(creds: &Value) -> Result<rsa::RsaPublicKey> {
     use rsa::pkcs1::DecodeRsaPublicKey;
     use rsa::pkcs8::DecodePublicKey;
     let p = pem(creds, "publicKey")?;
-    rsa::RsaPublicKey::from_public_key_pem(p)
-        .or_else(|_| rsa::RsaPublicKey::from_pkcs1_pem(p))
+    rsa::RsaPublicKey::from_public_key_pem(&p)
+        .or_else(|_| rsa::RsaPublicKey::from_pkcs1_pem(&p))
         .map_err(|_| EngineError::node("secretOrPublicKey must be an asymmetric key when using RS256"))
 }
 
@@ -214,7 +230,7 @@ fn split(token: &str) -> Result<(Value, Value, String)> {
 }
 
 fn verify(ctx: &mut NodeContext<'_>, i: usize, creds: &Value, alg: &str) -> Result<Value> {
-    let token = ctx.param_str("token", i, "")?;
+    let token = token(ctx, i)?;
     let (header, payload, sig) = split(&token)?;
     if header.get("alg").and_then(Value::as_str) != Some(alg) {
         return Err(EngineError::node("invalid algorithm"));
@@ -236,7 +252,7 @@ fn verify(ctx: &mut NodeContext<'_>, i: usize, creds: &Value, alg: &str) -> Resu
         return Err(EngineError::node("invalid signature"));
     }
     let tolerance = ctx.param_f64("options.clockTolerance", i, 0.0)? as i64;
-    let now = now_secs();
+    let now = chrono::Utc::now().timestamp();
     if !ctx.param_bool("options.ignoreNotBefore", i, false)? {
         if let Some(nbf) = payload.get("nbf").and_then(Value::as_i64) {
             if nbf > now + tolerance {
@@ -254,7 +270,7 @@ fn verify(ctx: &mut NodeContext<'_>, i: usize, creds: &Value, alg: &str) -> Resu
     Ok(if ctx.param_bool("options.complete", i, false)? {
         json!({ "header": header, "payload": payload, "signature": B64URL.encode(sig) })
     } else {
-        payload
+        json!({ "payload": payload })
     })
 }
 
