@@ -146,7 +146,7 @@ fn json_text_and_base64_files() {
     let st = run(json!([{}]), vec![node("X", "extractFromFile", 1.0, json!({ "operation": "pdf" }))]);
     assert!(error(&st).contains("not supported"));
     let st = run(json!([{}]), vec![node("X", "extractFromFile", 1.0, json!({ "operation": "text" }))]);
-    assert_eq!(error(&st), "No binary data exists on item!");
+    assert_eq!(error(&st), "This operation expects the node's input data to contain a binary file 'data', but none was found [item 0]");
 }
 
 #[test]
@@ -282,6 +282,7 @@ fn zip_and_gzip_round_trips() {
     // the item's json passes through (empty after Convert to File)
     assert_eq!(jsons(&st, "Unzip")[0], json!({}));
 
+    // v1 gzip: `<prefix><index>` named `<stem>.gzip`
     let mut nodes = start(json!([{ "a": "zipped twice" }]));
     nodes.push(text("a", "a.txt"));
     nodes.push(node("Gz", "compression", 1.0, json!({ "operation": "compress", "binaryPropertyName": "a", "outputFormat": "gzip", "outputPrefix": "gz" })));
@@ -290,6 +291,22 @@ fn zip_and_gzip_round_trips() {
     assert_eq!(file(&st, "Gz", "gz0").1["fileName"], "a.gzip");
     let (plain, entry) = file(&st, "Gunzip", "out0");
     assert_eq!((plain.as_slice(), entry["fileName"].as_str()), (&b"zipped twice"[..], Some("a.txt")));
+    // v1.1 gzip: the output field, `<name>.<ext>.gz`, and back to `<name>.<ext>`
+    let mut nodes = start(json!([{ "a": "{\"k\": 1}" }]));
+    nodes.push(text("a", "doc.json"));
+    nodes.push(node("Gz", "compression", 1.1, json!({ "operation": "compress", "binaryPropertyName": "a", "outputFormat": "gzip", "binaryPropertyOutput": "packed" })));
+    nodes.push(node("Gunzip", "compression", 1.1, json!({ "operation": "decompress", "binaryPropertyName": "packed" })));
+    let st = run_with(nodes, vec![], Host::default());
+    assert_eq!(file(&st, "Gz", "packed").1["fileName"], "doc.json.gz");
+    let (plain, entry) = file(&st, "Gunzip", "file_0");
+    assert_eq!((plain.as_slice(), entry["fileName"].as_str(), entry["mimeType"].as_str()), (&b"{\"k\": 1}"[..], Some("doc.json"), Some("application/json")));
+    // v1 with no output format set emits nothing, as n8n does
+    let mut nodes = start(json!([{ "a": "x" }]));
+    nodes.push(text("a", "a.txt"));
+    nodes.push(node("None", "compression", 1.0, json!({ "operation": "compress", "binaryPropertyName": "a" })));
+    assert!(items(&run_with(nodes, vec![], Host::default()), "None").is_empty());
+    let st = run(json!([{}]), vec![node("Bad", "compression", 1.1, json!({ "operation": "decompress" }))]);
+    assert!(error(&st).contains("expects the node's input data to contain a binary file 'data'"));
 }
 
 // ---- JWT / TOTP -------------------------------------------------------------------------

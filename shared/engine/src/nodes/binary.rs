@@ -11,14 +11,20 @@ use crate::error::{EngineError, Result};
 
 pub(crate) const B64: base64::engine::GeneralPurpose = base64::engine::general_purpose::STANDARD;
 
-/// The bytes and metadata of `item.binary[prop]`, with n8n's error when absent.
-pub(crate) fn read<'i>(item: &'i Item, prop: &str) -> Result<(Vec<u8>, &'i Value)> {
-    let entry = item.binary.as_ref().and_then(|b| b.get(prop)).ok_or_else(|| {
-        if item.binary.as_ref().is_none_or(|b| b.as_object().is_none_or(Map::is_empty)) {
-            EngineError::node_with("No binary data exists on item!", "Make sure the previous node outputs binary data")
-        } else {
-            EngineError::node(format!("The item has no binary field '{prop}'"))
-        }
+/// The bytes and metadata of `item.binary[prop]` (item `i`), with n8n's
+/// `assertBinaryData` errors when absent.
+pub(crate) fn read<'i>(item: &'i Item, prop: &str, i: usize) -> Result<(Vec<u8>, &'i Value)> {
+    let Some(all) = item.binary.as_ref().filter(|b| b.as_object().is_some_and(|m| !m.is_empty())) else {
+        return Err(EngineError::node_with(
+            format!("This operation expects the node's input data to contain a binary file '{prop}', but none was found [item {i}]"),
+            "Make sure that the previous node outputs a binary file",
+        ));
+    };
+    let entry = all.get(prop).ok_or_else(|| {
+        EngineError::node_with(
+            format!("The item has no binary field '{prop}' [item {i}]"),
+            "Check that the parameter where you specified the input binary field name is correct, and that it matches a field in the binary input",
+        )
     })?;
     let data = entry.get("data").and_then(Value::as_str).unwrap_or("");
     let bytes = B64.decode(data.trim()).map_err(|e| EngineError::node(format!("binary field '{prop}' is not valid base64: {e}")))?;

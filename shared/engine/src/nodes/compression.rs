@@ -15,8 +15,10 @@ use crate::error::{EngineError, Result};
 /// Most bytes one item may unpack to.
 const MAX_UNPACKED: u64 = 256 << 20;
 /// Extensions zip stores without compressing again (n8n's ALREADY_COMPRESSED).
-const ALREADY_COMPRESSED: [&str; 16] =
-    ["7z", "aifc", "bz2", "doc", "docx", "gif", "gz", "heic", "heif", "jpg", "jpeg", "mov", "mp3", "mp4", "png", "zip"];
+const ALREADY_COMPRESSED: [&str; 24] = [
+    "7z", "aifc", "bz2", "doc", "docx", "gif", "gz", "heic", "heif", "jpg", "jpeg", "mov", "mp3", "mp4", "pdf", "png", "ppt", "pptx",
+    "rar", "webm", "webp", "xls", "xlsx", "zip",
+];
 
 pub fn execute(ctx: &mut NodeContext<'_>) -> Result<NodeOutput> {
     let input = ctx.input(0);
@@ -30,43 +32,63 @@ pub fn execute(ctx: &mut NodeContext<'_>) -> Result<NodeOutput> {
 }
 
 fn names(ctx: &mut NodeContext<'_>, i: usize) -> Result<Vec<String>> {
-    Ok(ctx.param_str("binaryPropertyName", i, "data")?.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect())
+    Ok(ctx.param_str("binaryPropertyName", i, "data")?.split(',').map(|s| s.trim().to_string()).collect())
 }
 
 fn zip_err(e: impl std::fmt::Display) -> EngineError {
-    EngineError::node(format!("Compression failed: {e}"))
+    EngineError::node(e.to_string())
+}
+
+fn meta_str<'m>(meta: &'m Value, key: &str) -> Option<&'m str> {
+    meta.get(key).and_then(Value::as_str)
+}
+
+/// The part of a file name before its first dot (n8n's `fileName.split('.')[0]`).
+fn stem(meta: &Value) -> String {
+    meta_str(meta, "fileName").unwrap_or("").split('.').next().unwrap_or("").to_string()
 }
 
 fn compress(ctx: &mut NodeContext<'_>, item: &Item, i: usize, out: &mut Vec<Item>) -> Result<()> {
-    let format = ctx.param_str("outputFormat", i, "zip")?;
+    // v1 reads its parameters from the first item only
+    let v2 = ctx.version() > 1.0;
+    let pi = if v2 { i } else { 0 };
+    let format = ctx.param_str("outputFormat", 0, if v2 { "zip" } else { "" })?;
     let mut binaries = Map::new();
-    if format == "zip" {
-        let mut w = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
-        for name in names(ctx, i)? {
-            let (bytes, meta) = binary::read(item, &name)?;
-            let file_name = meta.get("fileName").and_then(Value::as_str).unwrap_or(&name).to_string();
-            let ext = meta.get("fileExtension").and_then(Value::as_str).unwrap_or("").to_ascii_lowercase();
-            let method = if ALREADY_COMPRESSED.contains(&ext.as_str()) { zip::CompressionMethod::Stored } else { zip::CompressionMethod::Deflated };
-            let opts = zip::write::SimpleFileOptions::default().compression_method(method);
-            w.start_file(file_name, opts).map_err(zip_err)?;
+    let mut zip = (format == "zip").then(|| zip::ZipWriter::new(std::io::Cursor::new(Vec::new())));
+    for (index, name) in names(ctx, pi)?.iter().enumerate() {
+        let (bytes, meta) = binary::read(item, name, i)?;
+        if let Some(w) = zip.as_mut() {
+            let file_name = meta_str(meta, "fileName").unwrap_or(name).to_string();
+            let ext = meta_str(meta, "fileExtension").unwrap_or("");
+            let method = if ALREADY_COMPRESSED.contains(&ext) { zip::CompressionMethod::Stored } else { zip::CompressionMethod::Deflated };
+            w.start_file(file_name, zip::write::SimpleFileOptions::default().compression_method(method)).map_err(zip_err)?;
             w.write_all(&bytes).map_err(zip_err)?;
-        }
-        let bytes = w.finish().map_err(zip_err)?.into_inner();
-        let file_name = ctx.param_str("fileName", i, "")?;
-        let prop = ctx.param_str("binaryPropertyOutput", i, "data")?;
-        binaries.insert(prop, binary::entry(&bytes, &file_name, Some("application/zip")));
-    } else if format == "gzip" {
-        let prefix = ctx.param_str("outputPrefix", i, "data")?;
-        for (index, name) in names(ctx, i)?.iter().enumerate() {
-            let (bytes, meta) = binary::read(item, name)?;
+        } else if format == "gzip" {
             let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
             enc.write_all(&bytes).map_err(zip_err)?;
             let gz = enc.finish().map_err(zip_err)?;
-            let stem = meta.get("fileName").and_then(Value::as_str).unwrap_or("").split('.').next().unwrap_or("").to_string();
-            binaries.insert(format!("{prefix}{index}"), binary::entry(&gz, &format!("{stem}.gzip"), Some("application/gzip")));
+            let (prop, path) = if v2 {
+                let prefix = ctx.param_str("binaryPropertyOutput", i, "data")?;
+                let prop = if index == 0 { prefix } else { format!("{prefix}{index}") };
+                let given = ctx.param_str("fileName", i, "")?;
+                let name = if given.is_empty() { stem(meta) } else { given.replace(".gz", "").replace(".gzip", "") };
+                let ext = meta_str(meta, "fileExtension").map(|e| format!(".{}", e.to_ascii_lowercase())).unwrap_or_default();
+                (prop, format!("{name}{ext}.gz"))
+            } else {
+                let prefix = ctx.param_str("outputPrefix", 0, "data")?;
+                (format!("{prefix}{index}"), format!("{}.gzip", stem(meta)))
+            };
+            binaries.insert(prop, binary::entry(&gz, &path, Some("application/gzip")));
         }
-    } else {
-        return Err(EngineError::node(format!("Unknown output format \"{format}\"")));
+    }
+    if let Some(w) = zip {
+        let bytes = w.finish().map_err(zip_err)?.into_inner();
+        let file_name = ctx.param_str("fileName", pi, "")?;
+        let prop = ctx.param_str("binaryPropertyOutput", pi, "data")?;
+        binaries.insert(prop, binary::entry(&bytes, &file_name, Some("application/zip")));
+    } else if format != "gzip" {
+        // n8n emits nothing for an unset output format
+        return Ok(());
     }
     let mut it = item.paired(i, 0);
     it.binary = Some(Value::Object(binaries).into());
@@ -74,23 +96,15 @@ fn compress(ctx: &mut NodeContext<'_>, item: &Item, i: usize, out: &mut Vec<Item
     Ok(())
 }
 
-fn is_zip(ext: &str, bytes: &[u8]) -> bool {
-    ext == "zip" || (ext.is_empty() && bytes.starts_with(b"PK\x03\x04"))
-}
-
-fn is_gzip(ext: &str, bytes: &[u8]) -> bool {
-    ext == "gz" || ext == "gzip" || (ext.is_empty() && bytes.starts_with(&[0x1F, 0x8B]))
-}
-
 fn decompress(ctx: &mut NodeContext<'_>, item: &Item, i: usize, out: &mut Vec<Item>) -> Result<()> {
-    let prefix = ctx.param_str("outputPrefix", i, "file_")?;
+    let prefix = ctx.param_str("outputPrefix", 0, "file_")?;
     let mut binaries = Map::new();
     let mut zip_index = 0;
     let mut budget = MAX_UNPACKED;
-    for (index, name) in names(ctx, i)?.iter().enumerate() {
-        let (bytes, meta) = binary::read(item, name)?;
-        let ext = meta.get("fileExtension").and_then(Value::as_str).unwrap_or("").to_ascii_lowercase();
-        if is_zip(&ext, &bytes) {
+    for (index, name) in names(ctx, 0)?.iter().enumerate() {
+        let (bytes, meta) = binary::read(item, name, i)?;
+        let ext = meta_str(meta, "fileExtension").unwrap_or("").to_ascii_lowercase();
+        if ext == "zip" {
             let mut archive = zip::ZipArchive::new(std::io::Cursor::new(bytes)).map_err(zip_err)?;
             for k in 0..archive.len() {
                 let mut f = archive.by_index(k).map_err(zip_err)?;
@@ -103,18 +117,25 @@ fn decompress(ctx: &mut NodeContext<'_>, item: &Item, i: usize, out: &mut Vec<It
                 binaries.insert(format!("{prefix}{zip_index}"), binary::entry(&data, &key, None));
                 zip_index += 1;
             }
-        } else if is_gzip(&ext, &bytes) {
+        } else if ext == "gz" || ext == "gzip" {
             let mut dec = flate2::read::GzDecoder::new(&bytes[..]);
             let data = read_capped(&mut dec, &mut budget)?;
-            let stem = meta.get("fileName").and_then(Value::as_str).unwrap_or("").split('.').next().unwrap_or("").to_string();
-            let mut entry = binary::entry(&data, &stem, None);
-            // n8n names the file after the detected type's extension
-            let mime = if std::str::from_utf8(&data).is_ok() { "text/plain" } else { "application/octet-stream" };
-            let ext = if mime == "text/plain" { "txt" } else { "bin" };
+            let stem = stem(meta);
+            // the extension inside `name.ext.gz`, else the detected type's
+            let inner = meta_str(meta, "fileName")
+                .filter(|n| n.ends_with(".gz"))
+                .map(|n| n.replacen(".gz", "", 1))
+                .and_then(|n| n.rsplit_once('.').map(|(_, e)| e.to_string()));
+            let (ext, mime) = match inner {
+                Some(e) => {
+                    let m = binary::mime_for(&e.to_ascii_lowercase()).to_string();
+                    (e, m)
+                }
+                None => detected(&data),
+            };
+            let mut entry = binary::entry(&data, &format!("{stem}.{ext}"), Some(&mime));
             if let Value::Object(m) = &mut entry {
-                m.insert("mimeType".into(), Value::String(mime.into()));
-                m.insert("fileName".into(), Value::String(format!("{stem}.{ext}")));
-                m.insert("fileExtension".into(), Value::String(ext.into()));
+                m.insert("fileExtension".into(), Value::String(ext));
             }
             binaries.insert(format!("{prefix}{index}"), entry);
         }
@@ -123,6 +144,20 @@ fn decompress(ctx: &mut NodeContext<'_>, item: &Item, i: usize, out: &mut Vec<It
     it.binary = Some(Value::Object(binaries).into());
     out.push(it);
     Ok(())
+}
+
+/// Extension and MIME type by content (n8n's file-type detection, the common cases).
+fn detected(data: &[u8]) -> (String, String) {
+    let (e, m) = match data {
+        [0x89, b'P', b'N', b'G', ..] => ("png", "image/png"),
+        [0xFF, 0xD8, 0xFF, ..] => ("jpg", "image/jpeg"),
+        [b'G', b'I', b'F', b'8', ..] => ("gif", "image/gif"),
+        [b'%', b'P', b'D', b'F', ..] => ("pdf", "application/pdf"),
+        [b'P', b'K', 3, 4, ..] => ("zip", "application/zip"),
+        _ if std::str::from_utf8(data).is_ok() => ("txt", "text/plain"),
+        _ => ("bin", "application/octet-stream"),
+    };
+    (e.to_string(), m.to_string())
 }
 
 fn read_capped(r: &mut impl Read, budget: &mut u64) -> Result<Vec<u8>> {

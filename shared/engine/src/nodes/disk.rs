@@ -46,7 +46,7 @@ fn write_from(ctx: &mut NodeContext<'_>, item: &Item, i: usize, out: &mut Vec<It
         return Err(EngineError::node("The parameter \"File Path and Name\" has to be set!"));
     }
     let prop = ctx.param_str("dataPropertyName", i, "data")?;
-    let (bytes, _) = binary::read(item, &prop)?;
+    let (bytes, _) = binary::read(item, &prop, i)?;
     let append = ctx.param_bool("options.append", i, false)?;
     files(ctx)?.write(&file_name, &bytes, append).map_err(EngineError::node)?;
     let mut json = Value::clone(&item.json);

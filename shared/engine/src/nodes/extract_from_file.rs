@@ -31,7 +31,7 @@ fn move_to(ctx: &mut NodeContext<'_>, item: &Item, i: usize, out: &mut Vec<Item>
     let prop = ctx.param_str("binaryPropertyName", i, "data")?;
     let dest = ctx.param_str("destinationKey", i, "data")?;
     let keep = ctx.param_str("options.keepSource", i, "json")?;
-    let (bytes, _) = binary::read(item, &prop)?;
+    let (bytes, _) = binary::read(item, &prop, i)?;
     let value = if op == "binaryToPropery" {
         use base64::Engine as _;
         Value::String(binary::B64.encode(&bytes))
@@ -67,7 +67,7 @@ fn move_to(ctx: &mut NodeContext<'_>, item: &Item, i: usize, out: &mut Vec<Item>
 /// the columns, empty cells are left out unless `includeEmptyCells`.
 fn csv(ctx: &mut NodeContext<'_>, item: &Item, i: usize, out: &mut Vec<Item>) -> Result<()> {
     let prop = ctx.param_str("binaryPropertyName", i, "data")?;
-    let (bytes, meta) = binary::read(item, &prop)?;
+    let (bytes, meta) = binary::read(item, &prop, i)?;
     let ext = meta.get("fileExtension").and_then(Value::as_str).unwrap_or("").to_string();
     let text = binary::decode(&bytes, &ctx.param_str("options.encoding", i, "utf8")?, ctx.param_bool("options.enableBOM", i, false)?)?;
     let delim = ctx.param_str("options.delimiter", i, ",")?;
