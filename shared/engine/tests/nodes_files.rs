@@ -72,7 +72,7 @@ fn csv_round_trip_with_options() {
     let st = run(rows.clone(), vec![node("Csv", "convertToFile", 1.1, json!({ "operation": "csv", "options": {} }))]);
     let (bytes, entry) = file(&st, "Csv", "data");
     assert_eq!(String::from_utf8(bytes).unwrap(), "\u{feff}a,b,c\n1,\"x,y\",\n2,\"say \"\"hi\"\"\",TRUE");
-    assert_eq!(entry["fileName"], "spreadsheet.csv");
+    assert_eq!(entry["fileName"], "File.csv");
     assert_eq!(entry["mimeType"], "text/csv");
     // one file for all items, paired with every input item
     assert_eq!(items(&st, "Csv").len(), 1);
@@ -86,6 +86,9 @@ fn csv_round_trip_with_options() {
     assert_eq!(file(&st, "Csv", "out").1["fileName"], "x.csv");
     // the file's BOM stays on the first cell unless the BOM option drops it
     assert_eq!(jsons(&st, "Back"), vec![json!({ "row": ["\u{feff}1", "x,y"] }), json!({ "row": ["2", "say \"hi\"", "TRUE"] })]);
+    // nested values are flattened into dotted columns (n8n's flattenObject)
+    let st = run(json!([{ "a": { "b": 1, "c": [true, null] }, "d": {} }]), vec![node("Csv", "convertToFile", 1.1, json!({ "operation": "csv" }))]);
+    assert_eq!(String::from_utf8(file(&st, "Csv", "data").0).unwrap(), "\u{feff}a.b,a.c.0,a.c.1\n1,TRUE,");
 }
 
 #[test]
@@ -139,6 +142,14 @@ fn json_text_and_base64_files() {
     let st = run(json!([{ "x": "aGk=" }]), vec![node("Bin", "convertToFile", 1.1, json!({ "operation": "toBinary", "sourceProperty": "x", "options": { "fileName": "hi.txt" } }))]);
     let (bytes, entry) = file(&st, "Bin", "data");
     assert_eq!((bytes.as_slice(), entry["mimeType"].as_str()), (&b"hi"[..], Some("text/plain")));
+    let st = run(json!([{ "x": "data:image/png;base64,iVBORw0KGgo=" }]), vec![node("Bin", "convertToFile", 1.1, json!({ "operation": "toBinary", "sourceProperty": "x" }))]);
+    let (bytes, entry) = file(&st, "Bin", "data");
+    assert_eq!((&bytes[..4], entry["mimeType"].as_str(), entry["fileName"].as_str()), (&b"\x89PNG"[..], Some("image/png"), Some("file.png")));
+    let st = run(json!([{ "x": "plain text!" }]), vec![node("Bin", "convertToFile", 1.1, json!({ "operation": "toBinary", "sourceProperty": "x" }))]);
+    assert!(error(&st).starts_with("The provided string is not valid base64 data."));
+    let st = run(json!([{ "x": { "k": 1 } }]), vec![node("Bin", "convertToFile", 1.1, json!({ "operation": "toBinary", "sourceProperty": "x", "options": { "dataIsBase64": false } }))]);
+    let (bytes, entry) = file(&st, "Bin", "data");
+    assert_eq!((bytes.as_slice(), entry["mimeType"].as_str(), entry["fileName"].as_str()), (&b"{\"k\":1}"[..], Some("application/json"), Some("file.json")));
     let st = run(json!([{}]), vec![node("Missing", "convertToFile", 1.1, json!({ "operation": "toText", "sourceProperty": "nope" }))]);
     assert_eq!(error(&st), "The value in \"nope\" is not set");
     let st = run(json!([{}]), vec![node("X", "convertToFile", 1.1, json!({ "operation": "xlsx" }))]);

@@ -97,10 +97,14 @@ pub(crate) fn mime_for(ext: &str) -> &'static str {
     }
 }
 
-fn extension_for(mime: &str) -> Option<&'static str> {
+pub(crate) fn extension_for(mime: &str) -> Option<&'static str> {
     Some(match mime {
         "application/json" => "json",
         "text/plain" => "txt",
+        "image/png" => "png",
+        "image/jpeg" => "jpg",
+        "image/gif" => "gif",
+        "application/pdf" => "pdf",
         "text/csv" => "csv",
         "text/html" => "html",
         "application/zip" => "zip",

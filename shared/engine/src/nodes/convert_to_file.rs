@@ -34,19 +34,18 @@ pub fn execute(ctx: &mut NodeContext<'_>) -> Result<NodeOutput> {
         "toBinary" => each_item(ctx, &input, |ctx, item, i, out| {
             let key = ctx.param_str("sourceProperty", i, "")?;
             let prop = ctx.param_str("binaryPropertyName", i, "data")?;
-            let text = source_text(item, &key)?;
+            let mut mime = ctx.param_str("options.mimeType", i, "")?;
             let bytes = if ctx.param_bool("options.dataIsBase64", i, true)? {
-                use base64::Engine as _;
-                binary::B64
-                    .decode(text.trim())
-                    .or_else(|_| base64::engine::general_purpose::STANDARD_NO_PAD.decode(text.trim()))
-                    .map_err(|_| EngineError::node(format!("The value in \"{key}\" is not valid base64")))?
+                from_base64(&source_text(item, &key)?, &mut mime)?
             } else {
-                binary::encode(&text, &ctx.param_str("options.encoding", i, "utf8")?, ctx.param_bool("options.addBOM", i, false)?)?
+                if matches!(get_path(&item.json, &key), Some(Value::Object(_) | Value::Array(_))) {
+                    mime = "application/json".into();
+                }
+                binary::encode(&source_text(item, &key)?, &ctx.param_str("options.encoding", i, "utf8")?, ctx.param_bool("options.addBOM", i, false)?)?
             };
             let name = ctx.param_str("options.fileName", i, "")?;
-            let mime = ctx.param_str("options.mimeType", i, "")?;
             let mime = if mime.is_empty() { sniff_mime(&bytes, &name) } else { mime };
+            let name = if name.is_empty() { default_name(&mime) } else { name };
             out.push(binary::item_with(json!({}), &prop, binary::entry(&bytes, &name, Some(&mime)), i));
             Ok(())
         })?,
@@ -72,6 +71,41 @@ fn source_text(item: &Item, key: &str) -> Result<String> {
     }
 }
 
+/// A base64 string (or `data:` URI) as bytes, as n8n's `createBinaryFromJson`.
+fn from_base64(text: &str, mime: &mut String) -> Result<Vec<u8>> {
+    use base64::Engine as _;
+    let mut b64 = text.trim();
+    if let Some(rest) = b64.strip_prefix("data:") {
+        if let Some((media, data)) = rest.split_once(";base64,") {
+            let media = media.split(';').next().unwrap_or("").trim();
+            if mime.is_empty() && !media.is_empty() {
+                *mime = media.to_string();
+            }
+            b64 = data;
+        }
+    }
+    let cleaned: String = b64.chars().filter(|c| !c.is_whitespace()).collect();
+    if !cleaned.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '/' | '=' | '_' | '-')) {
+        return Err(EngineError::node(
+            "The provided string is not valid base64 data. If you are trying to write plain text to a file, use the \"Convert to Text File\" operation instead.",
+        ));
+    }
+    // Node's Buffer.from(…, 'base64') also takes the URL-safe alphabet and missing padding
+    let standard: String = cleaned.trim_end_matches('=').replace('-', "+").replace('_', "/");
+    base64::engine::general_purpose::STANDARD_NO_PAD
+        .decode(standard.as_bytes())
+        .map_err(|_| EngineError::node("The provided string is not valid base64 data."))
+}
+
+/// `file.<ext>` for a file without a name (n8n's `createBinaryFromJson`).
+fn default_name(mime: &str) -> String {
+    match binary::extension_for(mime) {
+        Some(e) => format!("file.{e}"),
+        None => "file".into(),
+    }
+}
+
+/// n8n's `prepareBinaryData` without a MIME type: by name, then content, else text.
 fn sniff_mime(bytes: &[u8], name: &str) -> String {
     if let Some((_, ext)) = name.rsplit_once('.') {
         return binary::mime_for(&ext.to_ascii_lowercase()).to_string();
@@ -83,8 +117,7 @@ fn sniff_mime(bytes: &[u8], name: &str) -> String {
         [b'%', b'P', b'D', b'F', ..] => "application/pdf",
         [b'P', b'K', 3, 4, ..] => "application/zip",
         [0x1F, 0x8B, ..] => "application/gzip",
-        _ if std::str::from_utf8(bytes).is_ok() => "text/plain",
-        _ => "application/octet-stream",
+        _ => "text/plain",
     };
     m.to_string()
 }
@@ -104,7 +137,7 @@ fn to_json(ctx: &mut NodeContext<'_>, input: &[Item]) -> Result<Vec<Item>> {
             let prop = ctx.param_str("binaryPropertyName", i, "data")?;
             let text = render(&item.json, ctx.param_bool("options.format", i, false)?).map_err(|e| EngineError::node(e.to_string()))?;
             let bytes = binary::encode(&text, &ctx.param_str("options.encoding", i, "utf8")?, ctx.param_bool("options.addBOM", i, false)?)?;
-            let name = non_empty(ctx.param_str("options.fileName", i, "")?, &format!("{i}.json"));
+            let name = non_empty(ctx.param_str("options.fileName", i, "")?, "file.json");
             out.push(binary::item_with(json!({}), &prop, binary::entry(&bytes, &name, Some("application/json")), i));
             Ok(())
         });
@@ -131,19 +164,39 @@ fn cell_text(v: &Value) -> String {
     }
 }
 
-/// Rows in SheetJS `json_to_sheet` order: columns as keys first appear.
-fn table(input: &[Item]) -> (Vec<String>, Vec<&Map<String, Value>>) {
+/// n8n's `flattenObject`: nested objects and arrays become `a.b` / `a.0` keys.
+fn flatten(v: &Value, prefix: &str, out: &mut Map<String, Value>) {
+    let key = |k: &str| if prefix.is_empty() { k.to_string() } else { format!("{prefix}.{k}") };
+    match v {
+        Value::Object(m) => m.iter().for_each(|(k, x)| match x {
+            Value::Object(_) | Value::Array(_) => flatten(x, &key(k), out),
+            _ => {
+                out.insert(key(k), x.clone());
+            }
+        }),
+        Value::Array(a) => a.iter().enumerate().for_each(|(n, x)| match x {
+            Value::Object(_) | Value::Array(_) => flatten(x, &key(&n.to_string()), out),
+            _ => {
+                out.insert(key(&n.to_string()), x.clone());
+            }
+        }),
+        _ => {}
+    }
+}
+
+/// Flattened rows in SheetJS `json_to_sheet` order: columns as keys first appear.
+fn table(input: &[Item]) -> (Vec<String>, Vec<Map<String, Value>>) {
     let mut cols: Vec<String> = Vec::new();
     let mut rows = Vec::with_capacity(input.len());
     for it in input {
-        if let Value::Object(m) = &*it.json {
-            for k in m.keys() {
-                if !cols.iter().any(|c| c == k) {
-                    cols.push(k.clone());
-                }
+        let mut m = Map::new();
+        flatten(&it.json, "", &mut m);
+        for k in m.keys() {
+            if !cols.iter().any(|c| c == k) {
+                cols.push(k.clone());
             }
-            rows.push(m);
         }
+        rows.push(m);
     }
     (cols, rows)
 }
@@ -156,7 +209,7 @@ fn spreadsheet(ctx: &mut NodeContext<'_>, input: &[Item], op: &str) -> Result<Ve
     if header {
         grid.push(cols.iter().map(|c| Value::String(c.clone())).collect());
     }
-    for r in &rows {
+    for r in rows.iter() {
         grid.push(cols.iter().map(|c| r.get(c).cloned().unwrap_or(Value::Null)).collect());
     }
     let (bytes, mime) = if op == "csv" {
@@ -172,10 +225,13 @@ fn spreadsheet(ctx: &mut NodeContext<'_>, input: &[Item], op: &str) -> Result<Ve
         }
         (text.into_bytes(), "text/csv")
     } else {
-        (html_table(&grid, &ctx.param_str("options.sheetName", 0, "Sheet")?).into_bytes(), "text/html")
+        (html_table(&grid).into_bytes(), "text/html")
     };
-    let ext = if op == "csv" { "csv" } else { "html" };
-    let name = non_empty(ctx.param_str("options.fileName", 0, "")?, &format!("spreadsheet.{ext}"));
+    // an explicitly empty file name stays empty, as in n8n
+    let name = match ctx.param_opt("options.fileName", 0)? {
+        Some(v) => super::js_string(&v),
+        None => format!("File.{op}"),
+    };
     let mut it = binary::item_with(json!({}), &prop, binary::entry(&bytes, &name, Some(mime)), 0);
     it.paired_item = all_paired(input.len());
     Ok(vec![it])
@@ -194,23 +250,23 @@ fn escape_html(s: &str) -> String {
 }
 
 /// SheetJS `sheet_to_html`'s shape (cells carry their type and value).
-fn html_table(grid: &[Vec<Value>], title: &str) -> String {
-    let mut s = format!("<html><head><meta charset=\"utf-8\"/><title>{}</title></head><body><table>", escape_html(title));
+fn html_table(grid: &[Vec<Value>]) -> String {
+    let mut s = String::from("<html><head><meta charset=\"utf-8\"/><title>SheetJS Table Export</title></head><body><table>");
     for (r, row) in grid.iter().enumerate() {
         s.push_str("<tr>");
         for (c, v) in row.iter().enumerate() {
             let id = format!("sjs-{}{}", column_name(c), r + 1);
             let text = escape_html(&cell_text(v));
-            let t = match v {
+            let (t, raw) = match v {
                 Value::Null => {
                     s.push_str(&format!("<td id=\"{id}\"></td>"));
                     continue;
                 }
-                Value::Number(_) => "n",
-                Value::Bool(_) => "b",
-                _ => "s",
+                Value::Number(_) => ("n", text.clone()),
+                Value::Bool(b) => ("b", b.to_string()),
+                _ => ("s", text.clone()),
             };
-            s.push_str(&format!("<td data-t=\"{t}\" data-v=\"{text}\" id=\"{id}\">{text}</td>"));
+            s.push_str(&format!("<td data-t=\"{t}\" data-v=\"{raw}\" id=\"{id}\">{text}</td>"));
         }
         s.push_str("</tr>");
     }
