@@ -156,7 +156,10 @@ fn json_text_and_base64_files() {
     assert!(error(&st).contains("not supported"));
     let st = run(json!([{}]), vec![node("X", "extractFromFile", 1.0, json!({ "operation": "pdf" }))]);
     assert!(error(&st).contains("not supported"));
+    // text-like operations skip an item without the file; csv reports it
     let st = run(json!([{}]), vec![node("X", "extractFromFile", 1.0, json!({ "operation": "text" }))]);
+    assert_eq!((st.status, jsons(&st, "X")), (ExecutionStatus::Success, vec![]));
+    let st = run(json!([{}]), vec![node("X", "extractFromFile", 1.0, json!({ "operation": "csv" }))]);
     assert_eq!(error(&st), "This operation expects the node's input data to contain a binary file 'data', but none was found [item 0]");
 }
 

@@ -30,7 +30,12 @@ pub fn execute(ctx: &mut NodeContext<'_>) -> Result<NodeOutput> {
 fn move_to(ctx: &mut NodeContext<'_>, item: &Item, i: usize, out: &mut Vec<Item>, op: &str) -> Result<()> {
     let prop = ctx.param_str("binaryPropertyName", i, "data")?;
     let dest = ctx.param_str("destinationKey", i, "data")?;
-    let keep = ctx.param_str("options.keepSource", i, "json")?;
+    // without the option n8n keeps neither the json nor the file
+    let keep = ctx.param_str("options.keepSource", i, "")?;
+    // an item without that file is skipped, as n8n does
+    if item.binary.as_ref().and_then(|b| b.get(&prop)).is_none() {
+        return Ok(());
+    }
     let (bytes, _) = binary::read(item, &prop, i)?;
     let value = if op == "binaryToPropery" {
         use base64::Engine as _;
