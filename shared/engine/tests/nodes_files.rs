@@ -271,12 +271,14 @@ fn rss_versions_atom_custom_fields_and_errors() {
         jsons(&st, "R"),
         vec![json!({ "title": "A", "enclosure": { "url": "https://e.x/a.mp3", "length": "5", "type": "audio/mpeg" }, "categories": ["x", "y"], "media:rating": "adult" })]
     );
+    let st = run(json!([{}]), vec![node("R", "rssFeedRead", 1.2, json!({ "url": "http://127.0.0.1:1/feed" }))]);
+    assert_eq!(error(&st), "It was not possible to connect to the URL. Please make sure the URL \"http://127.0.0.1:1/feed\" it is valid!");
     let st = run(json!([{}]), vec![node("R", "rssFeedRead", 1.2, json!({ "url": "not a url" }))]);
     assert_eq!(error(&st), "The provided \"URL\" is not valid!");
     let mut bad = node("R", "rssFeedRead", 1.2, json!({ "url": serve("<html>no</html>".into(), "text/html") }));
     bad["onError"] = json!("continueRegularOutput");
     let st = run(json!([{}]), vec![bad]);
-    assert!(jsons(&st, "R")[0]["error"].as_str().unwrap_or("").contains("Feed not recognized"), "{:?}", jsons(&st, "R"));
+    assert!(jsons(&st, "R")[0]["error"].as_str().unwrap_or("").starts_with("Feed not recognized as RSS 1 or 2."), "{:?}", jsons(&st, "R"));
 }
 
 // ---- Compression -------------------------------------------------------------------

@@ -10,14 +10,21 @@ use crate::error::{EngineError, Result};
 
 pub fn execute(ctx: &mut NodeContext<'_>) -> Result<NodeOutput> {
     let input = ctx.input(0);
-    // v1 reads the URL of the first item only; later versions one feed per item
-    let n = if ctx.version() < 1.1 { 1 } else { input.len().max(1) };
+    // v1 reads one feed (the first item's URL) paired with every item;
+    // later versions one feed per item
+    let v1 = ctx.version() < 1.1;
+    let n = if v1 { input.len().min(1) } else { input.len() };
     let mut out = Vec::new();
     for i in 0..n {
+        let start = out.len();
         match one(ctx, i, &mut out) {
             Ok(()) => {}
             Err(e) if ctx.continue_on_fail() && !matches!(e, EngineError::Canceled) => ctx.error_item(&mut out, &e, i),
             Err(e) => return Err(e),
+        }
+        if v1 && input.len() > 1 {
+            let all = crate::data::PairedItem::Other(Box::new(Value::Array((0..input.len()).map(|k| serde_json::json!({ "item": k })).collect())));
+            out[start..].iter_mut().for_each(|it| it.paired_item = Some(all.clone()));
         }
     }
     Ok(NodeOutput::one(out))
@@ -36,7 +43,12 @@ fn one(ctx: &mut NodeContext<'_>, i: usize, out: &mut Vec<Item>) -> Result<()> {
         .filter(|s| !s.is_empty())
         .collect();
     let headers = vec![("accept".to_string(), "application/rss+xml, application/xml, text/xml, */*".to_string())];
-    let (status, body) = super::http::get(ctx.env, parsed, headers)?;
+    let (status, body) = super::http::get(ctx.env, parsed, headers).map_err(|e| match e {
+        EngineError::Node { message, .. } if message.contains("Connection refused") => EngineError::node(format!(
+            "It was not possible to connect to the URL. Please make sure the URL \"{url}\" it is valid!"
+        )),
+        other => other,
+    })?;
     if status >= 400 {
         return Err(EngineError::node(format!("Status code {status}")));
     }
@@ -61,7 +73,7 @@ pub fn parse_feed(xml: &str, custom: &[String]) -> Result<Vec<Map<String, Value>
         // RSS 1.0: items are siblings of the channel
         "RDF" => children(root, "item").map(|n| rss_item(n, custom)).collect(),
         "feed" => children(root, "entry").map(|n| atom_entry(n, custom)).collect(),
-        other => return Err(EngineError::node(format!("Feed not recognized as RSS 1 or 2 (root element <{other}>)"))),
+        _ => return Err(EngineError::node("Feed not recognized as RSS 1 or 2.")),
     };
     Ok(entries)
 }
