@@ -5,7 +5,6 @@
 use hmac::{Hmac, Mac};
 use serde_json::{json, Value};
 
-use super::binary::each_item;
 use super::{NodeContext, NodeOutput};
 use crate::error::{EngineError, Result};
 
@@ -14,26 +13,34 @@ pub fn execute(ctx: &mut NodeContext<'_>) -> Result<NodeOutput> {
     let reference = ctx.node.credentials.as_ref().and_then(|c| c.get("totpApi")).cloned().unwrap_or(Value::Null);
     let provider = ctx.env.host.credentials.clone().ok_or_else(|| EngineError::Host("no credentials provider configured".into()))?;
     let creds = provider.get("totpApi", &reference).map_err(|e| EngineError::node(format!("Node does not have credentials of type totpApi: {e}")))?;
-    let out = each_item(ctx, &input, |ctx, _item, i, out| {
-        let op = ctx.param_str("operation", i, "generateSecret")?;
-        if op != "generateSecret" {
-            return Err(EngineError::node(format!("The operation \"{op}\" is not supported!")));
+    let label = creds.get("label").and_then(Value::as_str).unwrap_or("");
+    if !label.contains(':') {
+        return Err(EngineError::node("Malformed label - expected `issuer:username`"));
+    }
+    // one code for the whole run, from the first item's options (as n8n)
+    let op = ctx.param_str("operation", 0, "generateSecret")?;
+    let algorithm = match ctx.param_str("options.algorithm", 0, "")? {
+        a if a.is_empty() => "SHA1".to_string(),
+        a => a,
+    };
+    let digits = match ctx.param_f64("options.digits", 0, 0.0)? as u32 {
+        0 => 6,
+        d => d,
+    };
+    let period = match ctx.param_f64("options.period", 0, 0.0)? {
+        p if p >= 1.0 => p,
+        _ => 30.0,
+    };
+    let secret = base32(creds.get("secret").and_then(Value::as_str).unwrap_or(""))?;
+    let now_ms = chrono::Utc::now().timestamp_millis();
+    let token = code(&secret, &algorithm, digits, (now_ms as f64 / 1000.0 / period).floor() as u64)?;
+    let remaining = (period * (1.0 - ((now_ms as f64 / 1000.0 / period) % 1.0))) as i64;
+    let mut out = Vec::with_capacity(input.len());
+    if op == "generateSecret" {
+        for i in 0..input.len() {
+            out.push(crate::data::item_from(json!({ "token": token, "secondsRemaining": remaining }), i));
         }
-        let label = creds.get("label").and_then(Value::as_str).unwrap_or("");
-        if !label.contains(':') {
-            return Err(EngineError::node("Malformed label - expected `issuer:username`"));
-        }
-        let secret = base32(creds.get("secret").and_then(Value::as_str).unwrap_or(""))?;
-        let algorithm = ctx.param_str("options.algorithm", i, "SHA1")?;
-        let digits = ctx.param_f64("options.digits", i, 6.0)? as u32;
-        let period = ctx.param_f64("options.period", i, 30.0)?.max(1.0) as u64;
-        let now_ms = chrono::Utc::now().timestamp_millis();
-        let token = code(&secret, &algorithm, digits, (now_ms as u64 / 1000) / period)?;
-        // n8n computes the remaining seconds of a 30-second window
-        let remaining = (30.0 * (1.0 - ((now_ms as f64 / 1000.0 / 30.0) % 1.0))) as i64;
-        out.push(crate::data::item_from(json!({ "token": token, "secondsRemaining": remaining }), i));
-        Ok(())
-    })?;
+    }
     Ok(NodeOutput::one(out))
 }
 
@@ -52,6 +59,10 @@ pub fn code(secret: &[u8], algorithm: &str, digits: u32, counter: u64) -> Result
         "SHA256" => mac!(sha2::Sha256),
         "SHA384" => mac!(sha2::Sha384),
         "SHA512" => mac!(sha2::Sha512),
+        "SHA3-224" => mac!(sha3::Sha3_224),
+        "SHA3-256" => mac!(sha3::Sha3_256),
+        "SHA3-384" => mac!(sha3::Sha3_384),
+        "SHA3-512" => mac!(sha3::Sha3_512),
         other => return Err(EngineError::node(format!("Unsupported algorithm '{other}'"))),
     };
     let offset = (h[h.len() - 1] & 0xf) as usize;
