@@ -178,6 +178,7 @@ pub(crate) fn host(scope: Scope, sub_executions: Arc<dyn SubExecutionRecorder>) 
         data_tables: Some(Arc::new(StoreDataTables(scope))),
         files: None,
         resolver: Arc::new(SystemResolver),
+        processed_data: None,
     }
 }
 

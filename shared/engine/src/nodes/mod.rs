@@ -17,11 +17,14 @@ pub mod conditions;
 pub mod crypto;
 pub mod datatable;
 pub mod datetime;
+pub mod dedupe_history;
 pub mod execute_workflow;
 pub mod html;
 pub mod http;
 pub mod if_node;
+pub mod item_lists;
 pub mod limit;
+pub mod lodash;
 pub mod merge;
 pub mod misc;
 pub mod remove_duplicates;
@@ -87,6 +90,7 @@ pub fn get(node_type: &str) -> Option<NodeFn> {
         "n8n-nodes-base.dateTime" => datetime::execute,
         "n8n-nodes-base.crypto" => crypto::execute,
         "n8n-nodes-base.html" => html::execute,
+        "n8n-nodes-base.itemLists" => item_lists::execute,
         _ => return None,
     };
     Some(f)
