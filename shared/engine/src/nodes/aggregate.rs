@@ -4,6 +4,7 @@
 use serde_json::{json, Map, Value};
 
 use super::lodash::{self, fields_list, get, get_field, js_order, json_stringify};
+use super::split_out::names_param;
 use super::{NodeContext, NodeOutput};
 use crate::data::{paired_ref, Item, PairedItem};
 use crate::error::{EngineError, Result};
@@ -33,15 +34,6 @@ pub fn execute(ctx: &mut NodeContext<'_>) -> Result<NodeOutput> {
 
 fn paired_all(n: usize) -> PairedItem {
     PairedItem::Other(Box::new(Value::Array((0..n).map(|i| json!({ "item": i })).collect())))
-}
-
-/// Names listed in a string parameter or, for old Item Lists, a `fields` collection.
-fn field_names(ctx: &mut NodeContext<'_>, name: &str, label: &str, flavor: Flavor) -> Result<Vec<String>> {
-    if flavor.field_collections {
-        let v = ctx.param(&format!("{name}.fields"), 0, Value::Array(vec![]))?;
-        return Ok(v.as_array().into_iter().flatten().map(|f| f.get("fieldName").map(|x| lodash::js_to_string(Some(x))).unwrap_or_default()).collect());
-    }
-    fields_list(ctx.param_opt(name, 0)?.as_ref(), label)
 }
 
 /// The Aggregate node's work; Item Lists' Concatenate Items reuses it.
@@ -77,8 +69,8 @@ pub fn concatenate(ctx: &mut NodeContext<'_>, flavor: Flavor) -> Result<Vec<Item
     };
     let destination = if individual { String::new() } else { ctx.param_str("destinationFieldName", 0, "data")? };
     let include = if individual { String::new() } else { ctx.param_str("include", 0, "allFields")? };
-    let exclude_list = if include == "allFieldsExcept" { field_names(ctx, "fieldsToExclude", "Fields To Exclude", flavor)? } else { vec![] };
-    let include_list = if include == "specifiedFields" { field_names(ctx, "fieldsToInclude", "Fields To Include", flavor)? } else { vec![] };
+    let exclude_list = if include == "allFieldsExcept" { names_param(ctx, "fieldsToExclude", 0, "Fields To Exclude", flavor.field_collections)? } else { vec![] };
+    let include_list = if include == "specifiedFields" { names_param(ctx, "fieldsToInclude", 0, "Fields To Include", flavor.field_collections)? } else { vec![] };
 
     if individual {
         if flavor.require_fields {

@@ -13,7 +13,7 @@ pub fn execute(ctx: &mut NodeContext<'_>) -> Result<NodeOutput> {
     let v = ctx.version();
     let operation = ctx.param_str("operation", 0, "splitOutItems")?;
     let items = match operation.as_str() {
-        "splitOutItems" if v >= 3.0 => split_out::split_out(ctx, false)?,
+        "splitOutItems" if v >= 2.2 => split_out::split_out(ctx, false, v < 3.0)?,
         "splitOutItems" => split_out::split_out_legacy(ctx)?,
         "aggregateItems" if v < 3.0 => concatenate(ctx, Flavor { require_fields: v < 2.1, field_collections: true, grouping: false })?,
         "concatenateItems" if v >= 3.0 => concatenate(ctx, Flavor { require_fields: false, field_collections: false, grouping: false })?,

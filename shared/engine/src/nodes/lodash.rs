@@ -601,6 +601,87 @@ pub fn fields_list(v: Option<&Value>, param: &str) -> crate::error::Result<Vec<S
     }
 }
 
+/// A JavaScript `RegExp` source as a Rust regex (no lookaround or
+/// backreferences: those are refused with the engine's error).
+pub fn js_regex(pattern: &str, case_insensitive: bool) -> crate::error::Result<regex::Regex> {
+    regex::RegexBuilder::new(pattern)
+        .case_insensitive(case_insensitive)
+        .build()
+        .map_err(|e| crate::error::EngineError::node(format!("Invalid regular expression: /{pattern}/: {}", e.to_string().lines().last().unwrap_or("invalid pattern"))))
+}
+
+/// `s.replace(re, replacement)` for a non-global JavaScript regex: the first
+/// match, with `$1`, `$<name>`, `$&`, `` $` ``, `$'` and `$$` in the replacement.
+pub fn js_replace_first(re: &regex::Regex, s: &str, replacement: &str) -> String {
+    let Some(caps) = re.captures(s) else { return s.to_string() };
+    let Some(m) = caps.get(0) else { return s.to_string() };
+    let mut out = String::with_capacity(s.len() + replacement.len());
+    out.push_str(&s[..m.start()]);
+    let r: Vec<char> = replacement.chars().collect();
+    let mut i = 0;
+    while i < r.len() {
+        if r[i] != '$' || i + 1 >= r.len() {
+            out.push(r[i]);
+            i += 1;
+            continue;
+        }
+        match r[i + 1] {
+            '$' => {
+                out.push('$');
+                i += 2;
+            }
+            '&' => {
+                out.push_str(m.as_str());
+                i += 2;
+            }
+            '`' => {
+                out.push_str(&s[..m.start()]);
+                i += 2;
+            }
+            '\'' => {
+                out.push_str(&s[m.end()..]);
+                i += 2;
+            }
+            '<' => match r[i + 2..].iter().position(|&c| c == '>') {
+                Some(end) => {
+                    let name: String = r[i + 2..i + 2 + end].iter().collect();
+                    out.push_str(caps.name(&name).map_or("", |g| g.as_str()));
+                    i += 3 + end;
+                }
+                None => {
+                    out.push('$');
+                    i += 1;
+                }
+            },
+            d if d.is_ascii_digit() => {
+                // Two digits when that group exists, else one (JavaScript's rule).
+                let one = d.to_digit(10).unwrap_or(0) as usize;
+                let two = r.get(i + 2).and_then(|c| c.to_digit(10)).map(|x| one * 10 + x as usize);
+                match two.filter(|&n| n >= 1 && n < caps.len()) {
+                    Some(n) => {
+                        out.push_str(caps.get(n).map_or("", |g| g.as_str()));
+                        i += 3;
+                    }
+                    None if one >= 1 && one < caps.len() => {
+                        out.push_str(caps.get(one).map_or("", |g| g.as_str()));
+                        i += 2;
+                    }
+                    None => {
+                        out.push('$');
+                        i += 1;
+                    }
+                }
+            }
+            _ => {
+                out.push('$');
+                i += 1;
+            }
+        }
+    }
+    out.push_str(&s[m.end()..]);
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -655,6 +736,13 @@ mod tests {
         let mut w: Vec<i32> = (0..50).collect();
         js_sort(&mut w, |_, _| Ordering::Less);
         assert_eq!(w.len(), 50);
+    }
+
+    #[test]
+    fn javascript_replacements() {
+        let re = js_regex("(?<first>a)(b)", false).expect("regex");
+        assert_eq!(js_replace_first(&re, "xaby ab", "[$2$1|$<first>|$&|$$]"), "x[ba|a|ab|$]y ab");
+        assert!(js_regex("(", false).is_err());
     }
 
     #[test]

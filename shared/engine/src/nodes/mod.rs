@@ -13,6 +13,7 @@ use crate::workflow::{Graph, Node, OnError};
 
 pub mod aggregate;
 pub mod code;
+pub mod compare_datasets;
 pub mod conditions;
 pub mod crypto;
 pub mod datatable;
@@ -27,7 +28,9 @@ pub mod limit;
 pub mod lodash;
 pub mod merge;
 pub mod misc;
+pub mod regex_safety;
 pub mod remove_duplicates;
+pub mod rename_keys;
 pub mod set;
 pub mod sort;
 pub mod split_in_batches;
@@ -91,6 +94,8 @@ pub fn get(node_type: &str) -> Option<NodeFn> {
         "n8n-nodes-base.crypto" => crypto::execute,
         "n8n-nodes-base.html" => html::execute,
         "n8n-nodes-base.itemLists" => item_lists::execute,
+        "n8n-nodes-base.compareDatasets" => compare_datasets::execute,
+        "n8n-nodes-base.renameKeys" => rename_keys::execute,
         _ => return None,
     };
     Some(f)

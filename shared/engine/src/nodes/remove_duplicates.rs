@@ -7,7 +7,8 @@ use std::cmp::Ordering;
 
 use serde_json::Value;
 
-use super::lodash::{self, fields_list, flatten_keys, get_field, is_equal, js_sort, lt, pick, type_of};
+use super::lodash::{flatten_keys, get_field, is_equal, js_sort, lt, pick, type_of};
+use super::split_out::names_param;
 use super::{NodeContext, NodeOutput};
 use crate::data::{paired_ref, Item};
 use crate::error::{EngineError, Result};
@@ -57,14 +58,6 @@ fn type_rank(v: Option<&Value>) -> i32 {
     }
 }
 
-fn list_param(ctx: &mut NodeContext<'_>, name: &str, label: &str, collections: bool) -> Result<Vec<String>> {
-    if collections {
-        let v = ctx.param(&format!("{name}.fields"), 0, Value::Array(vec![]))?;
-        return Ok(v.as_array().into_iter().flatten().map(|f| f.get("fieldName").map(|x| lodash::js_to_string(Some(x))).unwrap_or_default()).collect());
-    }
-    fields_list(ctx.param_opt(name, 0)?.as_ref(), label)
-}
-
 /// "Remove items repeated within current input".
 pub fn remove_input_duplicates(ctx: &mut NodeContext<'_>, rules: Rules) -> Result<Vec<Item>> {
     let items = ctx.input(0);
@@ -91,7 +84,7 @@ pub fn remove_input_duplicates(ctx: &mut NodeContext<'_>, rules: Rules) -> Resul
     }
     match compare.as_str() {
         "allFieldsExcept" => {
-            let exclude = list_param(ctx, "fieldsToExclude", "Fields To Exclude", rules.field_collections)?;
+            let exclude = names_param(ctx, "fieldsToExclude", 0, "Fields To Exclude", rules.field_collections)?;
             if exclude.is_empty() {
                 return Err(EngineError::node("No fields specified. Please add a field to exclude from comparison"));
             }
@@ -102,7 +95,7 @@ pub fn remove_input_duplicates(ctx: &mut NodeContext<'_>, rules: Rules) -> Resul
             keys.retain(|k| !exclude.contains(k));
         }
         "selectedFields" => {
-            let selected = list_param(ctx, "fieldsToCompare", "Fields To Compare", rules.field_collections)?;
+            let selected = names_param(ctx, "fieldsToCompare", 0, "Fields To Compare", rules.field_collections)?;
             if selected.is_empty() {
                 return Err(EngineError::node("No fields specified. Please add a field to compare on"));
             }

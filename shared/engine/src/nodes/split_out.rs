@@ -9,12 +9,14 @@ use crate::data::{paired_ref, Item};
 use crate::error::{EngineError, Result};
 
 pub fn execute(ctx: &mut NodeContext<'_>) -> Result<NodeOutput> {
-    Ok(NodeOutput::one(split_out(ctx, true)?))
+    Ok(NodeOutput::one(split_out(ctx, true, false)?))
 }
 
-/// Split Out and Item Lists 3. `dotted_destination`: a dotted destination
-/// field name is a path (Split Out), not a literal key (Item Lists).
-pub fn split_out(ctx: &mut NodeContext<'_>, dotted_destination: bool) -> Result<Vec<Item>> {
+/// Split Out and Item Lists 2.2+. `dotted_destination`: a dotted destination
+/// field name is a path (Split Out), not a literal key (Item Lists);
+/// `include_collection`: "Fields To Include" is Item Lists 2's
+/// `{fields: [{fieldName}]}` collection.
+pub fn split_out(ctx: &mut NodeContext<'_>, dotted_destination: bool, include_collection: bool) -> Result<Vec<Item>> {
     let items = ctx.input(0);
     let mut out = vec![];
     for (i, source) in items.iter().enumerate() {
@@ -96,7 +98,7 @@ pub fn split_out(ctx: &mut NodeContext<'_>, dotted_destination: bool) -> Result<
                     json = copy;
                 }
                 "selectedOtherFields" => {
-                    let include_fields = fields_list(ctx.param_opt("fieldsToInclude", i)?.as_ref(), "Fields To Include")?;
+                    let include_fields = names_param(ctx, "fieldsToInclude", i, "Fields To Include", include_collection)?;
                     if include_fields.is_empty() {
                         return Err(EngineError::node_with("No fields specified", "Please add a field to include"));
                     }
@@ -127,7 +129,21 @@ pub fn split_out(ctx: &mut NodeContext<'_>, dotted_destination: bool) -> Result<
     Ok(out)
 }
 
-/// Item Lists 1 and 2 (one field; 1 wants an array, 2 also splits objects
+/// The names of a `[{fieldName}]` collection (Item Lists 1 and 2).
+fn collection_names(v: &Value) -> Vec<String> {
+    v.as_array().into_iter().flatten().map(|f| f.get("fieldName").map(|x| lodash::js_to_string(Some(x))).unwrap_or_default()).collect()
+}
+
+/// A field-list parameter: a comma-separated string, or (Item Lists 1–2) a
+/// `{fields: [{fieldName}]}` collection.
+pub fn names_param(ctx: &mut NodeContext<'_>, name: &str, item: usize, label: &str, collection: bool) -> Result<Vec<String>> {
+    if collection {
+        return Ok(collection_names(&ctx.param(&format!("{name}.fields"), item, Value::Array(vec![]))?));
+    }
+    fields_list(ctx.param_opt(name, item)?.as_ref(), label)
+}
+
+/// Item Lists 1 to 2.1 (one field; 1 wants an array, 2 also splits objects
 /// and, from 2.1, treats a missing field as empty).
 pub fn split_out_legacy(ctx: &mut NodeContext<'_>) -> Result<Vec<Item>> {
     let version = ctx.version();
@@ -160,8 +176,7 @@ pub fn split_out_legacy(ctx: &mut NodeContext<'_>) -> Result<Vec<Item>> {
             let mut item = Map::new();
             match include.as_str() {
                 "selectedOtherFields" => {
-                    let raw = ctx.param("fieldsToInclude.fields", i, Value::Array(vec![]))?;
-                    let names: Vec<String> = raw.as_array().into_iter().flatten().map(|f| f.get("fieldName").map(|x| lodash::js_to_string(Some(x))).unwrap_or_default()).collect();
+                    let names = names_param(ctx, "fieldsToInclude", i, "Fields To Include", true)?;
                     if names.is_empty() {
                         return Err(EngineError::node_with("No fields specified", "Please add a field to include"));
                     }
