@@ -22,18 +22,24 @@ pub mod rss;
 pub mod totp;
 pub mod training;
 pub mod code;
+pub mod compare_datasets;
 pub mod conditions;
 pub mod crypto;
 pub mod datatable;
 pub mod datetime;
+pub mod dedupe_history;
 pub mod execute_workflow;
 pub mod html;
 pub mod http;
 pub mod if_node;
+pub mod item_lists;
 pub mod limit;
+pub mod lodash;
 pub mod merge;
 pub mod misc;
+pub mod regex_safety;
 pub mod remove_duplicates;
+pub mod rename_keys;
 pub mod set;
 pub mod sort;
 pub mod split_in_batches;
@@ -111,6 +117,9 @@ pub fn get(node_type: &str) -> Option<NodeFn> {
         "n8n-nodes-base.totp" => totp::execute,
         "n8n-nodes-base.n8nTrainingCustomerDatastore" => training::customer_datastore,
         "n8n-nodes-base.n8nTrainingCustomerMessenger" => training::customer_messenger,
+        "n8n-nodes-base.itemLists" => item_lists::execute,
+        "n8n-nodes-base.compareDatasets" => compare_datasets::execute,
+        "n8n-nodes-base.renameKeys" => rename_keys::execute,
         _ => return None,
     };
     Some(f)
