@@ -207,7 +207,9 @@ async fn the_agent_builds_edits_archives_restores_and_publishes_workflows() {
     assert_eq!(req["resourceName"], "Order triage");
     assert_eq!(req["message"], "Route orders over 100 to review as they arrive");
     assert_eq!(req["approvalDetails"]["summary"], "Route orders over 100 to review as they arrive");
-    let frames = cloud.decide(&mut feed, &frames, true).await;
+    let (status, body) = cloud.confirm(ALICE, &request_id(&frames), json!({"approved": true, "scope": "session"})).await;
+    assert_eq!(status, 200, "{body}");
+    let frames = [frames, feed.until_type(EventType::RunFinish, WAIT).await].concat();
     finished(&frames);
     let published = ok(&calls(&frames)[1]).clone();
     assert_eq!(published["success"], true);
@@ -216,6 +218,12 @@ async fn the_agent_builds_edits_archives_restores_and_publishes_workflows() {
     assert_eq!(details["workflow"]["activeVersionId"].as_str(), Some(active.as_str()));
     assert_eq!(details["workflow"]["active"], true);
     assert_eq!(details["workflow"]["activeVersion"]["versionId"].as_str(), Some(active.as_str()));
+
+    // "Always allow" for the session: publishing this workflow again does not ask.
+    let frames = cloud.run(&mut feed, ALICE, &t, "Publish the triage workflow again").await;
+    finished(&frames);
+    assert!(find(&frames, EventType::ConfirmationRequest).is_empty(), "the session grant covers it");
+    assert_eq!(ok(&calls(&frames)[1])["success"], true);
 
     // 6. The admin blocked unpublishing: a structured refusal, no card.
     let frames = cloud.run(&mut feed, ALICE, &t, "Unpublish the triage workflow").await;

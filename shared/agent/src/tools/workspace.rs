@@ -63,9 +63,6 @@ impl Tool for ListFiles {
             "additionalProperties": false
         })
     }
-    fn allow_key(&self, _args: &Value) -> Option<String> {
-        None
-    }
     fn run<'a>(&'a self, ctx: &'a ToolContext<'a>, args: Value) -> BoxFuture<'a, ToolOutcome> {
         Box::pin(with_workspace(ctx, move |ws| async move {
             let files = ws.list(args.get("path").and_then(Value::as_str)).await?;
@@ -101,9 +98,6 @@ impl Tool for ReadFile {
             "additionalProperties": false
         })
     }
-    fn allow_key(&self, _args: &Value) -> Option<String> {
-        None
-    }
     fn run<'a>(&'a self, ctx: &'a ToolContext<'a>, args: Value) -> BoxFuture<'a, ToolOutcome> {
         Box::pin(with_workspace(ctx, move |ws| async move {
             let path = str_arg(&args, "path");
@@ -138,9 +132,6 @@ impl Tool for WriteFile {
             "additionalProperties": false
         })
     }
-    fn allow_key(&self, _args: &Value) -> Option<String> {
-        None
-    }
     fn run<'a>(&'a self, ctx: &'a ToolContext<'a>, args: Value) -> BoxFuture<'a, ToolOutcome> {
         Box::pin(with_workspace(ctx, move |ws| async move {
             let e = ws.write(str_arg(&args, "path"), str_arg(&args, "content")).await?;
@@ -171,9 +162,6 @@ impl Tool for EditFile {
             "additionalProperties": false
         })
     }
-    fn allow_key(&self, _args: &Value) -> Option<String> {
-        None
-    }
     fn run<'a>(&'a self, ctx: &'a ToolContext<'a>, args: Value) -> BoxFuture<'a, ToolOutcome> {
         Box::pin(with_workspace(ctx, move |ws| async move {
             let all = args.get("replaceAll").and_then(Value::as_bool).unwrap_or(false);
@@ -202,9 +190,6 @@ impl Tool for Grep {
             "required": ["pattern"],
             "additionalProperties": false
         })
-    }
-    fn allow_key(&self, _args: &Value) -> Option<String> {
-        None
     }
     fn run<'a>(&'a self, ctx: &'a ToolContext<'a>, args: Value) -> BoxFuture<'a, ToolOutcome> {
         Box::pin(with_workspace(ctx, move |ws| async move {
