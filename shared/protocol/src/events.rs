@@ -499,6 +499,13 @@ pub struct ConfirmationRequest {
     pub channel_config: Option<Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mcp_connect_request: Option<Value>,
+    /// The asset the call acts on, by name (the approval card's title).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resource_name: Option<String>,
+    /// Structured details of the change (row/column previews, filters,
+    /// workflow actions) the approval card renders.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval_details: Option<Value>,
 }
 
 impl ConfirmationRequest {
@@ -536,6 +543,8 @@ impl ConfirmationRequest {
             resource_decision: None,
             channel_config: None,
             mcp_connect_request: None,
+            resource_name: None,
+            approval_details: None,
         }
     }
 }

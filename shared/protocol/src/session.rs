@@ -128,6 +128,31 @@ pub struct MessagesPage {
     pub next_before: Option<String>,
 }
 
+/// One thread in `GET /instance-ai/threads`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ThreadSummary {
+    pub thread_id: String,
+    /// From `thread-title-updated`; `None` until the first run ends.
+    pub title: Option<String>,
+    /// Epoch seconds.
+    pub created_at: u64,
+    /// Epoch ms of the last run start or finish.
+    pub last_activity_at: u64,
+    pub has_active_run: bool,
+}
+
+/// `GET /instance-ai/threads[?limit=N&before=<cursor>]`: the caller's
+/// threads, most recently active first.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ThreadList {
+    pub threads: Vec<ThreadSummary>,
+    /// More (older) threads exist: ask again with `?before=<this>`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_before: Option<String>,
+}
+
 // -------------------------------------------------------------------- folds
 
 use crate::events::{EventPayload, RunStatus, StoredEvent};
