@@ -167,16 +167,13 @@ async function refreshThreads() {
 
 function renderThreads() {
   const current = app.thread && app.thread.threadId;
-  const items = [...app.threads];
-  if (current && !items.some((t) => t.threadId === current) && app.newThreads.has(current)) {
-    items.unshift({ threadId: current, title: null, lastActivityAt: Date.now(), hasActiveRun: false });
-  }
+  const items = app.threads;
   if (!items.length) {
     sync(ui.threadList, [h('li', { class: 'threads-empty muted', text: 'No conversations yet.' })]);
     return;
   }
   sync(ui.threadList, items.map((t) => {
-    const title = (app.thread && app.thread.threadId === t.threadId && app.thread.title) || t.title || 'New conversation';
+    const title = (app.thread && app.thread.threadId === t.threadId && displayTitle(app.thread)) || t.title || 'New conversation';
     const a = h('a', { class: 'thread-link', href: `#/t/${encodeURIComponent(t.threadId)}`, attrs: { 'aria-current': t.threadId === current ? 'page' : false } },
       h('span', { class: 'thread-name', text: title }),
       h('span', { class: 'thread-meta' }, t.hasActiveRun ? h('span', { class: 'live-dot', attrs: { 'aria-label': 'running' } }) : null, relativeTime(t.lastActivityAt)));
@@ -186,6 +183,13 @@ function renderThreads() {
 }
 
 // ---------------------------------------------------------------- threads
+
+/** The thread's title, or its first message until the server names it. */
+function displayTitle(thread) {
+  if (thread.title) return thread.title;
+  const first = thread.runs.find((r) => r.user && r.user.content);
+  return first ? first.user.content.split('\n')[0].slice(0, 60) : null;
+}
 
 function newThreadId() {
   const bytes = crypto.getRandomValues(new Uint8Array(9));
@@ -211,6 +215,7 @@ async function openThread(id) {
   app.stream = null;
   app.memo.clear();
   app.decided.clear();
+  app.openKeys.clear();
   app.pending = null;
   banner('');
   const thread = createThread(id);
@@ -276,7 +281,7 @@ function setConn(s) {
 }
 
 function onApplied(thread, ev) {
-  if (ev.type === 'run-start' && app.pending) app.pending = null;
+  if (ev.type === 'run-start') { app.pending = null; renderThreads(); }
   if (app.metrics.sendAt && app.metrics.firstEventMs === null) {
     app.metrics.firstEventMs = performance.now() - app.metrics.sendAt;
   }
@@ -390,8 +395,9 @@ function render() {
       h('div', { class: 'msg-assistant' }, h('div', { class: 'working' }, h('span', { class: 'pulse', attrs: { 'aria-hidden': 'true' } }), 'Sending…'))));
   }
   ui.empty.hidden = thread.runs.length > 0 || !!app.pending;
-  ui.title.textContent = thread.title || 'New conversation';
-  document.title = thread.title ? `${thread.title} · Instance AI` : 'Instance AI';
+  const title = displayTitle(thread);
+  ui.title.textContent = title || 'New conversation';
+  document.title = title ? `${title} · Instance AI` : 'Instance AI';
   const running = !!thread.activeRunId;
   ui.send.hidden = running;
   ui.stop.hidden = !running;

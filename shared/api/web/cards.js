@@ -37,7 +37,7 @@ export function confirmationCard(req, ctx) {
     }
   }
   const parts = build(req, send, ctx, titleId);
-  card.append(...parts, errorLine);
+  card.append(...parts.flat(Infinity).filter(Boolean), errorLine);
   return card;
 }
 

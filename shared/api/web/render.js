@@ -82,7 +82,7 @@ function reasoning(text, key, ctx) {
 
 function toolEntry(run, t, ctx) {
   const version = `${t.state}:${t.toolName}:${JSON.stringify(t.args)}:${t.error || ''}:${t.result === undefined ? '' : JSON.stringify(t.result)}`;
-  const row = ctx.memo.get(`tool:${t.toolCallId}`, version, () => toolRow(t, ctx));
+  const row = ctx.memo.get(`tool:${run.runId}:${t.toolCallId}`, version, () => toolRow(run, t, ctx));
   const out = [row];
   const req = t.confirmation;
   if (req) {
@@ -97,7 +97,7 @@ function toolEntry(run, t, ctx) {
   return out;
 }
 
-function toolRow(t, ctx) {
+function toolRow(run, t, ctx) {
   const label = toolLabel(t.toolName, t.args);
   const summary = t.state === 'done' ? resultSummary(t.result) : t.state === 'error' || t.state === 'interrupted' ? t.error : '';
   const icon = h('span', { class: `tool-icon state-${t.state}`, attrs: { 'aria-hidden': 'true' } });
@@ -107,7 +107,7 @@ function toolRow(t, ctx) {
   const args = t.args && Object.keys(t.args).length ? [h('div', { class: 'kv-label', text: 'Arguments' }), h('pre', { class: 'code', text: pretty(t.args) })] : [h('p', { class: 'muted small', text: t.isLoading ? 'Preparing the call…' : 'No arguments.' })];
   const outcome = t.state === 'done' ? [h('div', { class: 'kv-label', text: 'Result' }), h('pre', { class: 'code', text: pretty(t.result) })]
     : t.error ? [h('div', { class: 'kv-label', text: t.state === 'interrupted' ? 'Interrupted' : 'Error' }), h('pre', { class: 'code code-error', text: t.error })] : [];
-  const row = details(`tool tool-${t.state}`, `tool:${t.toolCallId}`, ctx, head, h('div', { class: 'tool-body' }, args, outcome));
+  const row = details(`tool tool-${t.state}`, `tool:${run.runId}:${t.toolCallId}`, ctx, head, h('div', { class: 'tool-body' }, args, outcome));
   row.dataset.toolCallId = t.toolCallId;
   row.dataset.state = t.state;
   return row;
