@@ -275,6 +275,7 @@ async fn threads_list_only_the_owners_threads_newest_first_with_titles() {
     assert_eq!(ids, ["t-list-b", "t-list-a"], "most recently active first");
     let first = &list["threads"][0];
     assert_eq!(first["title"], "List my workflows");
+    assert_eq!(first["preview"], "List my workflows");
     assert_eq!(first["hasActiveRun"], false);
     assert!(first["lastActivityAt"].as_u64().unwrap() >= first["createdAt"].as_u64().unwrap() * 1000);
     let (_, page) = get(&http, &format!("{base}/instance-ai/threads?limit=1"), ALICE).await;

@@ -173,7 +173,7 @@ function renderThreads() {
     return;
   }
   sync(ui.threadList, items.map((t) => {
-    const title = (app.thread && app.thread.threadId === t.threadId && displayTitle(app.thread)) || t.title || 'New conversation';
+    const title = (app.thread && app.thread.threadId === t.threadId && displayTitle(app.thread)) || t.title || t.preview || 'New conversation';
     const a = h('a', { class: 'thread-link', href: `#/t/${encodeURIComponent(t.threadId)}`, attrs: { 'aria-current': t.threadId === current ? 'page' : false } },
       h('span', { class: 'thread-name', text: title }),
       h('span', { class: 'thread-meta' }, t.hasActiveRun ? h('span', { class: 'live-dot', attrs: { 'aria-label': 'running' } }) : null, relativeTime(t.lastActivityAt)));

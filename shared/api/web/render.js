@@ -62,7 +62,9 @@ function agentBody(run, node, ctx, isRoot) {
   for (const [k, e] of node.errors.entries()) {
     out.push(ctx.memo.get(`err:${run.runId}:${node.agentId}:${k}`, e, () => h('div', { class: 'callout callout-error', attrs: { role: 'alert' } }, h('strong', { text: 'Error: ' }), e)));
   }
-  if (!isRoot && node.result && node.status !== 'active') {
+  // The result, unless it only repeats the agent's own last words.
+  const last = [...node.timeline].reverse().find((t) => t.type === 'text');
+  if (!isRoot && (node.error || node.result) && node.status !== 'active' && (node.error || node.result).trim() !== (last ? last.content.trim() : '')) {
     out.push(h('div', { class: `agent-result ${node.error ? 'is-error' : ''}` }, renderMarkdown(node.error || node.result)));
   }
   return out;
@@ -90,11 +92,22 @@ function toolEntry(run, t, ctx) {
     if (t.state === 'awaiting-confirmation' && !decided) {
       out.push(ctx.memo.get(`card:${req.requestId}`, 'open', () => confirmationCard(req, ctx)));
     } else {
-      const summary = decided || (t.state === 'done' ? (t.result && (t.result.denied || t.result.approved === false || t.result.answered === false) ? 'Declined.' : 'Answered.') : null);
+      const summary = decided || settledSummary(req, t);
       if (summary) out.push(ctx.memo.get(`card:${req.requestId}`, `done:${summary}`, () => decidedNote(summary)));
     }
   }
   return out;
+}
+
+// What a request settled before this page saw the decision reads as.
+function settledSummary(req, t) {
+  if (t.state !== 'done') return t.state === 'error' || t.state === 'interrupted' ? 'This request did not complete.' : null;
+  const r = t.result || {};
+  if (r.answered === false) return 'You skipped the question.';
+  if (r.denied || r.approved === false) return req.inputType === 'plan-review' ? 'You asked for changes to the plan.' : 'You denied this.';
+  if (req.inputType === 'questions' || req.inputType === 'text') return 'You answered.';
+  if (req.inputType === 'plan-review') return 'You approved the plan.';
+  return 'You approved this.';
 }
 
 function toolRow(run, t, ctx) {
@@ -126,7 +139,7 @@ function subagent(run, node, ctx) {
   d.addEventListener('toggle', () => { if (d.open) ctx.openKeys.delete(`${key}:closed`); else ctx.openKeys.add(`${key}:closed`); });
   d.append(
     h('summary', null, h('span', { class: `agent-dot status-${node.status}`, attrs: { 'aria-hidden': 'true' } }),
-      h('span', { class: 'agent-kind', text: 'Background task' }), h('span', { class: 'agent-title', text: title }),
+      h('span', { class: 'agent-head' }, h('span', { class: 'agent-kind', text: 'Background task' }), h('span', { class: 'agent-title', text: title })),
       h('span', { class: `status-pill status-${node.status}`, text: statusWord }), stop),
     h('div', { class: 'subagent-body' }, agentBody(run, node, ctx, false)),
   );

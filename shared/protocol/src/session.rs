@@ -139,8 +139,10 @@ pub struct MessagesPage {
 #[serde(rename_all = "camelCase")]
 pub struct ThreadSummary {
     pub thread_id: String,
-    /// From `thread-title-updated`; `None` until the first run ends.
+    /// From `thread-title-updated`; `None` until the first run completes.
     pub title: Option<String>,
+    /// The first line of the thread's first message (shown until a title).
+    pub preview: Option<String>,
     /// Epoch seconds.
     pub created_at: u64,
     /// Epoch ms of the last run start or finish.

@@ -203,7 +203,7 @@ impl Runs {
             .set_key(Some(thread_key(&chain.thread_id)))
             .update_expression(
                 "SET userId = :u, threadId = :t, createdAt = if_not_exists(createdAt, :now), activeRunId = :r, lastRunId = :r, \
-                 lastActivityAt = :ms, gsi1pk = :upk, gsi1sk = :usk",
+                 lastActivityAt = :ms, gsi1pk = :upk, gsi1sk = :usk, preview = if_not_exists(preview, :pv)",
             )
             .condition_expression("(attribute_not_exists(pk) OR userId = :u) AND attribute_not_exists(activeRunId)")
             .expression_attribute_values(":u", s(&chain.user_id.0))
@@ -213,6 +213,7 @@ impl Runs {
             .expression_attribute_values(":ms", n(now))
             .expression_attribute_values(":upk", s(crate::threads::list_pk(&chain.user_id)))
             .expression_attribute_values(":usk", s(crate::threads::list_sk(now, &chain.thread_id)))
+            .expression_attribute_values(":pv", s(crate::threads::preview_of(message)))
             .send()
             .await;
         match taken {

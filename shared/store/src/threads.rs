@@ -19,6 +19,17 @@ pub fn list_pk(user: &UserId) -> String {
     format!("userthreads#{}", user.0)
 }
 
+/// What the list shows of a thread before it has a title: the first line
+/// of its first message, at most 80 characters.
+pub fn preview_of(message: &str) -> String {
+    let line = message.trim().lines().next().unwrap_or_default();
+    let mut out: String = line.chars().take(80).collect();
+    if line.chars().count() > 80 {
+        out.push('…');
+    }
+    out
+}
+
 /// A thread's place in its owner's list: by last activity, then id.
 pub fn list_sk(last_activity_ms: u64, thread: &ThreadId) -> String {
     format!("{last_activity_ms:013}#{}", thread.0)
@@ -141,6 +152,7 @@ impl Threads {
                 Some(ThreadSummary {
                     thread_id: text(i, "threadId")?,
                     title: text(i, "title"),
+                    preview: text(i, "preview"),
                     created_at: num(i, "createdAt"),
                     last_activity_at: num(i, "lastActivityAt"),
                     has_active_run: text(i, "activeRunId").is_some(),
