@@ -275,6 +275,28 @@ def _(ctx):
     shot(page, "reloaded-complete")
 
 
+@check("a dropped stream reconnects with Last-Event-ID and loses nothing")
+def _(ctx):
+    page = S["page"]
+    new_conversation(page)
+    cursors = []
+    page.on("request", lambda r: cursors.append(r.headers.get("last-event-id")) if "/instance-ai/events/" in r.url else None)
+    turn = say(page, "Stream a long answer slowly")
+    expect(turn.locator(".md")).to_contain_text("word05", timeout=WAIT)
+    ctx.set_offline(True)
+    expect(page.locator(".conn")).to_have_text("Reconnecting…", timeout=WAIT)
+    shot(page, "reconnecting")
+    time.sleep(1.5)
+    ctx.set_offline(False)
+    expect(turn.locator(".md")).to_contain_text("word60", timeout=WAIT)
+    finished(turn)
+    text = re.sub(r"\s+", " ", " ".join(turn.locator(".md").all_inner_texts())).strip()
+    assert text == LONG_TEXT, text
+    resumed = [int(c) for c in cursors if c]
+    assert resumed and resumed[-1] > 0, f"no reconnect carried Last-Event-ID: {cursors}"
+    expect(page.locator(".conn")).to_have_text("Live")
+
+
 @check("a domain-access card")
 def _(ctx):
     page = S["page"]
