@@ -499,11 +499,12 @@ pub struct ConfirmationRequest {
     pub channel_config: Option<Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mcp_connect_request: Option<Value>,
-    /// The asset the call acts on, by name (the approval card's title).
+    /// The asset the card is about, by name (never its id): the card's title
+    /// is built from it ("Assistant wants to publish Order triage").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resource_name: Option<String>,
-    /// Structured details of the change (row/column previews, filters,
-    /// workflow actions) the approval card renders.
+    /// Structured details of the change for the card (previews, filters,
+    /// verification notices); `message` stays as the plain-text fallback.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approval_details: Option<Value>,
 }
