@@ -11,7 +11,8 @@
 //!
 //! The page is served from `http://127.0.0.1:<port>` and told to read SSE
 //! from `http://sse.localhost:<port>` — another origin, as the Function URL
-//! is in AWS — so the browser really goes through CORS.
+//! is in AWS — so the browser really goes through CORS. In the browser test
+//! that origin is a TCP proxy the script runs, so it can drop the streams.
 
 use agent::tools::{Gate, Tool, ToolContext, ToolOutcome};
 use futures::future::BoxFuture;
@@ -39,14 +40,15 @@ impl Tool for Workflows {
     fn input_schema(&self) -> Value {
         json!({"type": "object", "properties": {"action": {"type": "string"}, "workflowId": {"type": "string"}}, "required": ["action"]})
     }
-    fn gate(&self, args: &Value) -> Option<Gate> {
+    fn gate<'a>(&'a self, _ctx: &'a ToolContext<'a>, args: &'a Value) -> BoxFuture<'a, Result<Option<Gate>, String>> {
         let mut req = ConfirmationRequest::approval("", "", "workflows", Map::new(), Severity::Warning, "");
-        match args["action"].as_str() {
+        let gate = match args["action"].as_str() {
             Some("delete") => {
                 let id = args["workflowId"].as_str().unwrap_or_default();
                 req.message = format!("Archive workflow {id}? It stops running and moves to the archive.");
                 req.resource_name = Some(format!("Scratch {id}"));
                 req.approval_details = Some(json!({"workflow": format!("Scratch {id}"), "nodes": 4, "lastRun": "2 days ago"}));
+                Some(Gate::permission(req, "workflows.delete"))
             }
             Some("setup") => {
                 req.severity = Severity::Info;
@@ -56,10 +58,11 @@ impl Tool for Workflows {
                     json!({"node": {"name": "Fetch invoices", "type": "n8n-nodes-base.httpRequest"}, "credentialType": "httpHeaderAuth", "isTrigger": false}),
                     json!({"node": {"name": "Every morning", "type": "n8n-nodes-base.scheduleTrigger"}, "isTrigger": true, "parameterIssues": ["Pick the hour it should run"]}),
                 ]);
+                Some(Gate::question(req, Vec::new()))
             }
-            _ => return None,
-        }
-        Some(Gate { request: req, before: Vec::new() })
+            _ => None,
+        };
+        Box::pin(async move { Ok(gate) })
     }
     fn run<'a>(&'a self, _ctx: &'a ToolContext<'a>, args: Value) -> BoxFuture<'a, ToolOutcome> {
         Box::pin(async move {
@@ -89,12 +92,13 @@ impl Tool for FetchPage {
     fn input_schema(&self) -> Value {
         json!({"type": "object", "properties": {"url": {"type": "string"}}, "required": ["url"]})
     }
-    fn gate(&self, args: &Value) -> Option<Gate> {
+    fn gate<'a>(&'a self, _ctx: &'a ToolContext<'a>, args: &'a Value) -> BoxFuture<'a, Result<Option<Gate>, String>> {
         let url = args["url"].as_str().unwrap_or_default().to_owned();
         let host = url.split('/').nth(2).unwrap_or_default().to_owned();
         let mut req = ConfirmationRequest::approval("", "", "fetch-page", Map::new(), Severity::Info, format!("Fetch {url}?"));
         req.domain_access = Some(DomainAccess { url, host });
-        Some(Gate { request: req, before: Vec::new() })
+        let gate = Gate::permission(req, "research.fetch-url");
+        Box::pin(async move { Ok(Some(gate)) })
     }
     fn run<'a>(&'a self, _ctx: &'a ToolContext<'a>, _args: Value) -> BoxFuture<'a, ToolOutcome> {
         Box::pin(async { ToolOutcome::Done(json!({"status": 200, "title": "Pricing"})) })
@@ -114,14 +118,15 @@ impl Tool for Credentials {
     fn input_schema(&self) -> Value {
         json!({"type": "object", "properties": {"action": {"type": "string"}, "credentials": {"type": "array"}}, "required": ["action"]})
     }
-    fn gate(&self, args: &Value) -> Option<Gate> {
+    fn gate<'a>(&'a self, _ctx: &'a ToolContext<'a>, args: &'a Value) -> BoxFuture<'a, Result<Option<Gate>, String>> {
         let mut req = ConfirmationRequest::approval("", "", "credentials", Map::new(), Severity::Info, "Connect Slack to post the alerts");
         let mut requests = args["credentials"].as_array().cloned().unwrap_or_default();
         for r in &mut requests {
             r["existingCredentials"] = json!([]);
         }
         req.credential_requests = Some(requests);
-        Some(Gate { request: req, before: Vec::new() })
+        let gate = Gate::question(req, Vec::new());
+        Box::pin(async move { Ok(Some(gate)) })
     }
     fn run<'a>(&'a self, _ctx: &'a ToolContext<'a>, _args: Value) -> BoxFuture<'a, ToolOutcome> {
         Box::pin(async { ToolOutcome::Done(json!({"success": true})) })
@@ -155,15 +160,21 @@ fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
-/// The cloud, with the page told that SSE lives on another origin.
+/// The cloud, with the page told that SSE lives on another origin
+/// (`sse.localhost:<sse_port>`: the cloud's own port, or the browser test's
+/// proxy in front of it).
 async fn cloud() -> Running {
-    let env = TestEnv::new().await;
     let port = free_port();
+    cloud_with_sse(port, port).await
+}
+
+async fn cloud_with_sse(port: u16, sse_port: u16) -> Running {
+    let env = TestEnv::new().await;
     let mut config = env.config.clone();
     config.bootstrap_keys = vec![("alice".into(), ALICE.into()), ("bob".into(), BOB.into())];
     config.model = Some(format!("scripted:{}/fixtures/web_script.json", env!("CARGO_MANIFEST_DIR")));
     config.web_origins = vec![format!("http://127.0.0.1:{port}")];
-    config.events_url = Some(format!("http://sse.localhost:{port}"));
+    config.events_url = Some(format!("http://sse.localhost:{sse_port}"));
     let running = start(Options { config, prefix: env.prefix.clone(), port, run_consumers: true, run_schedules: false })
         .await
         .expect("local cloud starts");
@@ -328,7 +339,8 @@ async fn the_page_works_in_chromium() {
         std::path::Path::new(&chromium).exists(),
         "{chromium} is missing: install Debian's chromium (infra/local/env.sh does: apt-get install -y chromium)"
     );
-    let cloud = cloud().await;
+    let sse_port = free_port();
+    let cloud = cloud_with_sse(free_port(), sse_port).await;
     let out = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("web-e2e");
     let _ = std::fs::remove_dir_all(&out);
     std::fs::create_dir_all(&out).unwrap();
@@ -346,6 +358,8 @@ async fn the_page_works_in_chromium() {
         .arg(&out)
         .arg("--chromium")
         .arg(&chromium)
+        .arg("--sse-port")
+        .arg(sse_port.to_string())
         .kill_on_drop(true)
         .spawn()
         .unwrap_or_else(|e| panic!("cannot run {python}: {e} (set INSTANCE_AI_PYTHON to a python with `playwright` installed)"));
