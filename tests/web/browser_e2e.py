@@ -387,7 +387,8 @@ def _(ctx):
     page = S["page"]
     new_conversation(page)
     turn = say(page, "Trigger a model error")
-    expect(turn.locator(".finish-error")).to_contain_text("could not finish", timeout=WAIT)
+    expect(turn.locator(".callout-error")).to_contain_text("no scripted conversation", timeout=WAIT)
+    expect(turn.locator(".finish-error")).to_have_text("The assistant could not finish.")
     shot(page, "run-error")
 
 
@@ -408,6 +409,7 @@ def _(ctx):
     stale.get_by_role("textbox", name="Message", exact=True).press("Enter")
     expect(stale.locator(".banner")).to_contain_text("already in progress", timeout=WAIT)
     expect(stale.get_by_role("textbox", name="Message", exact=True)).to_have_value("Hello again")
+    expect(stale.get_by_role("button", name="Stop the response")).to_be_visible()
     shot(stale, "conflict-409")
     stale.close()
     page.get_by_role("button", name="Stop the response").click()
@@ -438,6 +440,7 @@ def _(ctx):
     shot(page, "mobile-375")
     page.get_by_role("button", name="Show conversations").click()
     expect(page.locator(".sidebar")).to_be_in_viewport()
+    page.wait_for_timeout(400)  # the slide-in transition
     shot(page, "mobile-375-drawer")
     page.keyboard.press("Escape")
     expect(page.locator(".sidebar")).not_to_be_in_viewport()

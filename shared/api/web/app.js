@@ -326,6 +326,8 @@ async function send() {
     ui.input.value = text;
     autosize();
     banner(e.message);
+    // This tab missed the run that holds the thread: learn it, show Stop.
+    if (e.status === 409) api.status(thread.threadId).then((s) => { loadStatus(thread, s); render(); }).catch(() => {});
   } finally {
     app.sending = false;
     render();

@@ -32,7 +32,9 @@ function turn(run, thread, ctx, old) {
       h('span', { class: 'pulse', attrs: { 'aria-hidden': 'true' } }),
       status || (waiting ? 'Waiting for your answer' : 'Working…')));
   } else if (run.status !== 'completed') {
-    footer.push(h('div', { class: `finish finish-${run.status}`, attrs: { role: 'status' } }, finishReason(run.status, run.reason)));
+    // An error event already said why: do not repeat it.
+    const said = run.root && run.root.errors.some((e) => run.reason && run.reason.includes(e));
+    footer.push(h('div', { class: `finish finish-${run.status}`, attrs: { role: 'status' } }, finishReason(run.status, said ? null : run.reason)));
   }
   const assistant = h('div', { class: 'msg-assistant' }, srOnly('Assistant: '), body, footer);
   sync(el, [user, assistant]);
