@@ -33,6 +33,7 @@ use std::collections::{HashMap, HashSet};
 use serde_json::Value;
 
 mod fast;
+pub mod from_ai;
 mod item;
 mod sandbox;
 mod template;
@@ -80,6 +81,12 @@ pub trait DataProxy {
     }
     /// Parameters of another node (`$('Node').params`, `$node["Node"].parameter`).
     fn node_parameters(&self, _node: &str) -> Option<Value> {
+        None
+    }
+    /// The values an AI agent chose for this tool node's `$fromAI()` keys
+    /// (n8n's `ai_tool` input override); `None` outside a tool call, where
+    /// `$fromAI` fails with n8n's "No execution data available".
+    fn from_ai_input(&self) -> Option<Value> {
         None
     }
 }

@@ -19,6 +19,7 @@ use crate::{DataProxy, ExpressionError, Item, Json, Limits, PairedItem};
 const INTL_JS: &str = include_str!("../js/intl.js");
 const LUXON_JS: &str = include_str!("../js/luxon.min.js");
 const PRELUDE_JS: &str = include_str!("../js/prelude.js");
+const JMESPATH_JS: &str = include_str!("../js/jmespath.js");
 
 /// Most functions kept compiled at once; the cache is cleared when full.
 const MAX_CACHED_FUNCTIONS: usize = 4096;
@@ -138,9 +139,10 @@ impl Sandbox {
             let intl: Function = boot.get("intl")?;
             intl.call::<_, ()>((Func::from(tz_offset),))?;
             let luxon: JsValue = boot.get("luxon")?;
+            let jmespath: JsValue = boot.get("jmespath")?;
             let h = host_object(&ctx, &host)?;
             let prelude: Function = boot.get("prelude")?;
-            let handles: Object = prelude.call((h, luxon))?;
+            let handles: Object = prelude.call((h, luxon, jmespath))?;
             let state: Object = handles.get("state")?;
             let set_zone: Function = handles.get("setZone")?;
             let set_now: Function = handles.get("setNow")?;
@@ -436,9 +438,9 @@ fn boot_module<'js>(ctx: &Ctx<'js>) -> rquickjs::Result<rquickjs::Module<'js, rq
         // QuickJS build in this process, and live for 'static (ROM data).
         Some(bytes) => unsafe { rquickjs::Module::load(ctx.clone(), bytes)? },
         None => {
-            // Luxon is wrapped so its `var luxon` stays out of the global scope
+            // Luxon and jmespath are wrapped so their globals stay out of the global scope
             let source = format!(
-                "export const intl = {INTL_JS};\nexport const luxon = (function(){{\n{LUXON_JS}\nreturn luxon;\n}})();\nexport const prelude = {PRELUDE_JS};\n"
+                "export const intl = {INTL_JS};\nexport const luxon = (function(){{\n{LUXON_JS}\nreturn luxon;\n}})();\nexport const jmespath = (function(){{\nvar exports = {{}};\n{JMESPATH_JS}\nreturn exports;\n}})();\nexport const prelude = {PRELUDE_JS};\n"
             );
             let m = rquickjs::Module::declare(ctx.clone(), "n8n:boot", source)?;
             let opts = rquickjs::module::WriteOptions { strip_source: true, ..Default::default() };
@@ -608,6 +610,17 @@ fn host_object<'js>(ctx: &Ctx<'js>, host: &Host) -> rquickjs::Result<Object<'js>
         "prevNode",
         Function::new(ctx.clone(), move |ctx: Ctx<'js>| -> rquickjs::Result<JsValue<'js>> {
             match with_proxy(&hh, |d| d.prev_node())? {
+                Some(v) => to_js(&ctx, &v),
+                None => Ok(JsValue::new_undefined(ctx)),
+            }
+        }),
+    )?;
+
+    let hh = host.clone();
+    h.set(
+        "fromAIInput",
+        Function::new(ctx.clone(), move |ctx: Ctx<'js>| -> rquickjs::Result<JsValue<'js>> {
+            match with_proxy(&hh, |d| d.from_ai_input())? {
                 Some(v) => to_js(&ctx, &v),
                 None => Ok(JsValue::new_undefined(ctx)),
             }

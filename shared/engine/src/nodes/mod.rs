@@ -12,19 +12,34 @@ use crate::run::Env;
 use crate::workflow::{Graph, Node, OnError};
 
 pub mod aggregate;
+pub mod binary;
+pub mod compression;
+pub mod convert_to_file;
+pub mod disk;
+pub mod extract_from_file;
+pub mod jwt;
+pub mod rss;
+pub mod totp;
+pub mod training;
 pub mod code;
+pub mod compare_datasets;
 pub mod conditions;
 pub mod crypto;
 pub mod datatable;
 pub mod datetime;
+pub mod dedupe_history;
 pub mod execute_workflow;
 pub mod html;
 pub mod http;
 pub mod if_node;
+pub mod item_lists;
 pub mod limit;
+pub mod lodash;
 pub mod merge;
 pub mod misc;
+pub mod regex_safety;
 pub mod remove_duplicates;
+pub mod rename_keys;
 pub mod set;
 pub mod sort;
 pub mod split_in_batches;
@@ -66,7 +81,12 @@ pub fn get(node_type: &str) -> Option<NodeFn> {
         "n8n-nodes-base.noOp" => misc::no_op,
         "n8n-nodes-base.stopAndError" => misc::stop_and_error,
         "n8n-nodes-base.respondToWebhook" => misc::respond_to_webhook,
-        "n8n-nodes-base.readBinaryFiles" | "n8n-nodes-base.readWriteFile" => misc::read_binary_files,
+        "n8n-nodes-base.readBinaryFiles" => disk::read_binary_files,
+        "n8n-nodes-base.readWriteFile" => disk::read_write_file,
+        "n8n-nodes-base.readBinaryFile" => disk::read_binary_file,
+        "n8n-nodes-base.writeBinaryFile" => disk::write_binary_file,
+        "n8n-nodes-base.executeCommand" => disk::execute_command,
+        "n8n-nodes-base.localFileTrigger" => disk::local_file_trigger,
         "n8n-nodes-base.set" => set::execute,
         "n8n-nodes-base.if" => if_node::execute,
         "n8n-nodes-base.switch" => switch::execute,
@@ -89,6 +109,17 @@ pub fn get(node_type: &str) -> Option<NodeFn> {
         "n8n-nodes-base.dateTime" => datetime::execute,
         "n8n-nodes-base.crypto" => crypto::execute,
         "n8n-nodes-base.html" => html::execute,
+        "n8n-nodes-base.convertToFile" => convert_to_file::execute,
+        "n8n-nodes-base.extractFromFile" => extract_from_file::execute,
+        "n8n-nodes-base.rssFeedRead" => rss::execute,
+        "n8n-nodes-base.compression" => compression::execute,
+        "n8n-nodes-base.jwt" => jwt::execute,
+        "n8n-nodes-base.totp" => totp::execute,
+        "n8n-nodes-base.n8nTrainingCustomerDatastore" => training::customer_datastore,
+        "n8n-nodes-base.n8nTrainingCustomerMessenger" => training::customer_messenger,
+        "n8n-nodes-base.itemLists" => item_lists::execute,
+        "n8n-nodes-base.compareDatasets" => compare_datasets::execute,
+        "n8n-nodes-base.renameKeys" => rename_keys::execute,
         _ => return None,
     };
     Some(f)

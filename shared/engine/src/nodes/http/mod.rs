@@ -18,6 +18,27 @@ pub(crate) use transport::{send, Redirects, Request, Response};
 use super::{NodeContext, NodeOutput};
 use crate::error::{EngineError, Result};
 
+/// A plain GET through the same client and SSRF guard, following
+/// redirects, for nodes that read one URL (RSS Feed Read): status and body.
+pub(crate) fn get(env: &crate::run::Env, url: url::Url, headers: Vec<(String, String)>) -> Result<(u16, Vec<u8>)> {
+    let req = Request {
+        method: reqwest::Method::GET,
+        url,
+        headers,
+        body: None,
+        timeout: env.settings.http_timeout,
+        redirects: Redirects { get: true, all: false, max: 21 },
+        insecure: false,
+        digest: None,
+    };
+    // the raw transport error (callers word their own messages from it)
+    let resp = send(env, &req).map_err(|e| match e {
+        EngineError::Node { description: Some(detail), http_code: None, .. } => EngineError::node(detail),
+        other => other,
+    })?;
+    Ok((resp.status, resp.body))
+}
+
 pub fn execute(ctx: &mut NodeContext<'_>) -> Result<NodeOutput> {
     if ctx.version() < 3.0 {
         legacy::execute(ctx)
