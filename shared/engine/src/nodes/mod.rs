@@ -17,6 +17,7 @@ pub mod compare_datasets;
 pub mod conditions;
 pub mod crypto;
 pub mod datatable;
+pub mod dates;
 pub mod datetime;
 pub mod dedupe_history;
 pub mod execute_workflow;
