@@ -39,6 +39,7 @@ pub mod split_out;
 pub mod summarize;
 pub mod switch;
 pub mod wait;
+pub mod xml;
 
 /// What a node run produced.
 pub enum NodeOutput {
@@ -97,6 +98,7 @@ pub fn get(node_type: &str) -> Option<NodeFn> {
         "n8n-nodes-base.itemLists" => item_lists::execute,
         "n8n-nodes-base.compareDatasets" => compare_datasets::execute,
         "n8n-nodes-base.renameKeys" => rename_keys::execute,
+        "n8n-nodes-base.xml" => xml::execute,
         _ => return None,
     };
     Some(f)
