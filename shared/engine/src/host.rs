@@ -66,9 +66,16 @@ pub trait DataTableProvider: Send + Sync {
     fn upsert(&self, table: &str, filter: &RowFilter, row: &Value) -> Result<Vec<Value>, String>;
 }
 
-/// Files for Read Binary Files (path or glob → path and bytes).
+/// Files for the file nodes (Read/Write Files from Disk, Read/Write Binary
+/// File(s)); in executions a per-execution scratch folder
+/// (`nodes::disk::ScratchDir`).
 pub trait FileProvider: Send + Sync {
+    /// Path or glob → the files' paths and bytes.
     fn read(&self, selector: &str) -> Result<Vec<(String, Vec<u8>)>, String>;
+    /// Writes (or appends to) a file; returns the path as shown to the workflow.
+    fn write(&self, path: &str, _bytes: &[u8], _append: bool) -> Result<String, String> {
+        Err(format!("writing files is not available here ({path})"))
+    }
 }
 
 /// n8n's processed-data store, behind Remove Duplicates' "items processed in

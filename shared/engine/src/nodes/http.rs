@@ -241,6 +241,14 @@ fn send(env: &Env, req: Request) -> Result<Response> {
     })
 }
 
+/// A plain GET through the same client and SSRF guard, for nodes that read
+/// one URL (RSS Feed Read): status and body.
+pub(crate) fn get(env: &Env, url: url::Url, headers: Vec<(String, String)>) -> Result<(u16, Vec<u8>)> {
+    let req = Request { method: reqwest::Method::GET, url, headers, body: None, timeout: env.settings.http_timeout, follow: true };
+    let resp = send(env, req)?;
+    Ok((resp.status, resp.body))
+}
+
 /// `[{name, value}]` parameter lists → pairs.
 fn pairs(v: &Value) -> Vec<(String, Value)> {
     v.as_array()

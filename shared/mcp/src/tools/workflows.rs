@@ -3,7 +3,7 @@
 
 use super::{limit, Ctx};
 use crate::error::McpError;
-use crate::runner;
+use instance::runner;
 use executions::{StartRequest, WorkflowRef};
 use engine::Item;
 use schemars::JsonSchema;
@@ -397,7 +397,7 @@ pub async fn execute_workflow(ctx: &Ctx<'_>, a: ExecuteWorkflowArgs) -> Result<E
     let mut req = StartRequest::new(workflow, mode);
     req.trigger = Some(node_name(node).to_owned());
     req.trigger_items = Some(items);
-    let outcome = runner::run(&ctx.server.executor, ctx.server.dispatch, req).await?;
+    let outcome = runner::run(&ctx.server.instance.executor, ctx.server.instance.dispatch, req).await?;
     Ok(outcome_out(outcome))
 }
 
@@ -453,7 +453,7 @@ pub async fn test_workflow(ctx: &Ctx<'_>, a: TestWorkflowArgs) -> Result<Executi
     let mut req = StartRequest::new(WorkflowRef::Draft(meta.id.clone()), ExecutionMode::Manual);
     req.pin_data = pins;
     req.trigger = a.trigger_node_name;
-    let outcome = runner::run(&ctx.server.executor, ctx.server.dispatch, req).await?;
+    let outcome = runner::run(&ctx.server.instance.executor, ctx.server.instance.dispatch, req).await?;
     Ok(outcome_out(outcome))
 }
 

@@ -1,0 +1,288 @@
+//! Convert to File (`n8n-nodes-base.convertToFile`, v1, v1.1): items → a CSV,
+//! HTML table, JSON or text file, or a base64 string → a file. Spreadsheet
+//! formats that need a workbook writer (xlsx, xls, ods, rtf) and iCal are
+//! refused with a clear error.
+
+use serde_json::{json, Map, Value};
+
+use super::binary::{self, each_item};
+use super::{get_path, NodeContext, NodeOutput};
+use crate::data::{Item, PairedItem};
+use crate::error::{EngineError, Result};
+
+pub fn execute(ctx: &mut NodeContext<'_>) -> Result<NodeOutput> {
+    let input = ctx.input(0);
+    let op = ctx.param_str("operation", 0, "csv")?;
+    let out = match op.as_str() {
+        "csv" | "html" => spreadsheet(ctx, &input, &op)?,
+        "xlsx" | "xls" | "ods" | "rtf" => {
+            return Err(EngineError::node(format!(
+                "Convert to File: the '{op}' format is not supported by this engine (supported: csv, html, toJson, toText, toBinary)"
+            )))
+        }
+        "iCal" => return Err(EngineError::node("Convert to File: the 'iCal' operation is not supported by this engine")),
+        "toJson" => to_json(ctx, &input)?,
+        "toText" => each_item(ctx, &input, |ctx, item, i, out| {
+            let key = ctx.param_str("sourceProperty", i, "")?;
+            let prop = ctx.param_str("binaryPropertyName", i, "data")?;
+            let text = source_text(item, &key)?;
+            let bytes = binary::encode(&text, &ctx.param_str("options.encoding", i, "utf8")?, ctx.param_bool("options.addBOM", i, false)?)?;
+            let name = non_empty(ctx.param_str("options.fileName", i, "")?, "file.txt");
+            out.push(binary::item_with(json!({}), &prop, binary::entry(&bytes, &name, Some("text/plain")), i));
+            Ok(())
+        })?,
+        "toBinary" => each_item(ctx, &input, |ctx, item, i, out| {
+            let key = ctx.param_str("sourceProperty", i, "")?;
+            let prop = ctx.param_str("binaryPropertyName", i, "data")?;
+            let mut mime = ctx.param_str("options.mimeType", i, "")?;
+            let bytes = if ctx.param_bool("options.dataIsBase64", i, true)? {
+                from_base64(&source_text(item, &key)?, &mut mime)?
+            } else {
+                if matches!(get_path(&item.json, &key), Some(Value::Object(_) | Value::Array(_))) {
+                    mime = "application/json".into();
+                }
+                binary::encode(&source_text(item, &key)?, &ctx.param_str("options.encoding", i, "utf8")?, ctx.param_bool("options.addBOM", i, false)?)?
+            };
+            let name = ctx.param_str("options.fileName", i, "")?;
+            let mime = if mime.is_empty() { sniff_mime(&bytes, &name) } else { mime };
+            let name = if name.is_empty() { default_name(&mime) } else { name };
+            out.push(binary::item_with(json!({}), &prop, binary::entry(&bytes, &name, Some(&mime)), i));
+            Ok(())
+        })?,
+        other => return Err(EngineError::node(format!("The operation \"{other}\" is not supported!"))),
+    };
+    Ok(NodeOutput::one(out))
+}
+
+fn non_empty(s: String, default: &str) -> String {
+    if s.is_empty() {
+        default.to_string()
+    } else {
+        s
+    }
+}
+
+/// n8n's `createBinaryFromJson` source: the value at a dot path, as text.
+fn source_text(item: &Item, key: &str) -> Result<String> {
+    match get_path(&item.json, key) {
+        None | Some(Value::Null) => Err(EngineError::node(format!("The value in \"{key}\" is not set"))),
+        Some(Value::String(s)) => Ok(s.clone()),
+        Some(v) => Ok(v.to_string()),
+    }
+}
+
+/// A base64 string (or `data:` URI) as bytes, as n8n's `createBinaryFromJson`.
+fn from_base64(text: &str, mime: &mut String) -> Result<Vec<u8>> {
+    use base64::Engine as _;
+    let mut b64 = text.trim();
+    if let Some(rest) = b64.strip_prefix("data:") {
+        if let Some((media, data)) = rest.split_once(";base64,") {
+            let media = media.split(';').next().unwrap_or("").trim();
+            if mime.is_empty() && !media.is_empty() {
+                *mime = media.to_string();
+            }
+            b64 = data;
+        }
+    }
+    let cleaned: String = b64.chars().filter(|c| !c.is_whitespace()).collect();
+    if !cleaned.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '/' | '=' | '_' | '-')) {
+        return Err(EngineError::node(
+            "The provided string is not valid base64 data. If you are trying to write plain text to a file, use the \"Convert to Text File\" operation instead.",
+        ));
+    }
+    // Node's Buffer.from(…, 'base64') also takes the URL-safe alphabet and missing padding
+    let standard: String = cleaned.trim_end_matches('=').replace('-', "+").replace('_', "/");
+    base64::engine::general_purpose::STANDARD_NO_PAD
+        .decode(standard.as_bytes())
+        .map_err(|_| EngineError::node("The provided string is not valid base64 data."))
+}
+
+/// `file.<ext>` for a file without a name (n8n's `createBinaryFromJson`).
+fn default_name(mime: &str) -> String {
+    match binary::extension_for(mime) {
+        Some(e) => format!("file.{e}"),
+        None => "file".into(),
+    }
+}
+
+/// n8n's `prepareBinaryData` without a MIME type: by name, then content, else text.
+fn sniff_mime(bytes: &[u8], name: &str) -> String {
+    if let Some((_, ext)) = name.rsplit_once('.') {
+        return binary::mime_for(&ext.to_ascii_lowercase()).to_string();
+    }
+    let m = match bytes {
+        [0x89, b'P', b'N', b'G', ..] => "image/png",
+        [0xFF, 0xD8, 0xFF, ..] => "image/jpeg",
+        [b'G', b'I', b'F', b'8', ..] => "image/gif",
+        [b'%', b'P', b'D', b'F', ..] => "application/pdf",
+        [b'P', b'K', 3, 4, ..] => "application/zip",
+        [0x1F, 0x8B, ..] => "application/gzip",
+        _ => "text/plain",
+    };
+    m.to_string()
+}
+
+fn all_paired(n: usize) -> Option<PairedItem> {
+    if n == 1 {
+        return Some(PairedItem::Index(0));
+    }
+    Some(PairedItem::Other(Box::new(Value::Array((0..n).map(|i| json!({ "item": i })).collect()))))
+}
+
+fn to_json(ctx: &mut NodeContext<'_>, input: &[Item]) -> Result<Vec<Item>> {
+    let mode = ctx.param_str("mode", 0, "once")?;
+    let render = |v: &Value, pretty: bool| if pretty { serde_json::to_string_pretty(v) } else { serde_json::to_string(v) };
+    if mode == "each" {
+        return each_item(ctx, input, |ctx, item, i, out| {
+            let prop = ctx.param_str("binaryPropertyName", i, "data")?;
+            let text = render(&item.json, ctx.param_bool("options.format", i, false)?).map_err(|e| EngineError::node(e.to_string()))?;
+            let bytes = binary::encode(&text, &ctx.param_str("options.encoding", i, "utf8")?, ctx.param_bool("options.addBOM", i, false)?)?;
+            let name = non_empty(ctx.param_str("options.fileName", i, "")?, "file.json");
+            out.push(binary::item_with(json!({}), &prop, binary::entry(&bytes, &name, Some("application/json")), i));
+            Ok(())
+        });
+    }
+    let prop = ctx.param_str("binaryPropertyName", 0, "data")?;
+    let all = Value::Array(input.iter().map(|i| Value::clone(&i.json)).collect());
+    let text = render(&all, ctx.param_bool("options.format", 0, false)?).map_err(|e| EngineError::node(e.to_string()))?;
+    let bytes = binary::encode(&text, &ctx.param_str("options.encoding", 0, "utf8")?, ctx.param_bool("options.addBOM", 0, false)?)?;
+    let name = non_empty(ctx.param_str("options.fileName", 0, "")?, "file.json");
+    let mut it = binary::item_with(json!({}), &prop, binary::entry(&bytes, &name, Some("application/json")), 0);
+    it.paired_item = all_paired(input.len());
+    Ok(vec![it])
+}
+
+/// A cell as SheetJS writes it into CSV/HTML.
+fn cell_text(v: &Value) -> String {
+    match v {
+        Value::Null => String::new(),
+        Value::Bool(true) => "TRUE".into(),
+        Value::Bool(false) => "FALSE".into(),
+        Value::String(s) => s.clone(),
+        Value::Number(_) => super::js_string(v),
+        other => other.to_string(),
+    }
+}
+
+/// n8n's `flattenObject`: nested objects and arrays become `a.b` / `a.0` keys.
+fn flatten(v: &Value, prefix: &str, out: &mut Map<String, Value>) {
+    let key = |k: &str| if prefix.is_empty() { k.to_string() } else { format!("{prefix}.{k}") };
+    match v {
+        Value::Object(m) => m.iter().for_each(|(k, x)| match x {
+            Value::Object(_) | Value::Array(_) => flatten(x, &key(k), out),
+            _ => {
+                out.insert(key(k), x.clone());
+            }
+        }),
+        Value::Array(a) => a.iter().enumerate().for_each(|(n, x)| match x {
+            Value::Object(_) | Value::Array(_) => flatten(x, &key(&n.to_string()), out),
+            _ => {
+                out.insert(key(&n.to_string()), x.clone());
+            }
+        }),
+        _ => {}
+    }
+}
+
+/// Flattened rows in SheetJS `json_to_sheet` order: columns as keys first appear.
+fn table(input: &[Item]) -> (Vec<String>, Vec<Map<String, Value>>) {
+    let mut cols: Vec<String> = Vec::new();
+    let mut rows = Vec::with_capacity(input.len());
+    for it in input {
+        let mut m = Map::new();
+        flatten(&it.json, "", &mut m);
+        for k in m.keys() {
+            if !cols.iter().any(|c| c == k) {
+                cols.push(k.clone());
+            }
+        }
+        rows.push(m);
+    }
+    (cols, rows)
+}
+
+fn spreadsheet(ctx: &mut NodeContext<'_>, input: &[Item], op: &str) -> Result<Vec<Item>> {
+    let prop = ctx.param_str("binaryPropertyName", 0, "data")?;
+    let header = ctx.param_bool("options.headerRow", 0, true)?;
+    let (cols, rows) = table(input);
+    let mut grid: Vec<Vec<Value>> = Vec::with_capacity(rows.len() + 1);
+    if header {
+        grid.push(cols.iter().map(|c| Value::String(c.clone())).collect());
+    }
+    for r in rows.iter() {
+        grid.push(cols.iter().map(|c| r.get(c).cloned().unwrap_or(Value::Null)).collect());
+    }
+    let (bytes, mime) = if op == "csv" {
+        let delim = ctx.param_str("options.delimiter", 0, ",")?;
+        let delim = if delim.is_empty() { ",".to_string() } else { delim };
+        let mut text = String::from("\u{feff}");
+        for (n, row) in grid.iter().enumerate() {
+            if n > 0 {
+                text.push('\n');
+            }
+            let cells: Vec<String> = row.iter().map(|v| csv_field(&cell_text(v), &delim)).collect();
+            text.push_str(&cells.join(&delim));
+        }
+        (text.into_bytes(), "text/csv")
+    } else {
+        (html_table(&grid).into_bytes(), "text/html")
+    };
+    // an explicitly empty file name stays empty, as in n8n
+    let name = match ctx.param_opt("options.fileName", 0)? {
+        Some(v) => super::js_string(&v),
+        None => format!("File.{op}"),
+    };
+    let mut it = binary::item_with(json!({}), &prop, binary::entry(&bytes, &name, Some(mime)), 0);
+    it.paired_item = all_paired(input.len());
+    Ok(vec![it])
+}
+
+fn csv_field(s: &str, delim: &str) -> String {
+    if s.contains(delim) || s.contains('"') || s.contains('\n') || s.contains('\r') {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+fn escape_html(s: &str) -> String {
+    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;").replace('\'', "&#x27;")
+}
+
+/// SheetJS `sheet_to_html`'s shape (cells carry their type and value).
+fn html_table(grid: &[Vec<Value>]) -> String {
+    let mut s = String::from("<html><head><meta charset=\"utf-8\"/><title>SheetJS Table Export</title></head><body><table>");
+    for (r, row) in grid.iter().enumerate() {
+        s.push_str("<tr>");
+        for (c, v) in row.iter().enumerate() {
+            let id = format!("sjs-{}{}", column_name(c), r + 1);
+            let text = escape_html(&cell_text(v));
+            let (t, raw) = match v {
+                Value::Null => {
+                    s.push_str(&format!("<td id=\"{id}\"></td>"));
+                    continue;
+                }
+                Value::Number(_) => ("n", text.clone()),
+                Value::Bool(b) => ("b", b.to_string()),
+                _ => ("s", text.clone()),
+            };
+            s.push_str(&format!("<td data-t=\"{t}\" data-v=\"{raw}\" id=\"{id}\">{text}</td>"));
+        }
+        s.push_str("</tr>");
+    }
+    s.push_str("</table></body></html>");
+    s
+}
+
+fn column_name(mut c: usize) -> String {
+    let mut s = Vec::new();
+    loop {
+        s.push(b'A' + (c % 26) as u8);
+        if c < 26 {
+            break;
+        }
+        c = c / 26 - 1;
+    }
+    s.reverse();
+    String::from_utf8(s).unwrap_or_default()
+}
