@@ -26,6 +26,7 @@ pub mod compare_datasets;
 pub mod conditions;
 pub mod crypto;
 pub mod datatable;
+pub mod dates;
 pub mod datetime;
 pub mod dedupe_history;
 pub mod execute_workflow;
@@ -47,6 +48,7 @@ pub mod split_out;
 pub mod summarize;
 pub mod switch;
 pub mod wait;
+pub mod xml;
 
 /// What a node run produced.
 pub enum NodeOutput {
@@ -109,6 +111,7 @@ pub fn get(node_type: &str) -> Option<NodeFn> {
         "n8n-nodes-base.dateTime" => datetime::execute,
         "n8n-nodes-base.crypto" => crypto::execute,
         "n8n-nodes-base.html" => html::execute,
+        "n8n-nodes-base.htmlExtract" => html::html_extract,
         "n8n-nodes-base.convertToFile" => convert_to_file::execute,
         "n8n-nodes-base.extractFromFile" => extract_from_file::execute,
         "n8n-nodes-base.rssFeedRead" => rss::execute,
@@ -120,6 +123,7 @@ pub fn get(node_type: &str) -> Option<NodeFn> {
         "n8n-nodes-base.itemLists" => item_lists::execute,
         "n8n-nodes-base.compareDatasets" => compare_datasets::execute,
         "n8n-nodes-base.renameKeys" => rename_keys::execute,
+        "n8n-nodes-base.xml" => xml::execute,
         _ => return None,
     };
     Some(f)
