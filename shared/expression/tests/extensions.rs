@@ -176,6 +176,9 @@ fn if_and_if_empty() {
     // a missing third argument is `false`, as n8n's rewrite to `a ? b : false`
     assert_eq!(ok(&mut ev, "={{ $if($json.zero, 'yes') }}"), json!(false));
     assert_eq!(ok(&mut ev, "={{ $if($json.name, 'yes') }}"), json!("yes"));
+    // only the chosen branch runs (n8n rewrites $if to a ternary)
+    assert_eq!(ok(&mut ev, "={{ $if($json.name, 'ok', $json.missing.deep.path) }}"), json!("ok"));
+    assert_eq!(ok(&mut ev, "={{ $if($json.zero, $json.missing.deep, 'else') }}"), json!("else"));
     let e = err(&mut ev, "={{ $if(true) }}");
     assert!(e.contains("$if requires at least 2 parameters"), "{e}");
     assert_eq!(ok(&mut ev, "={{ $ifEmpty($json.empty, 'd') }}"), json!("d"));
