@@ -164,6 +164,32 @@ fn json_text_and_base64_files() {
 }
 
 #[test]
+fn legacy_code_pages() {
+    // after n8n's ExtractFromFile/test/workflow.non_utf8_encoding.json (commit 946e79ebbdce):
+    // a text file written in windows1256 is read back; what the page lacks became '?'
+    let text = "Karlovy Vary město lázní Příliš žluťoučký kůň úpěl ďábelské ódy.";
+    let st = run(
+        json!([{ "text": text }]),
+        vec![
+            node("windows1256", "convertToFile", 1.1, json!({ "operation": "toText", "sourceProperty": "text", "binaryPropertyName": "myfile", "options": { "encoding": "windows1256" } })),
+            node("Extract from File", "extractFromFile", 1.0, json!({ "operation": "text", "binaryPropertyName": "myfile", "options": { "encoding": "windows1256" } })),
+        ],
+    );
+    assert_eq!(st.status, ExecutionStatus::Success, "{:?}", st.error);
+    let back = jsons(&st, "Extract from File")[0]["data"].as_str().unwrap().to_string();
+    assert!(back.starts_with("Karlovy Vary m?sto l") && back.contains('?') && back.chars().count() == text.chars().count(), "{back}");
+    let st = run(
+        json!([{ "text": "Привет" }]),
+        vec![
+            node("F", "convertToFile", 1.1, json!({ "operation": "toText", "sourceProperty": "text", "options": { "encoding": "koi8r" } })),
+            node("X", "extractFromFile", 1.0, json!({ "operation": "text", "options": { "encoding": "koi8r" } })),
+        ],
+    );
+    assert_eq!(file(&st, "F", "data").0, vec![0xF0, 0xD2, 0xC9, 0xD7, 0xC5, 0xD4]);
+    assert_eq!(jsons(&st, "X")[0]["data"], "Привет");
+}
+
+#[test]
 fn html_table() {
     let st = run(json!([{ "a": 1, "b": "<x>" }]), vec![node("H", "convertToFile", 1.1, json!({ "operation": "html" }))]);
     let html = String::from_utf8(file(&st, "H", "data").0).unwrap();
