@@ -152,7 +152,7 @@ fn json_text_and_base64_files() {
     assert_eq!((bytes.as_slice(), entry["mimeType"].as_str(), entry["fileName"].as_str()), (&b"{\"k\":1}"[..], Some("application/json"), Some("file.json")));
     let st = run(json!([{}]), vec![node("Missing", "convertToFile", 1.1, json!({ "operation": "toText", "sourceProperty": "nope" }))]);
     assert_eq!(error(&st), "The value in \"nope\" is not set");
-    let st = run(json!([{}]), vec![node("X", "convertToFile", 1.1, json!({ "operation": "xlsx" }))]);
+    let st = run(json!([{}]), vec![node("X", "convertToFile", 1.1, json!({ "operation": "ods" }))]);
     assert!(error(&st).contains("not supported"));
     let st = run(json!([{}]), vec![node("X", "extractFromFile", 1.0, json!({ "operation": "pdf" }))]);
     assert!(error(&st).contains("not supported"));
@@ -187,6 +187,37 @@ fn legacy_code_pages() {
     );
     assert_eq!(file(&st, "F", "data").0, vec![0xF0, 0xD2, 0xC9, 0xD7, 0xC5, 0xD4]);
     assert_eq!(jsons(&st, "X")[0]["data"], "Привет");
+}
+
+#[test]
+fn xlsx_round_trip() {
+    let rows = json!([{ "id": 1, "name": "a", "ok": true }, { "id": 2.5, "name": "b & <c>" }, { "name": "", "x": "only" }]);
+    let to = |opts: Value| node("X", "convertToFile", 1.1, json!({ "operation": "xlsx", "options": opts }));
+    let back = |opts: Value| node("R", "extractFromFile", 1.0, json!({ "operation": "xlsx", "options": opts }));
+    let st = run(rows.clone(), vec![to(json!({})), back(json!({}))]);
+    let (bytes, entry) = file(&st, "X", "data");
+    assert_eq!((&bytes[..2], entry["fileName"].as_str()), (&b"PK"[..], Some("File.xlsx")));
+    assert_eq!(entry["mimeType"], "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet");
+    assert_eq!(
+        jsons(&st, "R"),
+        vec![json!({ "id": 1, "name": "a", "ok": true }), json!({ "id": 2.5, "name": "b & <c>" }), json!({ "name": "", "x": "only" })]
+    );
+    let st = run(rows.clone(), vec![to(json!({ "sheetName": "Data", "compression": true })), back(json!({ "sheetName": "Data", "includeEmptyCells": true }))]);
+    assert_eq!(jsons(&st, "R")[1], json!({ "id": 2.5, "name": "b & <c>", "ok": "", "x": "" }));
+    let st = run(rows.clone(), vec![to(json!({})), back(json!({ "headerRow": false }))]);
+    assert_eq!(jsons(&st, "R")[0], json!({ "row": ["id", "name", "ok", "x"] }));
+    assert_eq!(jsons(&st, "R")[3], json!({ "row": [null, "", null, "only"] }));
+    let st = run(rows.clone(), vec![to(json!({})), back(json!({ "range": "B2:C3" }))]);
+    // B2:C3: the header row is row 2 ("a", TRUE), one data row
+    assert_eq!(jsons(&st, "R"), vec![json!({ "a": "b & <c>" })]);
+    let st = run(rows.clone(), vec![to(json!({})), back(json!({ "sheetName": "Nope" }))]);
+    assert_eq!(error(&st), "Spreadsheet does not contain sheet called \"Nope\"!");
+    // repeated and blank header cells get SheetJS's names
+    let st = run(
+        json!([{ "a": "x", "b": "y" }, { "a": "1", "b": "2" }]),
+        vec![to(json!({ "headerRow": false })), node("R", "extractFromFile", 1.0, json!({ "operation": "xlsx" }))],
+    );
+    assert_eq!(jsons(&st, "R"), vec![json!({ "x": "1", "y": "2" })]);
 }
 
 #[test]

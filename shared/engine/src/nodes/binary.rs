@@ -31,6 +31,15 @@ pub(crate) fn read<'i>(item: &'i Item, prop: &str, i: usize) -> Result<(Vec<u8>,
     Ok((bytes, entry))
 }
 
+/// A number as JSON the way JavaScript prints it (integral values without `.0`).
+pub(crate) fn num_value(n: f64) -> Value {
+    if n.is_finite() && n.fract() == 0.0 && n.abs() < 9.007_199_254_740_992e15 {
+        Value::from(n as i64)
+    } else {
+        serde_json::Number::from_f64(n).map(Value::Number).unwrap_or(Value::Null)
+    }
+}
+
 /// n8n's `prepareBinaryData`: the entry for `bytes` named `file_name`.
 pub(crate) fn entry(bytes: &[u8], file_name: &str, mime: Option<&str>) -> Value {
     let ext = file_name.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase()).filter(|e| !e.is_empty());

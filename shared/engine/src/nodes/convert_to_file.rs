@@ -14,10 +14,10 @@ pub fn execute(ctx: &mut NodeContext<'_>) -> Result<NodeOutput> {
     let input = ctx.input(0);
     let op = ctx.param_str("operation", 0, "csv")?;
     let out = match op.as_str() {
-        "csv" | "html" => spreadsheet(ctx, &input, &op)?,
-        "xlsx" | "xls" | "ods" | "rtf" => {
+        "csv" | "html" | "xlsx" => spreadsheet(ctx, &input, &op)?,
+        "xls" | "ods" | "rtf" => {
             return Err(EngineError::node(format!(
-                "Convert to File: the '{op}' format is not supported by this engine (supported: csv, html, toJson, toText, toBinary)"
+                "Convert to File: the '{op}' format is not supported by this engine (supported: csv, html, xlsx, toJson, toText, toBinary)"
             )))
         }
         "iCal" => return Err(EngineError::node("Convert to File: the 'iCal' operation is not supported by this engine")),
@@ -224,6 +224,13 @@ fn spreadsheet(ctx: &mut NodeContext<'_>, input: &[Item], op: &str) -> Result<Ve
             text.push_str(&cells.join(&delim));
         }
         (text.into_bytes(), "text/csv")
+    } else if op == "xlsx" {
+        let sheet = match ctx.param_str("options.sheetName", 0, "")? {
+            s if s.is_empty() => "Sheet".to_string(),
+            s => s,
+        };
+        let compress = ctx.param_bool("options.compression", 0, false)?;
+        (super::xlsx::write(&grid, &sheet, compress)?, binary::mime_for("xlsx"))
     } else {
         (html_table(&grid).into_bytes(), "text/html")
     };

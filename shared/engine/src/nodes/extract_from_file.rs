@@ -15,9 +15,10 @@ pub fn execute(ctx: &mut NodeContext<'_>) -> Result<NodeOutput> {
     let op = ctx.param_str("operation", 0, "csv")?;
     let out = match op.as_str() {
         "csv" => each_item(ctx, &input, csv)?,
-        "html" | "xlsx" | "xls" | "ods" | "rtf" | "pdf" | "fromIcs" => {
+        "xlsx" => each_item(ctx, &input, xlsx)?,
+        "html" | "xls" | "ods" | "rtf" | "pdf" | "fromIcs" => {
             return Err(EngineError::node(format!(
-                "Extract from File: the '{op}' operation is not supported by this engine (supported: csv, fromJson, text, xml, binaryToPropery)"
+                "Extract from File: the '{op}' operation is not supported by this engine (supported: csv, xlsx, fromJson, text, xml, binaryToPropery)"
             )))
         }
         "fromJson" | "text" | "xml" | "binaryToPropery" => each_item(ctx, &input, |ctx, item, i, out| move_to(ctx, item, i, out, &op))?,
@@ -140,6 +141,113 @@ fn csv(ctx: &mut NodeContext<'_>, item: &Item, i: usize, out: &mut Vec<Item>) ->
             }
         };
         out.push(item_from(json, i));
+    }
+    Ok(())
+}
+
+/// Rows of the first (or the named) sheet of an xlsx file, as SheetJS's
+/// `sheet_to_json` gives them to n8n: the header row names the columns
+/// (`__EMPTY`, `name_1` for blank and repeated names), blank rows are left
+/// out; without a header row each row is `{row: [...]}`.
+fn xlsx(ctx: &mut NodeContext<'_>, item: &Item, i: usize, out: &mut Vec<Item>) -> Result<()> {
+    let prop = ctx.param_str("binaryPropertyName", i, "data")?;
+    let (bytes, meta) = binary::read(item, &prop, i)?;
+    let ext = meta.get("fileExtension").and_then(Value::as_str).unwrap_or("").to_string();
+    let sheet_name = ctx.param_str("options.sheetName", i, "")?;
+    let header = ctx.param_bool("options.headerRow", i, true)?;
+    let include_empty = ctx.param_bool("options.includeEmptyCells", i, false)?;
+    let range = ctx.param_str("options.range", i, "")?;
+    let (_, sheet) = super::xlsx::read(&bytes, (!sheet_name.is_empty()).then_some(sheet_name.as_str())).map_err(|e| {
+        if !ext.is_empty() && ext != "xlsx" {
+            EngineError::node_with(
+                "The file selected in 'Input Binary Field' is not in xlsx format",
+                "Try to change the operation or select a xlsx file in 'Input Binary Field'",
+            )
+        } else {
+            e
+        }
+    })?;
+    let Some((mut r0, mut c0, mut r1, mut c1)) = sheet.range else { return Ok(()) };
+    if !range.is_empty() {
+        match range.trim().parse::<usize>() {
+            Ok(start) => r0 = start,
+            Err(_) => {
+                let mut p = range.split(':');
+                let a = p.next().and_then(super::xlsx::cell_ref).ok_or_else(|| EngineError::node(format!("Invalid range '{range}'")))?;
+                let b = p.next().and_then(super::xlsx::cell_ref).unwrap_or(a);
+                (r0, c0, r1, c1) = (a.0, a.1, b.0, b.1);
+            }
+        }
+    }
+    let at = |r: usize, c: usize| sheet.cells.iter().find(|(cr, cc, _)| *cr == r && *cc == c).map(|(_, _, v)| v);
+    let defval = include_empty.then(|| Value::String(String::new()));
+    if !header {
+        for r in r0..=r1 {
+            let mut row: Vec<Value> = Vec::new();
+            let mut any = false;
+            for c in c0..=c1 {
+                match (at(r, c), &defval) {
+                    (Some(v), _) => {
+                        row.resize(c - c0, Value::Null);
+                        row.push(v.clone());
+                        any = true;
+                    }
+                    (None, Some(d)) => {
+                        row.resize(c - c0, Value::Null);
+                        row.push(d.clone());
+                    }
+                    (None, None) => {}
+                }
+            }
+            let _ = any;
+            out.push(item_from(serde_json::json!({ "row": row }), i));
+        }
+        return Ok(());
+    }
+    let mut names: Vec<String> = Vec::new();
+    let mut seen: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    for c in c0..=c1 {
+        let v = match at(r0, c) {
+            Some(Value::String(s)) => s.clone(),
+            Some(v) => super::js_string(v),
+            None => "__EMPTY".into(),
+        };
+        let name = match seen.get(&v).copied() {
+            None => {
+                seen.insert(v.clone(), 1);
+                v
+            }
+            Some(mut counter) => {
+                let mut vv = format!("{v}_{counter}");
+                while seen.contains_key(&vv) {
+                    counter += 1;
+                    vv = format!("{v}_{counter}");
+                }
+                seen.insert(v.clone(), counter + 1);
+                seen.insert(vv.clone(), 1);
+                vv
+            }
+        };
+        names.push(name);
+    }
+    for r in r0 + 1..=r1 {
+        let mut m = Map::new();
+        let mut any = false;
+        for (k, c) in (c0..=c1).enumerate() {
+            match (at(r, c), &defval) {
+                (Some(v), _) => {
+                    m.insert(names[k].clone(), v.clone());
+                    any = true;
+                }
+                (None, Some(d)) => {
+                    m.insert(names[k].clone(), d.clone());
+                }
+                (None, None) => {}
+            }
+        }
+        if any {
+            out.push(item_from(Value::Object(m), i));
+        }
     }
     Ok(())
 }

@@ -21,6 +21,7 @@ pub mod jwt;
 pub mod rss;
 pub mod totp;
 pub mod training;
+pub mod xlsx;
 pub mod code;
 pub mod conditions;
 pub mod crypto;
