@@ -221,6 +221,22 @@ fn xlsx_round_trip() {
 }
 
 #[test]
+fn html_tables_both_ways() {
+    let rows = json!([{ "id": 1, "name": "a <b>" }, { "id": 2, "name": "c" }]);
+    let st = run(rows.clone(), vec![node("H", "convertToFile", 1.1, json!({ "operation": "html" })), node("R", "extractFromFile", 1.0, json!({ "operation": "html" }))]);
+    assert_eq!(jsons(&st, "R"), rows.as_array().unwrap().clone());
+    let page = "<html><body><p>x</p><table><tr><th>k</th><th colspan=\"2\">v</th></tr><tr><td> a  b </td><td>1.5</td><td>z</td></tr></table><table><tr><td>no</td></tr></table></body></html>";
+    let st = run(
+        json!([{ "page": page }]),
+        vec![
+            node("F", "convertToFile", 1.1, json!({ "operation": "toText", "sourceProperty": "page", "options": { "fileName": "p.html" } })),
+            node("R", "extractFromFile", 1.0, json!({ "operation": "html" })),
+        ],
+    );
+    assert_eq!(jsons(&st, "R"), vec![json!({ "k": "a b", "v": 1.5, "__EMPTY": "z" })]);
+}
+
+#[test]
 fn html_table() {
     let st = run(json!([{ "a": 1, "b": "<x>" }]), vec![node("H", "convertToFile", 1.1, json!({ "operation": "html" }))]);
     let html = String::from_utf8(file(&st, "H", "data").0).unwrap();
