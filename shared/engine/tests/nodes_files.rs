@@ -237,6 +237,35 @@ fn html_tables_both_ways() {
 }
 
 #[test]
+fn ical_events() {
+    let st = run(
+        json!([{ "t": "Stand-up, daily" }]),
+        vec![node("Cal", "convertToFile", 1.1, json!({
+            "operation": "iCal", "title": "={{ $json.t }}", "start": "2024-03-01T09:30:00+01:00", "end": "2024-03-01T10:00:00Z",
+            "additionalFields": { "uid": "u-1", "location": "Room; 2", "description": "line one\nline two",
+                "attendeesUi": { "attendeeValues": [{ "name": "Ann", "email": "ann@x.io", "rsvp": true }] },
+                "organizerUi": { "organizerValues": { "name": "Bob", "email": "bob@x.io" } }, "sequence": 2, "fileName": "m.ics" } })),
+        ],
+    );
+    let (bytes, entry) = file(&st, "Cal", "data");
+    assert_eq!((entry["fileName"].as_str(), entry["mimeType"].as_str()), (Some("m.ics"), Some("text/calendar")));
+    let ics = String::from_utf8(bytes).unwrap();
+    for line in [
+        "BEGIN:VCALENDAR\r\n", "UID:u-1\r\n", "SUMMARY:Stand-up\\, daily\r\n", "DTSTART:20240301T083000Z\r\n", "DTEND:20240301T100000Z\r\n",
+        "DESCRIPTION:line one\\nline two\r\n", "LOCATION:Room\\; 2\r\n", "STATUS:CONFIRMED\r\n", "ORGANIZER;CN=Bob:MAILTO:bob@x.io\r\n",
+        "ATTENDEE;RSVP=TRUE;CN=Ann:MAILTO:ann@x.io\r\n", "SEQUENCE:2\r\n", "END:VCALENDAR\r\n",
+    ] {
+        assert!(ics.contains(line), "{line:?} in {ics}");
+    }
+    let st = run(json!([{}]), vec![node("Cal", "convertToFile", 1.1, json!({ "operation": "iCal", "title": "Off", "start": "2024-03-01", "end": "2024-03-02", "allDay": true }))]);
+    let ics = String::from_utf8(file(&st, "Cal", "data").0).unwrap();
+    assert!(ics.contains("DTSTART;VALUE=DATE:20240301\r\n") && ics.contains("DTEND;VALUE=DATE:20240303\r\n"), "{ics}");
+    assert_eq!(file(&st, "Cal", "data").1["fileName"], "event.ics");
+    let st = run(json!([{}]), vec![node("Cal", "convertToFile", 1.1, json!({ "operation": "iCal", "start": "soon", "end": "later" }))]);
+    assert!(error(&st).contains("'Start' is not a valid date"));
+}
+
+#[test]
 fn html_table() {
     let st = run(json!([{ "a": 1, "b": "<x>" }]), vec![node("H", "convertToFile", 1.1, json!({ "operation": "html" }))]);
     let html = String::from_utf8(file(&st, "H", "data").0).unwrap();
