@@ -110,7 +110,7 @@ impl Engine {
         };
         let settings = self.settings();
         let tz = graph.workflow.settings.timezone.clone().unwrap_or_else(|| settings.timezone.clone());
-        let mut expr = Expr::new(settings.limits, tz);
+        let mut expr = Expr::new(settings.limits, tz).with_clock(settings.clock);
         let proxy = NodeProxy {
             graph,
             run_data: &state.run_data,

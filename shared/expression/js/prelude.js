@@ -947,5 +947,70 @@
   defValue('console', Object.freeze({ log: mkLog('log'), info: mkLog('info'), warn: mkLog('warn'), error: mkLog('error'), debug: mkLog('debug'), trace: mkLog('trace') }));
 
 
-  return { state, setZone: (z) => { Intl.__setDefaultZone(z); Settings.defaultZone = z; } };
+  // A clock the host may freeze (tests): `Date.now()`, Luxon's `DateTime.now()`,
+  // `$now` and `$today` read it. `new Date()` keeps the real clock.
+  const realNow = Date.now;
+  let frozenNow = null;
+  Date.now = function now() {
+    return frozenNow === null ? realNow() : frozenNow;
+  };
+  Settings.now = () => Date.now();
+  const setNow = (ms) => {
+    frozenNow = ms === null || ms === undefined ? null : Number(ms);
+  };
+
+  // ------------------------------------------------------------ timers
+  // setTimeout & co. for Code node scripts, on the real clock. The host runs
+  // the earliest due timer whenever a script waits with no other job left
+  // (sleeping until it is due, within the time limit), like Node's event loop
+  // with its microtasks between timers. Timers left when a script ends are dropped.
+  const timers = (() => {
+    let queue = [];
+    let nextId = 1;
+    const idOf = (t) => (t !== null && typeof t === 'object' ? t.id : t);
+    const add = (fn, ms, args, repeat) => {
+      if (typeof fn !== 'function') throw new TypeError('The "callback" argument must be of type function');
+      const delay = Math.max(0, Number(ms) || 0);
+      const id = nextId++;
+      queue.push({ id, at: realNow() + delay, fn, args, every: repeat ? Math.max(1, delay) : 0 });
+      return id;
+    };
+    const clear = (t) => {
+      const id = idOf(t);
+      queue = queue.filter((x) => x.id !== id);
+    };
+    defValue('setTimeout', (fn, ms, ...args) => add(fn, ms, args, false));
+    defValue('setInterval', (fn, ms, ...args) => add(fn, ms, args, true));
+    defValue('setImmediate', (fn, ...args) => add(fn, -1, args, false));
+    defValue('clearTimeout', clear);
+    defValue('clearInterval', clear);
+    defValue('clearImmediate', clear);
+    if (typeof G.queueMicrotask !== 'function') {
+      defValue('queueMicrotask', (fn) => {
+        Promise.resolve().then(fn);
+      });
+    }
+    return {
+      // ms until the earliest timer is due (0: now), -1 when none is set
+      next() {
+        let at = Infinity;
+        for (const t of queue) if (t.at < at) at = t.at;
+        return at === Infinity ? -1 : Math.max(0, at - realNow());
+      },
+      // runs the earliest due timer
+      run() {
+        let t = null;
+        for (const x of queue) if (t === null || x.at < t.at) t = x;
+        if (t === null || t.at > realNow()) return;
+        if (t.every) t.at = realNow() + t.every;
+        else queue = queue.filter((x) => x !== t);
+        t.fn(...t.args);
+      },
+      reset() {
+        queue = [];
+      },
+    };
+  })();
+
+  return { state, setNow, timers, setZone: (z) => { Intl.__setDefaultZone(z); Settings.defaultZone = z; } };
 })

@@ -23,18 +23,24 @@ pub mod totp;
 pub mod training;
 pub mod xlsx;
 pub mod code;
+pub mod compare_datasets;
 pub mod conditions;
 pub mod crypto;
 pub mod datatable;
 pub mod datetime;
+pub mod dedupe_history;
 pub mod execute_workflow;
 pub mod html;
 pub mod http;
 pub mod if_node;
+pub mod item_lists;
 pub mod limit;
+pub mod lodash;
 pub mod merge;
 pub mod misc;
+pub mod regex_safety;
 pub mod remove_duplicates;
+pub mod rename_keys;
 pub mod set;
 pub mod sort;
 pub mod split_in_batches;
@@ -95,6 +101,8 @@ pub fn get(node_type: &str) -> Option<NodeFn> {
         "n8n-nodes-base.removeDuplicates" => remove_duplicates::execute,
         "n8n-nodes-base.splitInBatches" => split_in_batches::execute,
         "n8n-nodes-base.code" => code::execute,
+        "n8n-nodes-base.function" => code::function,
+        "n8n-nodes-base.functionItem" => code::function_item,
         "n8n-nodes-base.httpRequest" => http::execute,
         "n8n-nodes-base.wait" => wait::execute,
         "n8n-nodes-base.executeWorkflow" => execute_workflow::execute,
@@ -110,6 +118,9 @@ pub fn get(node_type: &str) -> Option<NodeFn> {
         "n8n-nodes-base.totp" => totp::execute,
         "n8n-nodes-base.n8nTrainingCustomerDatastore" => training::customer_datastore,
         "n8n-nodes-base.n8nTrainingCustomerMessenger" => training::customer_messenger,
+        "n8n-nodes-base.itemLists" => item_lists::execute,
+        "n8n-nodes-base.compareDatasets" => compare_datasets::execute,
+        "n8n-nodes-base.renameKeys" => rename_keys::execute,
         _ => return None,
     };
     Some(f)
@@ -138,8 +149,9 @@ pub struct NodeContext<'a> {
     /// Set when a parked Wait node resumes.
     pub resumed: bool,
     pub console: Vec<String>,
-    /// Positions in output 0 of items that carry a per-item error; the
-    /// executor moves them to the error output under `continueErrorOutput`.
+    /// Positions in output 0 of items that carry a per-item error. The
+    /// executor routes error items by their content, as n8n does (see
+    /// `run::split_error_output`); this only records what the node reported.
     pub error_items: Vec<usize>,
     pub webhook_response: Option<Value>,
     /// Task metadata the node sets (Execute Workflow's sub-execution link).
@@ -221,6 +233,11 @@ impl<'a> NodeContext<'a> {
         self.node.on_error() != OnError::StopWorkflow
     }
 
+    /// The current instant: the system clock, or `EngineSettings::clock` when frozen.
+    pub fn now(&self) -> chrono::DateTime<chrono::Utc> {
+        self.env.settings.clock.unwrap_or_else(chrono::Utc::now)
+    }
+
     pub fn timezone(&self) -> String {
         self.graph.workflow.settings.timezone.clone().unwrap_or_else(|| self.env.settings.timezone.clone())
     }
@@ -288,6 +305,12 @@ impl<'a> NodeContext<'a> {
     /// result comes back as items (see `expression::Evaluator::run_code_items`).
     pub fn run_code_items(&mut self, code: &str, item: i64) -> Result<(Vec<Item>, Vec<String>)> {
         self.with_proxy(None, |_| item, |e, p| e.run_code_items(code, p))
+    }
+
+    /// Runs a complete script function (see `expression::Evaluator::run_function_items`)
+    /// against `input` as the node's input, item `item` current.
+    pub fn run_script_items(&mut self, source: &str, input: &[Item], item: i64) -> Result<(Vec<Item>, Vec<String>)> {
+        self.with_proxy(Some(input), |_| item, |e, p| e.run_function_items(source, p))
     }
 
     /// Error item for item `i` when the node continues on failure.
