@@ -427,6 +427,26 @@ fn zip_and_gzip_round_trips() {
     assert!(error(&st).contains("expects the node's input data to contain a binary file 'data'"));
 }
 
+#[test]
+fn n8n_compression_workflow() {
+    // n8n's Compression/test/node/workflow.compression.json (commit 3985081fcddd): read a
+    // file, zip it (v1), unzip it with every parameter at its default
+    let dir = Arc::new(ScratchDir::new());
+    dir.write("/home/me/Desktop/lorem.txt", b"Lorem ipsum dolor sit amet", false).unwrap();
+    let host = Host { files: Some(dir), ..Default::default() };
+    let nodes = vec![
+        node("When clicking \"Execute Workflow\"", "manualTrigger", 1.0, json!({})),
+        node("Read Binary File", "readWriteFile", 1.0, json!({ "fileSelector": "/home/me/Desktop/lorem.txt", "options": {} })),
+        node("Compression", "compression", 1.0, json!({ "operation": "compress", "outputFormat": "zip", "fileName": "data.zip" })),
+        node("Compression1", "compression", 1.0, json!({})),
+    ];
+    let st = run_with(nodes, vec![], host);
+    assert_eq!(st.status, ExecutionStatus::Success, "{:?}", st.error);
+    assert_eq!(file(&st, "Compression", "data").1["fileName"], "data.zip");
+    let (text, entry) = file(&st, "Compression1", "file_0");
+    assert_eq!((text.as_slice(), entry["fileName"].as_str(), entry["mimeType"].as_str()), (&b"Lorem ipsum dolor sit amet"[..], Some("lorem.txt"), Some("text/plain")));
+}
+
 // ---- JWT / TOTP -------------------------------------------------------------------------
 
 struct Creds(Value);
