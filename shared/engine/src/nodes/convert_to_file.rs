@@ -372,7 +372,7 @@ fn html_table(grid: &[Vec<Value>]) -> String {
     for (r, row) in grid.iter().enumerate() {
         s.push_str("<tr>");
         for (c, v) in row.iter().enumerate() {
-            let id = format!("sjs-{}{}", column_name(c), r + 1);
+            let id = format!("sjs-{}{}", super::xlsx::column_name(c), r + 1);
             let text = escape_html(&cell_text(v));
             let (t, raw) = match v {
                 Value::Null => {
@@ -389,17 +389,4 @@ fn html_table(grid: &[Vec<Value>]) -> String {
     }
     s.push_str("</table></body></html>");
     s
-}
-
-fn column_name(mut c: usize) -> String {
-    let mut s = Vec::new();
-    loop {
-        s.push(b'A' + (c % 26) as u8);
-        if c < 26 {
-            break;
-        }
-        c = c / 26 - 1;
-    }
-    s.reverse();
-    String::from_utf8(s).unwrap_or_default()
 }
