@@ -196,6 +196,18 @@ fn if_and_if_empty() {
 }
 
 #[test]
+fn older_data_names() {
+    let mut ev = evaluator();
+    let mut d = data();
+    d.execution = json!({ "id": "e1", "resumeUrl": "https://x/r" });
+    let mut e = |s: &str| ev.evaluate(s, &d).unwrap_or_else(|e| panic!("{s}: {e}"));
+    assert_eq!(e("={{ $data.name }}"), json!("Nathan"));
+    assert_eq!(e("={{ $thisItem.json.name }}"), json!("Nathan"));
+    assert_eq!(e("={{ [$position, $thisItemIndex, $thisRunIndex] }}"), json!([0, 0, 0]));
+    assert_eq!(e("={{ $executionId + ' ' + $resumeWebhookUrl }}"), json!("e1 https://x/r"));
+}
+
+#[test]
 fn jmespath_like_n8n() {
     let mut ev = evaluator();
     let d = StaticData::from_json(json!({
