@@ -183,8 +183,7 @@ mod tests {
         let csp = Site::csp(Some("https://abc.lambda-url.us-east-1.on.aws/"));
         assert!(csp.contains("connect-src 'self' https://abc.lambda-url.us-east-1.on.aws;"), "{csp}");
         assert!(!csp.contains("unsafe"), "{csp}");
-        assert_eq!(Site::csp(None).contains("connect-src 'self';"), true);
-        assert!(html.contains("content=\"\"") || !html.contains("%EVENTS_URL%"));
+        assert!(Site::csp(None).contains("connect-src 'self';"));
         assert!(site.index_html(Some("\"><script>")).contains("&quot;&gt;&lt;script&gt;"));
     }
 }
