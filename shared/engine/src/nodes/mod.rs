@@ -21,11 +21,13 @@ pub mod jwt;
 pub mod rss;
 pub mod totp;
 pub mod training;
+pub mod xlsx;
 pub mod code;
 pub mod compare_datasets;
 pub mod conditions;
 pub mod crypto;
 pub mod datatable;
+pub mod dates;
 pub mod datetime;
 pub mod dedupe_history;
 pub mod execute_workflow;
@@ -47,6 +49,7 @@ pub mod split_out;
 pub mod summarize;
 pub mod switch;
 pub mod wait;
+pub mod xml;
 
 /// What a node run produced.
 pub enum NodeOutput {
@@ -109,6 +112,7 @@ pub fn get(node_type: &str) -> Option<NodeFn> {
         "n8n-nodes-base.dateTime" => datetime::execute,
         "n8n-nodes-base.crypto" => crypto::execute,
         "n8n-nodes-base.html" => html::execute,
+        "n8n-nodes-base.htmlExtract" => html::html_extract,
         "n8n-nodes-base.convertToFile" => convert_to_file::execute,
         "n8n-nodes-base.extractFromFile" => extract_from_file::execute,
         "n8n-nodes-base.rssFeedRead" => rss::execute,
@@ -120,6 +124,7 @@ pub fn get(node_type: &str) -> Option<NodeFn> {
         "n8n-nodes-base.itemLists" => item_lists::execute,
         "n8n-nodes-base.compareDatasets" => compare_datasets::execute,
         "n8n-nodes-base.renameKeys" => rename_keys::execute,
+        "n8n-nodes-base.xml" => xml::execute,
         _ => return None,
     };
     Some(f)
@@ -322,6 +327,13 @@ impl<'a> NodeContext<'a> {
 
     pub fn fail(&self, message: impl Into<String>) -> EngineError {
         EngineError::node(message)
+    }
+
+    /// The decrypted credential of `cred_type` the node selects, from the host.
+    pub fn credential(&self, cred_type: &str) -> Result<Value> {
+        let reference = self.node.credentials.as_ref().and_then(|c| c.get(cred_type)).cloned().unwrap_or(Value::Null);
+        let provider = self.env.host.credentials.clone().ok_or_else(|| EngineError::Host("no credentials provider configured".into()))?;
+        provider.get(cred_type, &reference).map_err(|e| EngineError::node(format!("Node does not have credentials of type {cred_type}: {e}")))
     }
 }
 

@@ -12,7 +12,14 @@ pub fn execute(ctx: &mut NodeContext<'_>) -> Result<NodeOutput> {
     let items = ctx.input(0);
     let mut out = vec![];
     for (i, item) in items.iter().enumerate() {
-        let json = rename_item(ctx, item, i)?;
+        let json = match rename_item(ctx, item, i) {
+            Ok(json) => json,
+            Err(e) if ctx.continue_on_fail() => {
+                ctx.error_item(&mut out, &e, i);
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
         out.push(Item { json: json.into(), binary: item.binary.clone(), paired_item: Some(crate::data::paired_ref(i, 0)) });
     }
     Ok(NodeOutput::one(out))
