@@ -28,19 +28,38 @@ pub struct Settings {
     /// How often a running step reads the cancel flag (cancel is seen within
     /// this plus one read).
     pub cancel_poll: Duration,
+    /// How long a tool waits inline for a workflow execution before the
+    /// chain parks on it (`INSTANCE_AI_EXECUTION_INLINE_WAIT_MS`).
+    pub inline_wait: Duration,
 }
 
 impl Settings {
-    pub fn from_config(config: &Config) -> Settings {
-        Settings {
+    pub fn from_config(config: &Config) -> Result<Settings, AgentError> {
+        let inline_wait = match config.var(INLINE_WAIT_VARIABLE).map(str::trim) {
+            None => DEFAULT_INLINE_WAIT,
+            Some(v) => Duration::from_millis(v.parse::<u64>().map_err(|_| {
+                AgentError::Invalid(format!("{INLINE_WAIT_VARIABLE} is malformed: expected a number of milliseconds, got {v:?}"))
+            })?),
+        };
+        Ok(Settings {
             max_steps: config.max_steps,
             step_lease: Duration::from_secs(config.step_lease_secs),
             step_budget: Duration::from_secs(config.step_budget_secs),
             confirmation_timeout: config.confirmation_timeout_secs.map(Duration::from_secs),
             cancel_poll: Duration::from_millis(250),
-        }
+            inline_wait,
+        })
     }
 }
+
+pub const INLINE_WAIT_VARIABLE: &str = "INSTANCE_AI_EXECUTION_INLINE_WAIT_MS";
+
+/// Why 5 s: parking costs a fixed set of requests and a second step
+/// invocation (see the README's figures), about what one to two seconds of
+/// a waiting step costs; most test runs of a workflow finish well inside 5 s
+/// and answer in the same step, while anything slower stops costing step
+/// time after 5 s at most.
+pub const DEFAULT_INLINE_WAIT: Duration = Duration::from_secs(5);
 
 /// One step message on the Steps queue: `(runId, agentId, step)`, plus the
 /// request id when it resumes a decision.
@@ -52,6 +71,10 @@ pub struct StepMessage {
     pub step: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_id: Option<String>,
+    /// Set when the step resumes a call parked on an execution: the wait
+    /// record's id (the chain is `waiting` on it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wait_id: Option<String>,
 }
 
 pub struct Runtime {
@@ -73,6 +96,9 @@ pub struct Runtime {
     /// The domain layer the domain tools act on; `None` in functions that do
     /// not run tools (chat, cancel), whose deployment grants no instance tables.
     pub instance: Option<Arc<instance::Instance>>,
+    /// Stops executions a cancelled run waits on; `None` where the function
+    /// has no Executions table.
+    pub executions: Option<executions::Sweeper>,
 }
 
 impl fmt::Debug for Runtime {
@@ -113,8 +139,12 @@ impl Runtime {
         if let Err(e) = &model {
             tracing::warn!(error = %e, "no usable model; runs will end with an error");
         }
+        let executions = match config.table(TableId::Executions) {
+            Ok(_) => Some(executions::Sweeper::stopper_from_config(clients, config).map_err(|e| AgentError::Invalid(e.to_string()))?),
+            Err(_) => None,
+        };
         Ok(Runtime {
-            settings: Settings::from_config(config),
+            settings: Settings::from_config(config)?,
             runs: Runs::new(clients.dynamo.clone(), agent_table),
             suspensions: Suspensions::new(clients.dynamo.clone(), agent_table),
             log: EventLog::new(clients.dynamo.clone(), events_table),
@@ -127,6 +157,7 @@ impl Runtime {
             system_prompt: SYSTEM_PROMPT.to_owned(),
             policy,
             instance,
+            executions,
         })
     }
 

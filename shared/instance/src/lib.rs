@@ -9,7 +9,8 @@
 //! the expression sandbox), [`validate`] (workflow JSON against the engine's
 //! catalog), [`ops`] (partial workflow operations, all or nothing),
 //! [`catalog`] (the builder's view of the node catalog), [`runner`]
-//! (executions started and awaited through `executions`).
+//! (executions started and awaited through `executions`), [`executions`]
+//! (run, run-step, get, debug, node output, resolved parameters, stop, list).
 //!
 //! Boundary: no AWS types in the public API beyond the store's repositories
 //! ([`store::data::InstanceData`]).
@@ -17,6 +18,7 @@
 pub mod access;
 pub mod catalog;
 pub mod error;
+pub mod executions;
 pub mod ops;
 pub mod runner;
 pub mod sdk;
@@ -25,7 +27,7 @@ pub mod validate;
 pub use access::Caller;
 pub use error::InstanceError;
 
-use executions::{Dispatch, Executor, ExecutorSettings};
+use ::executions::{Dispatch, Executor, ExecutorSettings};
 use store::data::InstanceData;
 use store::deployment::QueueId;
 use store::{AwsClients, Config};
@@ -38,13 +40,25 @@ pub struct Instance {
     /// Where executions run while an operation waits: on the executor
     /// function through the Runs queue (its budget, not the caller's).
     pub dispatch: Dispatch,
+    /// Whether execution data (item values, upstream error details) may be
+    /// shown to the assistant (`INSTANCE_AI_ALLOW_SENDING_PARAMETER_VALUES`).
+    pub values: executions::view::Values,
 }
+
+/// `true` (default) lets the assistant read execution data.
+pub const ALLOW_VALUES_VARIABLE: &str = "INSTANCE_AI_ALLOW_SENDING_PARAMETER_VALUES";
 
 impl Instance {
     pub async fn new(clients: &AwsClients, config: &Config) -> Result<Instance, InstanceError> {
         let data = InstanceData::new(clients, config).await?;
         let runs = config.queue_url(QueueId::Runs).map_err(|e| InstanceError::Internal(e.to_string()))?;
-        let executor = Executor::new(data.clone(), clients.sqs.clone(), runs, ExecutorSettings::default());
-        Ok(Instance { data, executor, dispatch: Dispatch::Queue })
+        let steps = config.queue_url(QueueId::Steps).ok().map(str::to_owned);
+        let executor = Executor::new(data.clone(), clients.sqs.clone(), runs, ExecutorSettings::default()).notifying(steps);
+        let values = match config.var(ALLOW_VALUES_VARIABLE).map(str::trim) {
+            None | Some("true") | Some("1") => executions::view::Values::Shown,
+            Some("false") | Some("0") => executions::view::Values::Withheld,
+            Some(other) => return Err(InstanceError::Invalid(format!("{ALLOW_VALUES_VARIABLE} is malformed: expected true or false, got {other:?}"))),
+        };
+        Ok(Instance { data, executor, dispatch: Dispatch::Queue, values })
     }
 }

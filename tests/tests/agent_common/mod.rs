@@ -103,11 +103,13 @@ pub struct Setup {
     pub confirmation_timeout_secs: Option<u64>,
     /// `INSTANCE_AI_APPROVAL_POLICY`.
     pub approval_policy: Option<&'static str>,
+    /// Other documented configuration variables, set as given.
+    pub vars: &'static [(&'static str, &'static str)],
 }
 
 impl Default for Setup {
     fn default() -> Self {
-        Setup { consumers: true, lease_secs: None, model: true, confirmation_timeout_secs: None, approval_policy: None }
+        Setup { consumers: true, lease_secs: None, model: true, confirmation_timeout_secs: None, approval_policy: None, vars: &[] }
     }
 }
 
@@ -132,6 +134,9 @@ pub async fn cloud_with<X>(
     config.confirmation_timeout_secs = setup.confirmation_timeout_secs;
     if let Some(p) = setup.approval_policy {
         config.set_var("INSTANCE_AI_APPROVAL_POLICY", p);
+    }
+    for (name, value) in setup.vars {
+        config.set_var(name, *value);
     }
     let running = start(Options { config, prefix: env.prefix.clone(), port: 0, run_consumers: setup.consumers, run_schedules: false })
         .await
