@@ -161,7 +161,9 @@ fn origin_str(t: &TaskData) -> Option<String> {
 /// The nodes that ran, in the order they first ran, with the status of their last run.
 pub fn node_trace(graph: Option<&Graph>, runs: &RunData) -> Vec<TraceEntry> {
     let mut nodes: Vec<(&String, &Vec<TaskData>)> = runs.iter().filter(|(_, r)| !r.is_empty()).collect();
-    nodes.sort_by_key(|(_, r)| r.first().map(|t| t.start_time).unwrap_or(0));
+    // Runs started in the same millisecond: a node's parents (fewer nodes above it) come first.
+    let above = |n: &str| graph.map(|g| g.ancestors(n).len()).unwrap_or(0);
+    nodes.sort_by_key(|(n, r)| (r.first().map(|t| t.start_time).unwrap_or(0), above(n)));
     nodes
         .into_iter()
         .filter_map(|(name, r)| {
