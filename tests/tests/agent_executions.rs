@@ -20,40 +20,16 @@
 
 mod agent_common;
 
-use agent::model::scripted::ScriptedProvider;
-use agent::model::{CancellationToken, ModelProvider, ModelRequest, ModelStream};
+use agent::model::ModelProvider;
 use agent_common::*;
 use instance::{Caller, Instance};
 use protocol::events::EventType;
 use protocol::UserId;
 use serde_json::{json, Value};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 use store::data::workflows::{NewWorkflow, WorkflowBody, WorkflowUpdate};
 use store::deployment::QueueId;
-
-/// A scripted model whose script is set after the cloud started.
-#[derive(Default)]
-struct LateScript(Mutex<Option<Arc<ScriptedProvider>>>);
-
-impl LateScript {
-    fn set(&self, script: Value) {
-        *self.0.lock().unwrap() = Some(Arc::new(ScriptedProvider::from_json(&script.to_string()).expect("script parses")));
-    }
-}
-
-impl ModelProvider for LateScript {
-    fn provider(&self) -> &str {
-        "scripted"
-    }
-    fn model(&self) -> &str {
-        "late"
-    }
-    fn stream(&self, request: ModelRequest, cancel: CancellationToken) -> ModelStream {
-        let p = self.0.lock().unwrap().clone().expect("the test set the script");
-        p.stream(request, cancel)
-    }
-}
 
 async fn cloud_late(setup: Setup) -> (Cloud, Arc<LateScript>, Instance) {
     let late = Arc::new(LateScript::default());
@@ -419,6 +395,64 @@ async fn a_run_longer_than_the_inline_bound_parks_the_chain_and_its_completion_r
     assert!(rest.is_empty(), "a second delivery resumed nothing: {:?}", kinds(&rest));
     assert_eq!(find(&feed.seen, EventType::ToolResult).len(), 1);
     assert_eq!(find(&feed.seen, EventType::RunFinish).len(), 1);
+    cloud.stop().await;
+}
+
+#[tokio::test]
+async fn a_run_past_its_timeout_is_cancelled_and_says_so() {
+    let (cloud, late, inst) = cloud_late(Setup { approval_policy: Some("runWorkflow=always_allow"), vars: FAST_PARK, ..Setup::default() }).await;
+    let long = create(&inst, "Long", waits(40)).await;
+    late.set(json!({"conversations": {"Run the long one briefly": conversation(vec![call("run", json!({"workflowId": long, "timeout": 2000}))])}}));
+    let t = thread();
+    let mut feed = cloud.sse_events(ALICE, &t).await;
+    let started = std::time::Instant::now();
+    cloud.chat(ALICE, &t, "Run the long one briefly").await;
+    let frames = feed.until_type(EventType::RunFinish, Duration::from_secs(30)).await;
+    assert!(started.elapsed() < Duration::from_secs(25), "stopped at its timeout, not after the 40 s wait");
+    let result = ok(&results(&frames)[0]).clone();
+    assert_eq!(result["status"], "error", "{result}");
+    assert!(untrusted(&result["error"]).contains("timed out"), "{result}");
+    let exec = inst.data.executions.get(result["executionId"].as_str().unwrap()).await.unwrap().unwrap();
+    assert!(exec.status.is_finished(), "the execution ended with the run: {exec:?}");
+    cloud.stop().await;
+}
+
+#[tokio::test]
+async fn with_values_withheld_the_model_gets_no_item_values_or_upstream_errors() {
+    let (cloud, late, inst) = cloud_late(Setup {
+        approval_policy: Some("runWorkflow=always_allow"),
+        vars: &[("INSTANCE_AI_ALLOW_SENDING_PARAMETER_VALUES", "false")],
+        ..Setup::default()
+    })
+    .await;
+    let w1 = create(&inst, "Order intake", order_intake("={{ $json.customer }}")).await;
+    late.set(json!({"conversations": {"Run it quietly": conversation(vec![
+        call("run", json!({"workflowId": w1, "inputData": {"count": 2}})),
+        call("get-node-output", json!({"executionId": from(0, "/executionId"), "nodeName": "Explode"})),
+        call("debug", json!({"executionId": from(0, "/executionId")})),
+        call("get-resolved-node-parameters", json!({"executionId": from(0, "/executionId"), "nodeName": "Tag"})),
+        call("get", json!({"executionId": from(0, "/executionId")})),
+    ])}}));
+    let t = thread();
+    let mut feed = cloud.sse_events(ALICE, &t).await;
+    cloud.chat(ALICE, &t, "Run it quietly").await;
+    let frames = feed.until_type(EventType::RunFinish, Duration::from_secs(60)).await;
+    let r = results(&frames);
+    let run = ok(&r[0]);
+    assert_eq!(run["status"], "error");
+    assert!(run.get("data").is_none() && run["suppressed"].is_string(), "{run}");
+    assert!(!untrusted(&run["error"]).contains("has no owner"), "an upstream error's text stays out: {run}");
+    let page = ok(&r[1]);
+    assert_eq!(page["totalItems"], 2, "counts are not values: {page}");
+    assert!(!untrusted(&page["outputs"][0]["items"]).contains("S0") && page["suppressed"].is_string(), "{page}");
+    let debug = ok(&r[2]);
+    assert_eq!(debug["failedNode"]["name"], "Check", "the node that failed is still named: {debug}");
+    assert!(debug["failedNode"].get("inputData").is_none() && !untrusted(&debug["failedNode"]["error"]).contains("has no owner"), "{debug}");
+    let resolved = ok(&r[3]);
+    assert!(resolved["parameters"].is_null() && resolved["suppressed"].is_string(), "{resolved}");
+    let get = ok(&r[4]);
+    assert!(get.get("data").is_none() && !untrusted(&get["nodeErrors"]).contains("has no owner"), "{get}");
+    assert!(!frames.iter().any(|f| f.event.to_value().to_string().contains("\\\"S0\\\"")), "no item value in any event");
     cloud.stop().await;
 }
 

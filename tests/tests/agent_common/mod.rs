@@ -421,3 +421,27 @@ pub async fn receive(cloud: &Cloud) -> SqsEvent {
 }
 
 pub const WAIT: Duration = Duration::from_secs(20);
+
+/// A scripted model whose script is set after the cloud started.
+#[derive(Default)]
+pub struct LateScript(std::sync::Mutex<Option<Arc<agent::model::scripted::ScriptedProvider>>>);
+
+impl LateScript {
+    pub fn set(&self, script: Value) {
+        *self.0.lock().unwrap() = Some(Arc::new(agent::model::scripted::ScriptedProvider::from_json(&script.to_string()).expect("script parses")));
+    }
+}
+
+impl agent::model::ModelProvider for LateScript {
+    fn provider(&self) -> &str {
+        "scripted"
+    }
+    fn model(&self) -> &str {
+        "late"
+    }
+    fn stream(&self, request: agent::model::ModelRequest, cancel: agent::model::CancellationToken) -> agent::model::ModelStream {
+        let p = self.0.lock().unwrap().clone().expect("the test set the script");
+        p.stream(request, cancel)
+    }
+}
+

@@ -407,9 +407,16 @@ impl Instance {
     async fn outcome_view(&self, exec: &Execution, outcome: &ExecutionOutcome, only: Option<&str>) -> Result<RunOutcome, InstanceError> {
         let settled = outcome.is_finished() || outcome.status == ExecutionStatus::Waiting;
         let (mut data, mut truncated, mut suppressed) = (None, 0, None);
+        let mut error = outcome.error.clone();
         let fresh = self.data.executions.get(&exec.id).await?.unwrap_or_else(|| exec.clone());
         if settled {
             let doc = self.data.executions.get_data(&exec.id, &DataSelection::default()).await?.unwrap_or(Value::Null);
+            // A node's error may quote what it got from outside.
+            if let Some(e) = doc.pointer("/resultData/error").and_then(|e| serde_json::from_value::<engine::NodeError>(e.clone()).ok()) {
+                if self.values == Values::Withheld && e.node.is_some() {
+                    error = Some(view::error_text(&e, self.values));
+                }
+            }
             match self.values {
                 Values::Shown => {
                     let (d, t) = view::result_data(view::graph(&doc).as_ref(), &view::run_data(&doc), only);
@@ -423,7 +430,7 @@ impl Instance {
             status: status_str(outcome.status),
             data,
             truncated,
-            error: outcome.error.clone(),
+            error,
             started_at: fresh.started_at,
             finished_at: fresh.stopped_at,
             wait_till: outcome.wait_till.clone(),
@@ -444,22 +451,8 @@ impl Instance {
                 InstanceError::Invalid(format!("status {s:?} is not one of success, error, running, waiting, canceled, crashed, new"))
             })?],
         };
-        let names: BTreeMap<String, String> = match workflow_id {
-            Some(id) => {
-                let (meta, _) = self.workflow_access(caller, id, "workflow:read").await?;
-                BTreeMap::from([(meta.id, meta.name)])
-            }
-            None => {
-                self.user(caller).await?;
-                let q = WorkflowQuery { status: StatusFilter::All, limit: 200, ..WorkflowQuery::default() };
-                self.data.workflows.list(&caller.user, &q).await?.workflows.into_iter().map(|w| (w.meta.id, w.meta.name)).collect()
-            }
-        };
-        let page = self
-            .data
-            .executions
-            .search(&ExecutionSearch { workflow_ids: names.keys().cloned().collect(), statuses, limit: Some(limit), ..ExecutionSearch::default() })
-            .await?;
+        let search = ExecutionSearch { statuses, limit: Some(limit), ..ExecutionSearch::default() };
+        let (page, names) = self.search_executions(caller, workflow_id, false, search).await?;
         Ok(page
             .data
             .into_iter()
@@ -473,6 +466,36 @@ impl Instance {
                 id: e.id,
             })
             .collect())
+    }
+
+    /// Executions of the workflows the caller may read (one, or all of them;
+    /// with `mcp_only`, only those available in MCP), filtered by `search`
+    /// (its `workflow_ids` are set here); with the workflows' names.
+    pub async fn search_executions(
+        &self,
+        caller: &Caller,
+        workflow_id: Option<&str>,
+        mcp_only: bool,
+        mut search: ExecutionSearch,
+    ) -> Result<(store::data::executions::ExecutionPage, BTreeMap<String, String>), InstanceError> {
+        let names: BTreeMap<String, String> = match workflow_id {
+            Some(id) => {
+                let (meta, _) = self.workflow_access(caller, id, "workflow:read").await?;
+                if mcp_only && !meta.available_in_mcp {
+                    return Err(InstanceError::Forbidden(format!(
+                        "workflow {id} is not available in MCP; enable \"Available in MCP\" in its settings (workflows created through MCP have it on)"
+                    )));
+                }
+                BTreeMap::from([(meta.id, meta.name)])
+            }
+            None => {
+                self.user(caller).await?;
+                let q = WorkflowQuery { status: StatusFilter::All, limit: 200, available_in_mcp: mcp_only.then_some(true), ..WorkflowQuery::default() };
+                self.data.workflows.list(&caller.user, &q).await?.workflows.into_iter().map(|w| (w.meta.id, w.meta.name)).collect()
+            }
+        };
+        search.workflow_ids = names.keys().cloned().collect();
+        Ok((self.data.executions.search(&search).await?, names))
     }
 
     /// `get`: status without blocking; run data and node errors once settled.

@@ -110,8 +110,8 @@ pub fn result_data(graph: Option<&Graph>, runs: &RunData, only: Option<&str>) ->
 
 /// A node error as the model reads it; details from outside withheld on request.
 pub fn error_text(e: &engine::NodeError, values: Values) -> String {
-    if values == Values::Withheld && e.node.is_some() {
-        return format!("the node failed ({}; details {WITHHELD})", e.name);
+    if let (Values::Withheld, Some(node)) = (values, &e.node) {
+        return format!("the node {node:?} failed ({}; details {WITHHELD})", e.name);
     }
     match &e.description {
         Some(d) if !d.is_empty() => format!("{} — {d}", e.message),
@@ -339,7 +339,7 @@ mod tests {
         let e = engine::NodeError { message: "secret body".into(), description: Some("more".into()), name: "NodeApiError".into(), node: Some("HTTP".into()), http_code: None, timestamp: 0 };
         assert_eq!(error_text(&e, Values::Shown), "secret body — more");
         let w = error_text(&e, Values::Withheld);
-        assert!(w.contains("NodeApiError") && !w.contains("secret"), "{w}");
+        assert!(w.contains("NodeApiError") && w.contains("\"HTTP\"") && !w.contains("secret"), "{w}");
         let ours = engine::NodeError { node: None, ..e };
         assert!(error_text(&ours, Values::Withheld).contains("secret body"), "the executor's own messages stay");
     }
