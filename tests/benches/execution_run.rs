@@ -29,18 +29,21 @@ use store::counting::RequestCounter;
 use store::data::workflows::{NewWorkflow, WorkflowBody};
 use store::deployment::QueueId;
 
-#[derive(Clone, Default)]
+#[derive(Clone)]
 struct Counters {
     dynamo: RequestCounter,
     sqs: RequestCounter,
 }
 
 impl Counters {
-    fn instrument(&self, clients: &store::AwsClients) -> store::AwsClients {
+    /// `clients` with every DynamoDB and SQS request counted.
+    fn counted(clients: &store::AwsClients) -> (store::AwsClients, Counters) {
         let mut c = clients.clone();
-        c.dynamo = aws_sdk_dynamodb_client(&clients.dynamo, &self.dynamo);
-        c.sqs = aws_sdk_sqs::Client::from_conf(clients.sqs.config().to_builder().interceptor(self.sqs.clone()).build());
-        c
+        let (dynamo, counter) = RequestCounter::instrument(&clients.dynamo);
+        let sqs = RequestCounter::default();
+        c.dynamo = dynamo;
+        c.sqs = aws_sdk_sqs::Client::from_conf(clients.sqs.config().to_builder().interceptor(sqs.clone()).build());
+        (c, Counters { dynamo: counter, sqs })
     }
     fn reset(&self) {
         self.dynamo.reset();
@@ -50,10 +53,6 @@ impl Counters {
         let ops = |m: BTreeMap<String, u64>| m.iter().map(|(k, v)| format!("{k} {v}")).collect::<Vec<_>>().join(", ");
         format!("{} DynamoDB ({}) + {} SQS ({})", self.dynamo.total(), ops(self.dynamo.snapshot()), self.sqs.total(), ops(self.sqs.snapshot()))
     }
-}
-
-fn aws_sdk_dynamodb_client(client: &aws_sdk_dynamodb::Client, counter: &RequestCounter) -> aws_sdk_dynamodb::Client {
-    aws_sdk_dynamodb::Client::from_conf(client.config().to_builder().interceptor(counter.clone()).build())
 }
 
 fn waits(secs: u64) -> WorkflowBody {
@@ -78,12 +77,10 @@ struct Bench {
 }
 
 async fn bench(inline_wait_ms: &'static str) -> Bench {
-    let steps = Counters::default();
     let late = Arc::new(LateScript::default());
     let vars: &'static [(&'static str, &'static str)] = Box::leak(vec![("INSTANCE_AI_EXECUTION_INLINE_WAIT_MS", inline_wait_ms)].into_boxed_slice());
     let setup = Setup { consumers: false, approval_policy: Some("runWorkflow=always_allow"), vars, ..Setup::default() };
-    let counters = steps.clone();
-    let (cloud, ()) = cloud_with(setup, move |c| (counters.instrument(c), ()), Some(late.clone() as Arc<dyn agent::model::ModelProvider>)).await;
+    let (cloud, steps) = cloud_with(setup, Counters::counted, Some(late.clone() as Arc<dyn agent::model::ModelProvider>)).await;
     let inst = instance::Instance::new(&cloud.running.app.clients, &cloud.running.app.config).await.unwrap();
     Bench { cloud, late, steps, inst }
 }
@@ -97,9 +94,9 @@ impl Bench {
     }
 
     /// One executor invocation on the next Runs message, counted and timed.
-    async fn executor(&self, counters: Counters) -> Duration {
+    async fn executor(&self) -> (Duration, Counters) {
         let app = &self.cloud.running.app;
-        let clients = counters.instrument(&app.clients);
+        let (clients, counters) = Counters::counted(&app.clients);
         let data = store::data::InstanceData::new(&clients, &app.config).await.unwrap();
         let exec = executions::Executor::new(data, clients.sqs.clone(), app.config.queue_url(QueueId::Runs).unwrap(), executions::ExecutorSettings::from_config(&app.config))
             .notifying(app.config.queue_url(QueueId::Steps).ok().map(str::to_owned));
@@ -108,7 +105,7 @@ impl Bench {
         let t = Instant::now();
         let failed = exec.handle_queue_batch([executions::QueueRecord { message_id: "m".into(), body: Some(body) }]).await;
         assert!(failed.is_empty());
-        t.elapsed()
+        (t.elapsed(), counters)
     }
 
     /// One agent run whose only tool call is `run` on `workflow`, its steps
@@ -123,17 +120,16 @@ impl Bench {
         let mut feed = self.cloud.events(ALICE, &t).await;
         self.cloud.chat(ALICE, &t, &message).await;
         let app = self.cloud.running.app.clone();
-        let exec_counters = Counters::default();
         let step1 = receive(&self.cloud).await;
         self.steps.reset();
         // Step 1 and the executor run side by side: an inline wait needs the execution to progress.
         let started = Instant::now();
-        let (step1_time, exec_time) = tokio::join!(
+        let (step1_time, (exec_time, exec_counters)) = tokio::join!(
             async {
                 api::handlers::step::handle(&app, step1).await;
                 started.elapsed()
             },
-            self.executor(exec_counters.clone()),
+            self.executor(),
         );
         let step1_counts = self.steps.line();
         self.steps.reset();

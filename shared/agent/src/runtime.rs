@@ -54,12 +54,15 @@ impl Settings {
 
 pub const INLINE_WAIT_VARIABLE: &str = "INSTANCE_AI_EXECUTION_INLINE_WAIT_MS";
 
-/// Why 5 s: parking costs a fixed set of requests and a second step
-/// invocation (see the README's figures), about what one to two seconds of
-/// a waiting step costs; most test runs of a workflow finish well inside 5 s
-/// and answer in the same step, while anything slower stops costing step
-/// time after 5 s at most.
-pub const DEFAULT_INLINE_WAIT: Duration = Duration::from_secs(5);
+/// Why 2 s: parking costs a fixed amount — one more step invocation (its
+/// claim, checkpoint and the result's reads: about 15 more DynamoDB requests
+/// and a few hundred ms of step time, `cargo bench -p e2e --bench
+/// execution_run`) — worth about one second of a 1 GB step waiting, which
+/// also polls (the cancel flag 4×/s, the execution ≤1×/s). A bound near that
+/// break-even keeps a quick run (most test runs finish well under 2 s) in one
+/// step, with no queue hop in the chat's latency, and caps what a slow run
+/// wastes before it stops costing step time at 2 s.
+pub const DEFAULT_INLINE_WAIT: Duration = Duration::from_secs(2);
 
 /// One step message on the Steps queue: `(runId, agentId, step)`, plus the
 /// request id when it resumes a decision.
