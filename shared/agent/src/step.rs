@@ -425,6 +425,10 @@ impl Step<'_> {
                 }
                 // Settled meanwhile (or a cancel came in): finish the call now.
                 let cancelled = self.rt.runs.cancel_requested(self.run_id(), self.agent_id()).await?;
+                if cancelled {
+                    // The tool stops the execution and reports the cancel.
+                    self.abort.cancel();
+                }
                 let outcome = {
                     let ctx = self.tool_context(call);
                     tool.resume_wait(&ctx, call.args.clone(), wait, cancelled).await

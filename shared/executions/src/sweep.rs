@@ -41,12 +41,16 @@ impl Sweeper {
         sqs: aws_sdk_sqs::Client,
         runs_queue_url: impl Into<String>,
     ) -> Self {
+        Sweeper::build(executions, sqs, Some(runs_queue_url.into()))
+    }
+
+    fn build(executions: &store::data::Executions, sqs: aws_sdk_sqs::Client, runs_queue_url: Option<String>) -> Self {
         Sweeper {
             records: Records::new(executions.table().clone()),
             executions: executions.clone(),
             steps_queue_url: None,
             sqs,
-            queue_url: Some(runs_queue_url.into()),
+            queue_url: runs_queue_url,
             redrive_after: Duration::from_secs(300),
             batch: 500,
         }
@@ -103,16 +107,9 @@ impl Sweeper {
     /// Executions table, not the Runs queue (the cancel function).
     pub fn stopper_from_config(clients: &AwsClients, config: &Config) -> Result<Self> {
         let table = Table::new(clients.dynamo.clone(), config.table(TableId::Executions)?);
-        let executions = store::data::Executions::new(table);
-        Ok(Sweeper {
-            records: Records::new(executions.table().clone()),
-            executions,
-            steps_queue_url: config.queue_url(QueueId::Steps).ok().map(str::to_owned),
-            sqs: clients.sqs.clone(),
-            queue_url: None,
-            redrive_after: Duration::from_secs(300),
-            batch: 500,
-        })
+        let mut sweeper = Sweeper::build(&store::data::Executions::new(table), clients.sqs.clone(), None);
+        sweeper.steps_queue_url = config.queue_url(QueueId::Steps).ok().map(str::to_owned);
+        Ok(sweeper)
     }
 
     pub(crate) async fn enqueue(&self, id: &str) -> Result<()> {
