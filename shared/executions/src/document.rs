@@ -28,6 +28,9 @@ pub(crate) struct StartData {
     pub trigger_items: Option<Vec<Item>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub destination_node: Option<String>,
+    /// A run-step's input when it is not the chain above the target.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step_seed: Option<crate::StepSeed>,
     pub timeout_secs: u64,
 }
 

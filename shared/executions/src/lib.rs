@@ -106,6 +106,9 @@ pub struct StartRequest {
     pub trigger_items: Option<Vec<Item>>,
     /// Stop after this node (run-step): only it and its ancestors run.
     pub destination: Option<String>,
+    /// With `destination`: where the target's input comes from instead of
+    /// running the nodes above it.
+    pub step_seed: Option<StepSeed>,
     /// This execution's time limit (capped by [`ExecutorSettings::max_timeout`]);
     /// the workflow's `settings.executionTimeout` applies too, the lower wins.
     pub timeout: Option<Duration>,
@@ -121,10 +124,22 @@ impl StartRequest {
             trigger: None,
             trigger_items: None,
             destination: None,
+            step_seed: None,
             timeout: None,
             retry_of: None,
         }
     }
+}
+
+/// A run-step's input other than the chain above the target.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "mode", rename_all = "camelCase")]
+pub enum StepSeed {
+    /// Replay this execution's run data for the nodes above the target.
+    #[serde(rename_all = "camelCase")]
+    Reuse { execution_id: String },
+    /// Feed these items to the target; every node above it gets a placeholder.
+    Mock { items: Vec<Item> },
 }
 
 /// Where `execute_and_wait` runs the execution.
@@ -254,6 +269,7 @@ pub struct Executor {
     inner: Arc<Inner>,
 }
 
+#[derive(Clone)]
 struct Inner {
     data: InstanceData,
     sweeper: Sweeper,
@@ -312,7 +328,16 @@ impl Executor {
     ) -> Result<Self> {
         let data = Box::pin(InstanceData::new(clients, config)).await?;
         let url = config.queue_url(QueueId::Runs)?.to_owned();
-        Ok(Executor::new(data, clients.sqs.clone(), url, settings))
+        let steps = config.queue_url(QueueId::Steps).ok().map(str::to_owned);
+        Ok(Executor::new(data, clients.sqs.clone(), url, settings).notifying(steps))
+    }
+
+    /// Sends each settled execution's waiter message to `steps_queue_url`
+    /// (the agent's Steps queue): see [`Sweeper::notify`].
+    pub fn notifying(self, steps_queue_url: Option<String>) -> Self {
+        let mut inner = Arc::try_unwrap(self.inner).unwrap_or_else(|shared| (*shared).clone());
+        inner.sweeper.steps_queue_url = steps_queue_url;
+        Executor { inner: Arc::new(inner) }
     }
 
     pub fn sweeper(&self) -> &Sweeper {
@@ -364,6 +389,9 @@ impl Executor {
         if let Some(d) = &req.destination {
             graph.node_or_err(d)?;
         }
+        if req.step_seed.is_some() && req.destination.is_none() {
+            return Err(ExecutionError::Invalid("a step input needs the node to run".into()));
+        }
         let max = self.inner.settings.max_timeout;
         let timeout = req
             .timeout
@@ -373,6 +401,7 @@ impl Executor {
             trigger: req.trigger,
             trigger_items: req.trigger_items,
             destination_node: req.destination,
+            step_seed: req.step_seed,
             timeout_secs: timeout.as_secs().max(1),
         };
         let doc = document::initial(snapshot, &start, &req.pin_data)?;
@@ -551,16 +580,11 @@ impl Executor {
     /// flag is polled), a `new` or `waiting` one at once. Idempotent; a
     /// finished execution is left as it is.
     pub async fn stop_execution(&self, id: &str) -> Result<ExecutionOutcome> {
-        let records = self.records();
-        let meta = records
-            .request_cancel(id)
+        self.inner
+            .sweeper
+            .stop(id)
             .await?
             .ok_or_else(|| ExecutionError::NotFound(format!("execution {id}")))?;
-        if matches!(meta.status, ExecutionStatus::New | ExecutionStatus::Waiting)
-            && records.cancel_idle(id).await?
-        {
-            tracing::info!(executionId = %id, "execution canceled before it ran");
-        }
         self.outcome(id).await
     }
 
@@ -625,6 +649,7 @@ impl Executor {
                 let expired = meta.lease_until.as_deref().is_none_or(|l| l < now.as_str());
                 if expired && records.crash_if_expired(id, &now).await? {
                     tracing::warn!("found running with an expired lease: marked crashed");
+                    self.inner.sweeper.notify(id).await;
                     return Ok(RunResult::Skipped(SkipReason::MarkedCrashed));
                 }
                 return Ok(RunResult::Skipped(SkipReason::RunningElsewhere));
@@ -663,6 +688,7 @@ impl Executor {
                     .finish(id, &owner, ExecutionStatus::Error, Some(&message))
                     .await?
                 {
+                    self.inner.sweeper.notify(id).await;
                     Ok(RunResult::Ran(ExecutionOutcome {
                         execution_id: ExecutionId(id.to_owned()),
                         status: ExecutionStatus::Error,
@@ -765,6 +791,17 @@ impl Executor {
             }
             None => (None, None),
         };
+        // A run-step from replayed or mocked input: the engine's partial run.
+        let step_input = match (&loaded.state, &start.step_seed, &start.destination_node) {
+            (None, Some(seed), Some(_)) => match self.step_input(seed).await {
+                Ok(i) => Some(i),
+                Err(msg) => {
+                    let doc = document::failed_before_run(&workflow, &start, &msg);
+                    return self.end(id, owner, ExecutionStatus::Error, &msg, doc, &secrets).await;
+                }
+            },
+            _ => None,
+        };
         let cancel = CancelToken::new();
         let job = {
             let cancel = cancel.clone();
@@ -785,6 +822,9 @@ impl Executor {
             tokio::task::spawn_blocking(move || {
                 let _entered = span.enter();
                 let engine = Engine::new(engine_settings, host);
+                if let (Some(input), Some(target)) = (step_input, opts.destination.clone()) {
+                    return engine.run_node(&graph, &target, input, opts);
+                }
                 match state {
                     Some(st) => engine.resume_with(
                         &graph,
@@ -933,6 +973,7 @@ impl Executor {
                 return Ok(RunResult::Skipped(SkipReason::LostLease));
             }
             tracing::info!(waitTill = %wait_till, "execution waiting");
+            self.inner.sweeper.notify(id).await;
             // A wait within SQS's 15-minute delay gets its resume message now,
             // due a second after waitTill: it resumes on time instead of at
             // the next minute sweep (which stays the fallback).
@@ -969,6 +1010,29 @@ impl Executor {
         .await
     }
 
+    /// The engine input of a run-step seed; `Err` is the message the
+    /// execution fails with (the replayed execution is gone or unreadable).
+    async fn step_input(&self, seed: &StepSeed) -> std::result::Result<engine::partial::StepInput, String> {
+        match seed {
+            StepSeed::Mock { items } => Ok(engine::partial::StepInput::Mock(items.clone())),
+            StepSeed::Reuse { execution_id } => {
+                let doc = self
+                    .inner
+                    .data
+                    .executions
+                    .get_data(execution_id, &DataSelection::default())
+                    .await
+                    .map_err(|e| format!("the execution to replay ({execution_id}) could not be read: {e}"))?
+                    .ok_or_else(|| format!("the execution to replay ({execution_id}) holds no run data"))?;
+                let run_data = doc.pointer("/resultData/runData").cloned().unwrap_or_else(|| json!({}));
+                let mut prior = engine::ExecutionState::new(execution_id.clone());
+                prior.run_data = serde_json::from_value(run_data)
+                    .map_err(|e| format!("the execution to replay ({execution_id}) has unreadable run data: {e}"))?;
+                Ok(engine::partial::StepInput::Reuse(Box::new(prior)))
+            }
+        }
+    }
+
     /// Stores the document, then the final status (in that order, so a
     /// reader that sees the status also finds the run data).
     async fn end(
@@ -989,6 +1053,7 @@ impl Executor {
             return Ok(RunResult::Skipped(SkipReason::LostLease));
         }
         tracing::info!(status = status.as_str(), "execution finished");
+        self.inner.sweeper.notify(id).await;
         Ok(RunResult::Ran(ExecutionOutcome {
             execution_id: ExecutionId(id.to_owned()),
             status,

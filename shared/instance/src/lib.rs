@@ -13,7 +13,8 @@
 //! (list, read, summary, versions, canvas validation, archive, publish,
 //! restore), [`builder`] (source → saved workflow: compile, validate,
 //! credentials, create or save; `build-workflow`), [`edit_rules`] (which
-//! findings an edit did not introduce and so do not block it).
+//! findings an edit did not introduce and so do not block it), [`executions`]
+//! (run, run-step, get, debug, node output, resolved parameters, stop, list).
 //!
 //! Shape: one module per aggregate; each operation is an async method on
 //! [`Instance`] taking the [`Caller`] first, returning domain types (store
@@ -27,6 +28,7 @@ pub mod builder;
 pub mod catalog;
 pub mod edit_rules;
 pub mod error;
+pub mod executions;
 pub mod ops;
 pub mod runner;
 pub mod sdk;
@@ -36,7 +38,7 @@ pub mod workflows;
 pub use access::Caller;
 pub use error::InstanceError;
 
-use executions::{Dispatch, Executor, ExecutorSettings};
+use ::executions::{Dispatch, Executor, ExecutorSettings};
 use store::data::InstanceData;
 use store::deployment::QueueId;
 use store::{AwsClients, Config};
@@ -49,13 +51,25 @@ pub struct Instance {
     /// Where executions run while an operation waits: on the executor
     /// function through the Runs queue (its budget, not the caller's).
     pub dispatch: Dispatch,
+    /// Whether execution data (item values, upstream error details) may be
+    /// shown to the assistant (`INSTANCE_AI_ALLOW_SENDING_PARAMETER_VALUES`).
+    pub values: executions::view::Values,
 }
+
+/// `true` (default) lets the assistant read execution data.
+pub const ALLOW_VALUES_VARIABLE: &str = "INSTANCE_AI_ALLOW_SENDING_PARAMETER_VALUES";
 
 impl Instance {
     pub async fn new(clients: &AwsClients, config: &Config) -> Result<Instance, InstanceError> {
         let data = InstanceData::new(clients, config).await?;
         let runs = config.queue_url(QueueId::Runs).map_err(|e| InstanceError::Internal(e.to_string()))?;
-        let executor = Executor::new(data.clone(), clients.sqs.clone(), runs, ExecutorSettings::default());
-        Ok(Instance { data, executor, dispatch: Dispatch::Queue })
+        let steps = config.queue_url(QueueId::Steps).ok().map(str::to_owned);
+        let executor = Executor::new(data.clone(), clients.sqs.clone(), runs, ExecutorSettings::default()).notifying(steps);
+        let values = match config.var(ALLOW_VALUES_VARIABLE).map(str::trim) {
+            None | Some("true") | Some("1") => executions::view::Values::Shown,
+            Some("false") | Some("0") => executions::view::Values::Withheld,
+            Some(other) => return Err(InstanceError::Invalid(format!("{ALLOW_VALUES_VARIABLE} is malformed: expected true or false, got {other:?}"))),
+        };
+        Ok(Instance { data, executor, dispatch: Dispatch::Queue, values })
     }
 }

@@ -47,6 +47,8 @@ pub const VARIABLES: &[Variable] = &[
     Variable { name: "INSTANCE_AI_WEB_ORIGIN", purpose: "comma-separated origins of the web page (`https://{api}.execute-api.{region}.amazonaws.com`, `*` for any) that may read the SSE endpoint across origins (CORS); unset: same origin only", default: None },
     Variable { name: "INSTANCE_AI_EVENTS_URL", purpose: "the web page's base URL of the SSE endpoint (in AWS its Function URL, set by the template); unset: the page's own origin", default: None },
     Variable { name: "INSTANCE_AI_APPROVAL_POLICY", purpose: "admin policy per gated agent action, comma-separated `action=mode` (`mode`: `require_approval`, `always_allow` or `blocked`; `*=mode` sets the default; actions are listed in `agent::tools::policy::ACTIONS`, e.g. `workflows.publish=blocked,runWorkflow=always_allow`)", default: Some("*=require_approval") },
+    Variable { name: "INSTANCE_AI_ALLOW_SENDING_PARAMETER_VALUES", purpose: "`false` keeps execution data from the assistant: the `executions` tool then returns no item values, no node input and no error details that came from outside (n8n's `N8N_AI_ALLOW_SENDING_PARAMETER_VALUES`)", default: Some("true") },
+    Variable { name: "INSTANCE_AI_EXECUTION_INLINE_WAIT_MS", purpose: "how long the agent's `executions` run/run-step wait inline for an execution before the chain parks on it (no step runs while parked; the executor's completion resumes it)", default: Some("2000") },
     Variable { name: "INSTANCE_AI_LOG_FORMAT", purpose: "`json` (default in Lambda) or `text`", default: Some("json") },
     Variable { name: "RUST_LOG", purpose: "log filter (`info`, `store=debug`, ...)", default: Some("info") },
 ];

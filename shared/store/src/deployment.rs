@@ -305,7 +305,8 @@ pub const FUNCTIONS: &[FunctionDef] = &[
         package: "cancel",
         timeout_secs: 15,
         memory_mb: 256,
-        tables: &[r(ApiKeys), rw(Agent), rw(Events), rw(LiveFrames), rw(Connections)],
+        // Executions: a run parked on an execution is cancelled with it.
+        tables: &[r(ApiKeys), rw(Agent), rw(Events), rw(LiveFrames), rw(Connections), rw(Executions)],
         sends_to: &[QueueId::Steps],
         consumes: &[],
         inspects: &[],
@@ -390,7 +391,8 @@ pub const FUNCTIONS: &[FunctionDef] = &[
         timeout_secs: 900,
         memory_mb: 1024,
         tables: &[rw(Instance), rw(Executions), rw(DataRows)],
-        sends_to: &[QueueId::Runs],
+        // Steps: a settled execution wakes the agent chain parked on it.
+        sends_to: &[QueueId::Runs, QueueId::Steps],
         consumes: &[QueueId::Runs],
         inspects: &[],
         manages_connections: false,

@@ -107,6 +107,8 @@ pub struct Setup {
     pub script: &'static str,
     /// Register the stand-in tools (`workflows`, `slow`) over the real ones.
     pub stubs: bool,
+    /// Other documented configuration variables, set as given.
+    pub vars: &'static [(&'static str, &'static str)],
 }
 
 impl Default for Setup {
@@ -119,6 +121,7 @@ impl Default for Setup {
             approval_policy: None,
             script: "agent_script.json",
             stubs: true,
+            vars: &[],
         }
     }
 }
@@ -144,6 +147,9 @@ pub async fn cloud_with<X>(
     config.confirmation_timeout_secs = setup.confirmation_timeout_secs;
     if let Some(p) = setup.approval_policy {
         config.set_var("INSTANCE_AI_APPROVAL_POLICY", p);
+    }
+    for (name, value) in setup.vars {
+        config.set_var(name, *value);
     }
     let running = start(Options { config, prefix: env.prefix.clone(), port: 0, run_consumers: setup.consumers, run_schedules: false })
         .await
@@ -430,3 +436,27 @@ pub async fn receive(cloud: &Cloud) -> SqsEvent {
 }
 
 pub const WAIT: Duration = Duration::from_secs(20);
+
+/// A scripted model whose script is set after the cloud started.
+#[derive(Default)]
+pub struct LateScript(std::sync::Mutex<Option<Arc<agent::model::scripted::ScriptedProvider>>>);
+
+impl LateScript {
+    pub fn set(&self, script: Value) {
+        *self.0.lock().unwrap() = Some(Arc::new(agent::model::scripted::ScriptedProvider::from_json(&script.to_string()).expect("script parses")));
+    }
+}
+
+impl agent::model::ModelProvider for LateScript {
+    fn provider(&self) -> &str {
+        "scripted"
+    }
+    fn model(&self) -> &str {
+        "late"
+    }
+    fn stream(&self, request: agent::model::ModelRequest, cancel: agent::model::CancellationToken) -> agent::model::ModelStream {
+        let p = self.0.lock().unwrap().clone().expect("the test set the script");
+        p.stream(request, cancel)
+    }
+}
+

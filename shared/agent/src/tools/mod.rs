@@ -7,6 +7,7 @@
 pub mod ask_user;
 pub mod build_workflow;
 pub mod load_skill;
+pub mod executions;
 pub mod policy;
 pub mod schema;
 pub mod tasks;
@@ -87,7 +88,15 @@ pub enum ToolOutcome {
     Done(Value),
     /// `tool-error`, readable by the model.
     Failed(String),
+    /// Not settled yet: the call waits on a workflow execution. The step
+    /// parks the chain on it (a wait record; no step runs meanwhile) and
+    /// [`Tool::resume_wait`] settles the call once the execution settles,
+    /// or at the deadline.
+    Wait(ExecutionWait),
 }
+
+/// What a call parked on an execution waits for (kept in the wait record).
+pub use store::suspensions::ExecutionWait;
 
 /// A human's answer to a confirmation request.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -147,6 +156,18 @@ pub trait Tool: Send + Sync {
         self.allow_key(args).into_iter().collect()
     }
     fn run<'a>(&'a self, ctx: &'a ToolContext<'a>, args: Value) -> BoxFuture<'a, ToolOutcome>;
+    /// Settles a call that returned [`ToolOutcome::Wait`]: after the
+    /// execution settled, or with `deadline_passed` when its deadline came
+    /// first (or the run is being cancelled: the tool stops the execution).
+    fn resume_wait<'a>(&'a self, _ctx: &'a ToolContext<'a>, _args: Value, _wait: ExecutionWait, _deadline_passed: bool) -> BoxFuture<'a, ToolOutcome> {
+        Box::pin(async { ToolOutcome::Failed("this tool cannot wait on an execution".into()) })
+    }
+    /// `true` when the handler itself answers the abort signal (promptly,
+    /// after undoing what it started, e.g. stopping an execution); the loop
+    /// then awaits it instead of dropping it when the run is cancelled.
+    fn handles_abort(&self) -> bool {
+        false
+    }
     /// Runs a gated call after the human decided. Approval runs the tool;
     /// denial answers with a structured denied result the model reads.
     fn resume<'a>(&'a self, ctx: &'a ToolContext<'a>, args: Value, decision: Decision) -> BoxFuture<'a, ToolOutcome> {
@@ -204,6 +225,7 @@ impl Registry {
         r.register(Arc::new(workspace::Grep));
         r.register(Arc::new(workflows::Workflows));
         r.register(Arc::new(build_workflow::BuildWorkflow));
+        r.register(Arc::new(executions::Executions));
         r
     }
 

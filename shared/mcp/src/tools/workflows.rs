@@ -324,7 +324,8 @@ fn trigger_items(kind: TriggerKind, inputs: Option<Inputs>, node: &Value) -> Res
             })
         }
         (TriggerKind::Chat, Some(Inputs { kind: InputType::Chat, chat_input: Some(text), .. })) => {
-            json!({"sessionId": uuid::Uuid::new_v4().to_string(), "action": "sendMessage", "chatInput": text})
+            let input = json!({"chatInput": text});
+            return Ok(instance::executions::trigger::items(node_type(node), input.as_object(), "UTC").unwrap_or_default());
         }
         (TriggerKind::Chat, _) => {
             return Err(McpError::InvalidArguments("the workflow starts with a Chat Trigger: pass inputs {\"type\": \"chat\", \"chatInput\": \"...\"}".into()))
@@ -338,7 +339,10 @@ fn trigger_items(kind: TriggerKind, inputs: Option<Inputs>, node: &Value) -> Res
         (TriggerKind::Form, _) => {
             return Err(McpError::InvalidArguments("the workflow starts with a Form Trigger: pass inputs {\"type\": \"form\", \"formData\": {...}}".into()))
         }
-        (TriggerKind::Schedule, _) => json!({"timestamp": now}),
+        (TriggerKind::Schedule, _) => {
+            let tz = node.pointer("/parameters/timezone").and_then(Value::as_str).unwrap_or("UTC");
+            return Ok(instance::executions::trigger::items(node_type(node), None, tz).unwrap_or_default());
+        }
         (TriggerKind::Manual, _) => json!({}),
     };
     Ok(vec![Item::new(json)])

@@ -16,6 +16,12 @@
 //!   time-ordered uuid v7, so the index lists newest first and `lastId` is
 //!   a key condition, not a scan)
 //! - parts `sk=data#<gen>#<slot>#<part>` with `slot` = `base` or `n<index>`
+//!
+//! A waiter (an agent's tool call parked on the execution) is a `waiter`
+//! attribute on the meta item: the message to send when the execution
+//! settles. It is written only while the execution is `new` or `running`
+//! ([`Executions::watch`], part of the agent's park transaction) and taken
+//! exactly once by whoever settles it ([`Executions::take_waiter`]).
 
 use super::db::{self, b, get_b, get_s, key, s, to_item, Item, Table, MAX_ITEM_PAYLOAD};
 use crate::error::StoreError;
@@ -319,6 +325,42 @@ impl Executions {
         match req.send().await {
             Ok(out) => Ok(db::from_item::<MetaItem>(out.attributes.unwrap_or_default())?.execution),
             Err(e) if db::is_condition_failed(&e) => Err(StoreError::NotFound(format!("execution {id}"))),
+            Err(e) => Err(StoreError::dynamo(e)),
+        }
+    }
+
+    /// The transaction action that registers `message` (a Steps queue body)
+    /// to be sent when the execution settles; it fails the transaction when
+    /// the execution is already finished or `waiting`.
+    pub fn watch(&self, id: &str, message: &str) -> Result<aws_sdk_dynamodb::types::TransactWriteItem, StoreError> {
+        db::tx_update(
+            &self.table.name,
+            key(pk(id), "meta"),
+            "SET waiter = :w",
+            Some("attribute_exists(pk) AND (#st = :new OR #st = :running)"),
+            &[("#st", "status")],
+            vec![(":w", s(message)), (":new", s("new")), (":running", s("running"))],
+        )
+    }
+
+    /// Takes the waiter's message, if any (one conditional REMOVE: of
+    /// concurrent takers exactly one gets it).
+    pub async fn take_waiter(&self, id: &str) -> Result<Option<String>, StoreError> {
+        self.table.count();
+        let res = self
+            .table
+            .client
+            .update_item()
+            .table_name(&self.table.name)
+            .set_key(Some(key(pk(id), "meta")))
+            .update_expression("REMOVE waiter")
+            .condition_expression("attribute_exists(waiter)")
+            .return_values(aws_sdk_dynamodb::types::ReturnValue::UpdatedOld)
+            .send()
+            .await;
+        match res {
+            Ok(out) => Ok(out.attributes.as_ref().and_then(|a| get_s(a, "waiter")).map(str::to_owned)),
+            Err(e) if db::is_condition_failed(&e) => Ok(None),
             Err(e) => Err(StoreError::dynamo(e)),
         }
     }
