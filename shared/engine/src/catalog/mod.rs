@@ -1,7 +1,9 @@
 //! Node catalog: each implemented node's description as data (properties,
 //! defaults, options, displayOptions, credentials, inputs/outputs), with
-//! list / describe / search and TypeScript type generation.
+//! list / describe / search and TypeScript type generation; the credential
+//! types nodes accept ([`credential_types`]).
 
+pub mod credential_types;
 mod typescript;
 
 use std::sync::OnceLock;

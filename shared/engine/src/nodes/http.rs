@@ -82,6 +82,8 @@ pub struct HttpClient {
     rt: tokio::runtime::Runtime,
     client: reqwest::Client,
     no_redirect: reqwest::Client,
+    /// OAuth2 client-credentials access tokens of this execution, by credential reference.
+    tokens: std::sync::Mutex<std::collections::HashMap<String, String>>,
 }
 
 /// `scheme://host:port` of a URL, for messages: the path and query may carry
@@ -147,38 +149,43 @@ impl HttpClient {
                 .build()
                 .map_err(|e| EngineError::Host(format!("cannot build HTTP client: {e}")))
         };
-        Ok(HttpClient { rt, client: build(true)?, no_redirect: build(false)? })
+        Ok(HttpClient { rt, client: build(true)?, no_redirect: build(false)?, tokens: Default::default() })
     }
 }
 
 /// One prepared request.
-struct Request {
-    method: reqwest::Method,
-    url: url::Url,
-    headers: Vec<(String, String)>,
-    body: Option<Vec<u8>>,
-    timeout: Duration,
-    follow: bool,
+pub(crate) struct Request {
+    pub method: reqwest::Method,
+    pub url: url::Url,
+    pub headers: Vec<(String, String)>,
+    pub body: Option<Vec<u8>>,
+    pub timeout: Duration,
+    pub follow: bool,
 }
 
-struct Response {
-    status: u16,
+pub(crate) struct Response {
+    pub status: u16,
     status_text: String,
     headers: Map<String, Value>,
-    body: Vec<u8>,
+    pub body: Vec<u8>,
     content_type: String,
 }
 
-fn send(env: &Env, req: Request) -> Result<Response> {
-    check_literal(&req.url, env.settings.allow_private_network, &env.settings.allowed_hosts)?;
-    let client = match env.http.get() {
-        Some(c) => c,
+/// This execution's client, built on first use.
+fn client(env: &Env) -> Result<&HttpClient> {
+    match env.http.get() {
+        Some(c) => Ok(c),
         None => {
             let c = HttpClient::new(env)?;
             let _ = env.http.set(c);
-            env.http.get().ok_or_else(|| EngineError::Host("HTTP client unavailable".into()))?
+            env.http.get().ok_or_else(|| EngineError::Host("HTTP client unavailable".into()))
         }
-    };
+    }
+}
+
+pub(crate) fn send(env: &Env, req: Request) -> Result<Response> {
+    check_literal(&req.url, env.settings.allow_private_network, &env.settings.allowed_hosts)?;
+    let client = client(env)?;
     let mut timeout = req.timeout;
     if let Some(d) = env.deadline {
         timeout = timeout.min(d.saturating_duration_since(Instant::now()));
@@ -318,6 +325,22 @@ fn apply_auth(ctx: &mut NodeContext<'_>, i: usize, headers: &mut Vec<(String, St
             for (k, v) in custom.get("qs").and_then(|h| h.as_object()).into_iter().flatten() {
                 query.push((k.clone(), super::js_string(v)));
             }
+        }
+        "oAuth2Api" if data.pointer("/oauthTokenData/access_token").is_none() => {
+            // Client credentials: one exchange per credential and execution.
+            let key = reference.to_string();
+            let cached = client(ctx.env)?.tokens.lock().ok().and_then(|t| t.get(&key).cloned());
+            let token = match cached {
+                Some(t) => t,
+                None => {
+                    let t = crate::credentials::oauth2_client_credentials_token(ctx.env, &data)?;
+                    if let Ok(mut tokens) = client(ctx.env)?.tokens.lock() {
+                        tokens.insert(key, t.clone());
+                    }
+                    t
+                }
+            };
+            headers.push(("authorization".into(), format!("Bearer {token}")));
         }
         _ => {
             // Predefined/OAuth credentials: the host hands back a token.
