@@ -9,13 +9,15 @@
 //! the expression sandbox), [`validate`] (workflow JSON against the engine's
 //! catalog), [`ops`] (partial workflow operations, all or nothing),
 //! [`catalog`] (the builder's view of the node catalog), [`runner`]
-//! (executions started and awaited through `executions`).
+//! (executions started and awaited through `executions`), [`credentials`]
+//! (metadata, write-only secrets, connection tests, credential types).
 //!
 //! Boundary: no AWS types in the public API beyond the store's repositories
 //! ([`store::data::InstanceData`]).
 
 pub mod access;
 pub mod catalog;
+pub mod credentials;
 pub mod error;
 pub mod ops;
 pub mod runner;
@@ -44,7 +46,7 @@ impl Instance {
     pub async fn new(clients: &AwsClients, config: &Config) -> Result<Instance, InstanceError> {
         let data = InstanceData::new(clients, config).await?;
         let runs = config.queue_url(QueueId::Runs).map_err(|e| InstanceError::Internal(e.to_string()))?;
-        let executor = Executor::new(data.clone(), clients.sqs.clone(), runs, ExecutorSettings::default());
+        let executor = Executor::new(data.clone(), clients.sqs.clone(), runs, ExecutorSettings::from_config(config));
         Ok(Instance { data, executor, dispatch: Dispatch::Queue })
     }
 }
