@@ -5,6 +5,7 @@
 //! gets a `tool-error` it can read and correct.
 
 pub mod ask_user;
+pub mod credentials;
 pub mod policy;
 pub mod schema;
 pub mod tasks;
@@ -17,7 +18,7 @@ use protocol::events::{ConfirmationRequest, EventPayload};
 use protocol::ids::{AgentId, RunId, ThreadId};
 use protocol::UserId;
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use store::EventWriter;
@@ -99,6 +100,44 @@ pub struct Decision {
     /// Set by the sweep when a confirmation timed out.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub expired: bool,
+    /// A setup card's answer (see [`SetupAnswer`]).
+    #[serde(default, skip_serializing_if = "SetupAnswer::is_empty")]
+    pub setup: SetupAnswer,
+}
+
+/// What a person chose on a credential or workflow setup card. Only ids and
+/// parameter values: a secret never passes through a confirmation (it goes
+/// to the credentials REST API).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SetupAnswer {
+    /// `credentials(setup)`: credential type → chosen credential id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub credentials: Option<BTreeMap<String, String>>,
+    /// `workflows(setup)`: node name → credential type → credential id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_credentials: Option<BTreeMap<String, BTreeMap<String, String>>>,
+    /// `workflows(setup)`: node name → parameter → value.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_parameters: Option<BTreeMap<String, Map<String, Value>>>,
+    /// `workflows(setup)`: nodes whose cards the person dismissed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skipped_nodes: Option<Vec<String>>,
+    /// `credentials(setup)`: the person asked for help creating this type in a browser.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auto_setup: Option<AutoSetup>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AutoSetup {
+    pub credential_type: String,
+}
+
+impl SetupAnswer {
+    pub fn is_empty(&self) -> bool {
+        *self == SetupAnswer::default()
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -192,6 +231,8 @@ impl Registry {
         r.register(Arc::new(tasks::TaskControl));
         r.register(Arc::new(tasks::CreateTasks));
         r.register(Arc::new(tasks::CompleteCheckpoint));
+        // Domain tools (front doors to `instance`).
+        r.register(Arc::new(credentials::Credentials));
         r
     }
 
