@@ -10,7 +10,9 @@
 //! catalog), [`ops`] (partial workflow operations, all or nothing),
 //! [`catalog`] (the builder's view of the node catalog), [`runner`]
 //! (executions started and awaited through `executions`), [`credentials`]
-//! (metadata, write-only secrets, connection tests, credential types).
+//! (metadata, write-only secrets, connection tests, credential types),
+//! [`nodes`] (the node catalog for agents: search, types, suggestions, and
+//! one node run standalone).
 //!
 //! Boundary: no AWS types in the public API beyond the store's repositories
 //! ([`store::data::InstanceData`]).
@@ -19,6 +21,7 @@ pub mod access;
 pub mod catalog;
 pub mod credentials;
 pub mod error;
+pub mod nodes;
 pub mod ops;
 pub mod runner;
 pub mod sdk;
