@@ -188,13 +188,16 @@ pub(crate) fn oauth2_client_credentials_token(env: &Env, data: &Value) -> Result
     }
     let resp = http::send(
         env,
-        http::Request {
+        &http::Request {
             method: reqwest::Method::POST,
             url,
             headers,
             body: Some(form.finish().into_bytes()),
             timeout: env.settings.http_timeout.min(TEST_TIMEOUT),
-            follow: true,
+            // A token endpoint answers directly; a redirect is not followed with the secret.
+            redirects: http::Redirects::NONE,
+            insecure: false,
+            digest: None,
         },
     )?;
     let body: Value = serde_json::from_slice(&resp.body).unwrap_or(Value::Null);

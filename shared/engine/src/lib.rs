@@ -9,6 +9,7 @@
 //! `credentials` (connection tests, OAuth2 client credentials), `host` (traits
 //! the host implements: credentials, sub-workflows, data tables, files, DNS).
 
+pub mod binary;
 pub mod catalog;
 pub mod credentials;
 pub mod data;

@@ -169,6 +169,8 @@ fn start_mock(mocks: Vec<Mock>, rewrite: Arc<Mutex<Vec<(String, String)>>>) -> M
                     let m = if mocks[p].persist { mocks[p].clone() } else { mocks.remove(p) };
                     let code = StatusCode::from_u16(m.status).unwrap_or(StatusCode::OK);
                     let mut reply = (code, m.body).into_response();
+                    // like nock: no content type unless the record names one
+                    reply.headers_mut().remove(axum::http::header::CONTENT_TYPE);
                     let map = rewrite.lock().expect("lock").clone();
                     for (k, v) in &m.response_headers {
                         let v = map.iter().fold(v.clone(), |v, (from, to)| v.replace(from, to));
@@ -217,7 +219,11 @@ fn frozen_clock(fixture: &str, timezone: &str) -> Result<Option<chrono::DateTime
 /// Expected and actual items as compared: `json`, plus `binary` metadata when expected.
 fn comparable(item: &Value, binary: bool) -> Value {
     let mut out = serde_json::Map::new();
-    out.insert("json".into(), item.get("json").cloned().unwrap_or(Value::Object(Default::default())));
+    // Pinned data saved by n8n's editor may hold bare json objects (no `json`
+    // wrapper); n8n wraps those when it loads pinData.
+    let bare = item.is_object() && item.get("json").is_none() && item.get("binary").is_none();
+    let json = if bare { item.clone() } else { item.get("json").cloned().unwrap_or(Value::Object(Default::default())) };
+    out.insert("json".into(), json);
     if binary {
         if let Some(Value::Object(b)) = item.get("binary") {
             let cleaned = b

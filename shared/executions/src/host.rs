@@ -179,6 +179,7 @@ pub(crate) fn host(scope: Scope, sub_executions: Arc<dyn SubExecutionRecorder>) 
         // the file nodes work in a scratch folder of this execution only
         files: Some(Arc::new(engine::nodes::disk::ScratchDir::new())),
         resolver: Arc::new(SystemResolver),
+        processed_data: None,
     }
 }
 

@@ -6,6 +6,7 @@
 
 pub mod ask_user;
 pub mod credentials;
+pub mod nodes;
 pub mod policy;
 pub mod schema;
 pub mod tasks;
@@ -233,6 +234,7 @@ impl Registry {
         r.register(Arc::new(tasks::CompleteCheckpoint));
         // Domain tools (front doors to `instance`).
         r.register(Arc::new(credentials::Credentials));
+        r.register(Arc::new(nodes::Nodes));
         r
     }
 

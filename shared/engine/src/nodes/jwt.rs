@@ -18,7 +18,7 @@ const DEFAULT_CLAIMS_JSON: &str = "{\n  \"my_field_1\": \"value 1\",\n  \"my_fie
 
 pub fn execute(ctx: &mut NodeContext<'_>) -> Result<NodeOutput> {
     let input = ctx.input(0);
-    let creds = credential(ctx)?;
+    let creds = ctx.credential("jwtAuth")?;
     let op = ctx.param_str("operation", 0, "sign")?;
     let mut out = Vec::with_capacity(input.len());
     for (i, item) in input.iter().enumerate() {
@@ -71,12 +71,6 @@ fn token(ctx: &mut NodeContext<'_>, i: usize) -> Result<String> {
         return Err(EngineError::node_with("The JWT token was not provided", "Be sure to add a valid JWT token to the 'Token' parameter"));
     }
     Ok(t)
-}
-
-fn credential(ctx: &NodeContext<'_>) -> Result<Value> {
-    let reference = ctx.node.credentials.as_ref().and_then(|c| c.get("jwtAuth")).cloned().unwrap_or(Value::Null);
-    let provider = ctx.env.host.credentials.clone().ok_or_else(|| EngineError::Host("no credentials provider configured".into()))?;
-    provider.get("jwtAuth", &reference).map_err(|e| EngineError::node(format!("Node does not have credentials of type jwtAuth: {e}")))
 }
 
 fn json_object(v: Value, what: &str) -> Result<Value> {

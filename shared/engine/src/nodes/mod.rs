@@ -21,19 +21,27 @@ pub mod jwt;
 pub mod rss;
 pub mod totp;
 pub mod training;
+pub mod xlsx;
 pub mod code;
+pub mod compare_datasets;
 pub mod conditions;
 pub mod crypto;
 pub mod datatable;
+pub mod dates;
 pub mod datetime;
+pub mod dedupe_history;
 pub mod execute_workflow;
 pub mod html;
 pub mod http;
 pub mod if_node;
+pub mod item_lists;
 pub mod limit;
+pub mod lodash;
 pub mod merge;
 pub mod misc;
+pub mod regex_safety;
 pub mod remove_duplicates;
+pub mod rename_keys;
 pub mod set;
 pub mod sort;
 pub mod split_in_batches;
@@ -41,6 +49,7 @@ pub mod split_out;
 pub mod summarize;
 pub mod switch;
 pub mod wait;
+pub mod xml;
 
 /// What a node run produced.
 pub enum NodeOutput {
@@ -103,6 +112,7 @@ pub fn get(node_type: &str) -> Option<NodeFn> {
         "n8n-nodes-base.dateTime" => datetime::execute,
         "n8n-nodes-base.crypto" => crypto::execute,
         "n8n-nodes-base.html" => html::execute,
+        "n8n-nodes-base.htmlExtract" => html::html_extract,
         "n8n-nodes-base.convertToFile" => convert_to_file::execute,
         "n8n-nodes-base.extractFromFile" => extract_from_file::execute,
         "n8n-nodes-base.rssFeedRead" => rss::execute,
@@ -111,6 +121,10 @@ pub fn get(node_type: &str) -> Option<NodeFn> {
         "n8n-nodes-base.totp" => totp::execute,
         "n8n-nodes-base.n8nTrainingCustomerDatastore" => training::customer_datastore,
         "n8n-nodes-base.n8nTrainingCustomerMessenger" => training::customer_messenger,
+        "n8n-nodes-base.itemLists" => item_lists::execute,
+        "n8n-nodes-base.compareDatasets" => compare_datasets::execute,
+        "n8n-nodes-base.renameKeys" => rename_keys::execute,
+        "n8n-nodes-base.xml" => xml::execute,
         _ => return None,
     };
     Some(f)
@@ -313,6 +327,13 @@ impl<'a> NodeContext<'a> {
 
     pub fn fail(&self, message: impl Into<String>) -> EngineError {
         EngineError::node(message)
+    }
+
+    /// The decrypted credential of `cred_type` the node selects, from the host.
+    pub fn credential(&self, cred_type: &str) -> Result<Value> {
+        let reference = self.node.credentials.as_ref().and_then(|c| c.get(cred_type)).cloned().unwrap_or(Value::Null);
+        let provider = self.env.host.credentials.clone().ok_or_else(|| EngineError::Host("no credentials provider configured".into()))?;
+        provider.get(cred_type, &reference).map_err(|e| EngineError::node(format!("Node does not have credentials of type {cred_type}: {e}")))
     }
 }
 
