@@ -23,11 +23,23 @@ pub const TEST_TIMEOUT: Duration = Duration::from_secs(30);
 pub struct TestOutcome {
     pub success: bool,
     pub message: String,
+    /// False when nothing was tried (no test for the type, no test URL):
+    /// the message says why; it is no verdict on the credential.
+    #[serde(skip)]
+    pub tested: bool,
 }
 
 impl TestOutcome {
     fn failed(message: impl Into<String>) -> Self {
-        TestOutcome { success: false, message: message.into() }
+        TestOutcome { success: false, message: message.into(), tested: true }
+    }
+
+    fn passed(message: impl Into<String>) -> Self {
+        TestOutcome { success: true, message: message.into(), tested: true }
+    }
+
+    fn untestable(message: impl Into<String>) -> Self {
+        TestOutcome { success: false, message: message.into(), tested: false }
     }
 }
 
@@ -36,10 +48,10 @@ impl Engine {
     /// data comes from the host's credentials provider, as in a run.
     pub fn test_credential(&self, cred_type: &str, reference: &Value) -> TestOutcome {
         let Some(t) = credential_type(cred_type) else {
-            return TestOutcome::failed(format!("unknown credential type {cred_type:?}"));
+            return TestOutcome::untestable(format!("unknown credential type {cred_type:?}"));
         };
         let Some(test) = &t.test else {
-            return TestOutcome::failed(format!(
+            return TestOutcome::untestable(format!(
                 "{} credentials have no connection test: the node that uses them works with the keys locally and calls no service",
                 t.display_name
             ));
@@ -59,7 +71,7 @@ impl Engine {
             CredentialTest::OAuth2ClientCredentials => {
                 let env = self.standalone_env(TEST_TIMEOUT);
                 match oauth2_client_credentials_token(&env, &data) {
-                    Ok(_) => TestOutcome { success: true, message: "Connection successful: the token URL issued an access token".into() },
+                    Ok(_) => TestOutcome::passed("Connection successful: the token URL issued an access token"),
                     Err(e) => TestOutcome::failed(message(&e)),
                 }
             }
@@ -84,7 +96,7 @@ impl Engine {
         };
         let url = literal(&Value::String(req.url.clone()))?;
         if url.trim().is_empty() {
-            return Ok(TestOutcome::failed(format!(
+            return Ok(TestOutcome::untestable(format!(
                 "{} credentials are generic: the type alone does not say which service to call. Set its Test URL (a URL of the service that answers an authenticated GET) to test it",
                 t.display_name
             )));
@@ -123,7 +135,7 @@ impl Engine {
             .run(&graph, RunOptions { timeout: Some(TEST_TIMEOUT), ..RunOptions::default() })
             .map_err(|e| e.to_string())?;
         Ok(match (st.status, st.error) {
-            (ExecutionStatus::Success, _) => TestOutcome { success: true, message: "Connection successful".into() },
+            (ExecutionStatus::Success, _) => TestOutcome::passed("Connection successful"),
             (_, Some(e)) => TestOutcome::failed(match e.http_code {
                 Some(code) => format!("{} (HTTP {code})", e.message),
                 None => e.message,

@@ -12,7 +12,8 @@
 //! (executions started and awaited through `executions`), [`credentials`]
 //! (metadata, write-only secrets, connection tests, credential types),
 //! [`nodes`] (the node catalog for agents: search, types, suggestions, and
-//! one node run standalone).
+//! one node run standalone), [`setup`] (a workflow's missing credentials and
+//! parameters as setup requests; the person's answer applied in one save).
 //!
 //! Boundary: no AWS types in the public API beyond the store's repositories
 //! ([`store::data::InstanceData`]).
@@ -25,6 +26,7 @@ pub mod nodes;
 pub mod ops;
 pub mod runner;
 pub mod sdk;
+pub mod setup;
 pub mod validate;
 
 pub use access::Caller;

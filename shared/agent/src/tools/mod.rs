@@ -11,6 +11,7 @@ pub mod policy;
 pub mod schema;
 pub mod tasks;
 pub mod untrusted;
+pub mod workflow_setup;
 
 use crate::model::ToolDefinition;
 use crate::runtime::Runtime;

@@ -14,6 +14,7 @@ pub mod db;
 pub mod executions;
 pub mod folders;
 pub mod keys;
+pub mod setup_skips;
 pub mod tags;
 pub mod users_projects;
 pub mod workflows;
@@ -24,6 +25,7 @@ pub use data_tables::DataTables;
 pub use executions::Executions;
 pub use folders::Folders;
 pub use tags::Tags;
+pub use setup_skips::SetupSkips;
 pub use users_projects::Projects;
 pub use workflows::Workflows;
 
@@ -44,6 +46,7 @@ pub struct InstanceData {
     pub credentials: Credentials,
     pub data_tables: DataTables,
     pub agent: AgentRecords,
+    pub setup_skips: SetupSkips,
 }
 
 impl InstanceData {
@@ -71,6 +74,7 @@ impl InstanceData {
             credentials: Credentials::new(instance.clone(), projects.clone(), keys),
             data_tables: DataTables::new(instance, table(TableId::DataRows)?),
             agent: AgentRecords::new(table(TableId::Agent)?),
+            setup_skips: SetupSkips::new(table(TableId::Agent)?),
             projects,
             folders,
             tags,
