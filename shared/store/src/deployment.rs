@@ -210,6 +210,7 @@ pub enum FunctionId {
     Step,
     Executor,
     Sweep,
+    Web,
     Credentials,
 }
 
@@ -412,6 +413,21 @@ pub const FUNCTIONS: &[FunctionDef] = &[
         uses_kms: false,
         calls_model: false,
     },
+    // The web page: static assets embedded in the binary, no table.
+    FunctionDef {
+        id: FunctionId::Web,
+        logical_id: "WebFunction",
+        package: "web",
+        timeout_secs: 5,
+        memory_mb: 128,
+        tables: &[],
+        sends_to: &[],
+        consumes: &[],
+        inspects: &[],
+        manages_connections: false,
+        uses_kms: false,
+        calls_model: false,
+    },
     // The REST API where a person types a secret (the page's credential cards, curl).
     FunctionDef {
         id: FunctionId::Credentials,
@@ -488,6 +504,10 @@ pub const ROUTES: &[RouteDef] = &[
     RouteDef { method: Method::Get, path: "/mcp", function: FunctionId::Mcp, edge: Edge::HttpApi },
     RouteDef { method: Method::Head, path: "/mcp", function: FunctionId::Mcp, edge: Edge::HttpApi },
     RouteDef { method: Method::Get, path: "/instance-ai/events/{threadId}", function: FunctionId::Events, edge: Edge::StreamingUrl },
+    RouteDef { method: Method::Get, path: "/instance-ai/threads", function: FunctionId::Threads, edge: Edge::HttpApi },
+    RouteDef { method: Method::Post, path: "/instance-ai/chat/{threadId}/tasks/{taskId}/cancel", function: FunctionId::Cancel, edge: Edge::HttpApi },
+    RouteDef { method: Method::Get, path: "/", function: FunctionId::Web, edge: Edge::HttpApi },
+    RouteDef { method: Method::Get, path: "/assets/{asset}", function: FunctionId::Web, edge: Edge::HttpApi },
     RouteDef { method: Method::Get, path: "/instance-ai/credentials", function: FunctionId::Credentials, edge: Edge::HttpApi },
     RouteDef { method: Method::Post, path: "/instance-ai/credentials", function: FunctionId::Credentials, edge: Edge::HttpApi },
     RouteDef { method: Method::Get, path: "/instance-ai/credentials/{credentialId}", function: FunctionId::Credentials, edge: Edge::HttpApi },

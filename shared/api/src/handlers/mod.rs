@@ -12,3 +12,4 @@ pub mod mcp;
 pub mod step;
 pub mod sweep;
 pub mod threads;
+pub mod web;
