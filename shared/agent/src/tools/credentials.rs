@@ -428,7 +428,7 @@ async fn setup_answered(inst: &Instance, caller: &Caller, args: &Value, decision
         Ok(Err(v)) => return ToolOutcome::Done(v),
         Err(e) => return fail(e),
     };
-    let chosen = decision.setup.credentials.clone().unwrap_or_default();
+    let chosen = decision.chosen_credentials();
     let mut selected = BTreeMap::new();
     let mut problems = Vec::new();
     for t in chosen.keys() {
@@ -483,6 +483,15 @@ mod tests {
         assert_eq!(r["reason"], "Required for httpHeaderAuth");
         assert_eq!(r["existingCredentials"], json!([{"id": "c0", "name": "C0"}]));
         assert_eq!(r["preferNew"], true);
+    }
+
+    #[test]
+    fn choices_come_from_credentials_or_the_pages_answers() {
+        let d: Decision = serde_json::from_value(json!({"approved": true, "answers": {"credentials": {"a": "1", "b": null, "c": ""}}})).unwrap();
+        assert_eq!(d.chosen_credentials(), BTreeMap::from([("a".to_owned(), "1".to_owned())]));
+        let d: Decision = serde_json::from_value(json!({"approved": true, "setup": {"credentials": {"x": "9"}}, "answers": {"credentials": {"a": "1"}}})).unwrap();
+        assert_eq!(d.chosen_credentials(), BTreeMap::from([("x".to_owned(), "9".to_owned())]));
+        assert!(Decision::default().chosen_credentials().is_empty());
     }
 
     #[test]

@@ -142,6 +142,22 @@ impl SetupAnswer {
     }
 }
 
+impl Decision {
+    /// Credential type → id the person chose: `credentials`, or the same
+    /// map sent as `answers.credentials` (the page's cards).
+    pub fn chosen_credentials(&self) -> std::collections::BTreeMap<String, String> {
+        if let Some(c) = &self.setup.credentials {
+            return c.clone();
+        }
+        self.answers
+            .as_ref()
+            .and_then(|a| a.get("credentials"))
+            .and_then(|c| serde_json::from_value::<std::collections::BTreeMap<String, Option<String>>>(c.clone()).ok())
+            .map(|m| m.into_iter().filter_map(|(t, id)| Some((t, id.filter(|i| !i.is_empty())?))).collect())
+            .unwrap_or_default()
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Scope {

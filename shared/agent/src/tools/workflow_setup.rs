@@ -115,11 +115,27 @@ pub async fn resume(ctx: &ToolContext<'_>, args: &Value, decision: Decision) -> 
     if !decision.approved {
         return deferred(inst, &caller, args, &opts, decision.expired).await;
     }
-    let choices = SetupChoices {
+    let mut choices = SetupChoices {
         node_credentials: decision.setup.node_credentials.clone().unwrap_or_default(),
         node_parameters: decision.setup.node_parameters.clone().unwrap_or_default(),
         skipped_nodes: decision.setup.skipped_nodes.clone().unwrap_or_default(),
     };
+    // A choice per credential type (a card grouped by type) applies to every
+    // node that asked for that type.
+    let by_type = decision.chosen_credentials();
+    if !by_type.is_empty() {
+        match inst.analyze_setup(&caller, workflow_id(args), &opts).await {
+            Ok(a) => {
+                for r in &a.requests {
+                    let Some(t) = &r.credential_type else { continue };
+                    if let Some(id) = by_type.get(t) {
+                        choices.node_credentials.entry(r.node.name.clone()).or_default().entry(t.clone()).or_insert_with(|| id.clone());
+                    }
+                }
+            }
+            Err(e) => return ToolOutcome::Failed(e.message()),
+        }
+    }
     result(inst.apply_setup(&caller, workflow_id(args), &opts, &choices).await)
 }
 
