@@ -38,6 +38,17 @@ pub struct ConfirmRequest {
     pub answers: Option<Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scope: Option<Scope>,
+    /// A setup card's choices (credential ids, parameter values, skipped nodes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub credentials: Option<std::collections::BTreeMap<String, String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_credentials: Option<std::collections::BTreeMap<String, std::collections::BTreeMap<String, String>>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_parameters: Option<std::collections::BTreeMap<String, serde_json::Map<String, Value>>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skipped_nodes: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auto_setup: Option<crate::tools::AutoSetup>,
 }
 
 /// What the model reads as the user's message: the text, plus any attachments.
@@ -114,6 +125,13 @@ pub async fn confirm(rt: &Runtime, request_id: &str, user: &UserId, req: &Confir
         answers: req.answers.clone(),
         scope: req.scope,
         expired: false,
+        setup: crate::tools::SetupAnswer {
+            credentials: req.credentials.clone(),
+            node_credentials: req.node_credentials.clone(),
+            node_parameters: req.node_parameters.clone(),
+            skipped_nodes: req.skipped_nodes.clone(),
+            auto_setup: req.auto_setup.clone(),
+        },
     };
     let allow_key = match (req.approved, req.scope) {
         (true, Some(Scope::Session)) => rt.tools.get(&sus.tool_name).and_then(|t| t.allow_key(&Value::Object(sus.args.clone()))),

@@ -87,6 +87,20 @@ impl From<agent::AgentError> for ApiError {
     }
 }
 
+impl From<instance::InstanceError> for ApiError {
+    fn from(e: instance::InstanceError) -> Self {
+        use instance::InstanceError as I;
+        match e {
+            I::Invalid(m) | I::Code(m) => ApiError::BadRequest(m),
+            I::NotFound(m) => ApiError::NotFound(format!("not found: {m}")),
+            I::Forbidden(m) => ApiError::Forbidden(m),
+            I::Conflict(m) => ApiError::Conflict(m),
+            I::Engine(m) => ApiError::BadRequest(format!("execution failed: {m}")),
+            I::Internal(m) => ApiError::Internal(m),
+        }
+    }
+}
+
 /// A function failed to start.
 #[derive(Debug, thiserror::Error)]
 pub enum InitError {

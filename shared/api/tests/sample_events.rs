@@ -50,6 +50,7 @@ async fn http_samples_authenticate_and_reach_their_handlers() {
         ("cancel", api::handlers::cancel::handle(&app, http_request("cancel")).await),
         ("threads", api::handlers::threads::handle(&app, http_request("threads")).await),
         ("mcp", api::handlers::mcp::handle(&app, http_request("mcp")).await),
+        ("credentials", api::handlers::credentials::handle(&app, http_request("credentials")).await),
     ];
     for (name, resp) in cases {
         let status = resp.status().as_u16();

@@ -183,6 +183,14 @@ pub(crate) fn host(scope: Scope, sub_executions: Arc<dyn SubExecutionRecorder>) 
     }
 }
 
+/// A host with only the credentials of `scope` (a connection test needs nothing else).
+pub(crate) fn credentials_only(scope: Scope) -> Host {
+    Host {
+        credentials: Some(Arc::new(StoreCredentials(Arc::new(scope)))),
+        ..Host::default()
+    }
+}
+
 struct StoreCredentials(Arc<Scope>);
 
 impl CredentialsProvider for StoreCredentials {

@@ -17,6 +17,7 @@
 //!   a final status, through the queue or inline ([`Dispatch`]).
 //! - [`Sweeper::resume_due`] / [`Sweeper::mark_crashed`]: the minute sweep.
 //! - [`Executor::handle_queue_batch`]: the SQS consumer's body.
+//! - [`Executor::test_credential`]: a credential's connection test (`probe`).
 //!
 //! Delivery is at least once: a message for an execution that is finished,
 //! running under a live lease, or waiting and not yet due does nothing; a
@@ -27,6 +28,7 @@ mod children;
 mod document;
 pub mod error;
 mod host;
+mod probe;
 mod progress;
 mod records;
 mod sweep;
@@ -356,6 +358,10 @@ impl Executor {
 
     pub fn settings(&self) -> &ExecutorSettings {
         &self.inner.settings
+    }
+
+    fn data(&self) -> &InstanceData {
+        &self.inner.data
     }
 
     fn records(&self) -> &Records {

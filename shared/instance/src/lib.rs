@@ -14,7 +14,11 @@
 //! restore), [`builder`] (source → saved workflow: compile, validate,
 //! credentials, create or save; `build-workflow`), [`edit_rules`] (which
 //! findings an edit did not introduce and so do not block it), [`executions`]
-//! (run, run-step, get, debug, node output, resolved parameters, stop, list).
+//! (run, run-step, get, debug, node output, resolved parameters, stop, list),
+//! [`credentials`] (metadata, write-only secrets, connection tests, credential types),
+//! [`nodes`] (the node catalog for agents: search, types, suggestions, and
+//! one node run standalone), [`setup`] (a workflow's missing credentials and
+//! parameters as setup requests; the person's answer applied in one save).
 //!
 //! Shape: one module per aggregate; each operation is an async method on
 //! [`Instance`] taking the [`Caller`] first, returning domain types (store
@@ -26,12 +30,15 @@
 pub mod access;
 pub mod builder;
 pub mod catalog;
+pub mod credentials;
 pub mod edit_rules;
 pub mod error;
 pub mod executions;
+pub mod nodes;
 pub mod ops;
 pub mod runner;
 pub mod sdk;
+pub mod setup;
 pub mod validate;
 pub mod workflows;
 
@@ -64,7 +71,7 @@ impl Instance {
         let data = InstanceData::new(clients, config).await?;
         let runs = config.queue_url(QueueId::Runs).map_err(|e| InstanceError::Internal(e.to_string()))?;
         let steps = config.queue_url(QueueId::Steps).ok().map(str::to_owned);
-        let executor = Executor::new(data.clone(), clients.sqs.clone(), runs, ExecutorSettings::default()).notifying(steps);
+        let executor = Executor::new(data.clone(), clients.sqs.clone(), runs, ExecutorSettings::from_config(config)).notifying(steps);
         let values = match config.var(ALLOW_VALUES_VARIABLE).map(str::trim) {
             None | Some("true") | Some("1") => executions::view::Values::Shown,
             Some("false") | Some("0") => executions::view::Values::Withheld,

@@ -225,7 +225,13 @@ fn for_version(p: &NodeProperty, version: Option<f64>) -> bool {
 /// Does `p` show, given the node's parameters (defaults fill the gaps) and
 /// its `typeVersion` (for `@version` conditions)?
 fn shown(p: &NodeProperty, params: &Map<String, Value>, all: &[NodeProperty], version: Option<f64>) -> bool {
-    let Some(opts) = p.display_options.as_ref() else { return true };
+    displayed(p.display_options.as_ref(), params, all, version)
+}
+
+/// Do these `displayOptions` hold for the node's parameters (and version)?
+/// Also for entries of a node's `credentials` list.
+pub fn displayed(opts: Option<&Value>, params: &Map<String, Value>, all: &[NodeProperty], version: Option<f64>) -> bool {
+    let Some(opts) = opts else { return true };
     let value_of = |k: &str| params.get(k).cloned().or_else(|| all.iter().find(|x| x.name == k && for_version(x, version)).map(|x| x.default.clone()));
     if let Some(show) = opts.get("show").and_then(Value::as_object) {
         for (k, allowed) in show {
@@ -278,6 +284,16 @@ fn check_parameters(r: &mut Report, node: &str, d: &NodeDescription, params: &Ma
             );
         }
     }
+    for (param, message) in parameter_errors(d, params, version) {
+        r.error("INVALID_PARAMETER", Category::Parameters, Some(node), Some(&param), message);
+    }
+}
+
+/// The node's parameter problems, as `(parameter, message)`: a shown
+/// required parameter left empty, a value of the wrong type or not among
+/// the options. Expressions are not judged (their value is known at run time).
+pub fn parameter_errors(d: &NodeDescription, params: &Map<String, Value>, version: Option<f64>) -> Vec<(String, String)> {
+    let mut out = Vec::new();
     for p in &d.properties {
         if !shown(p, params, &d.properties, version) {
             continue;
@@ -289,30 +305,34 @@ fn check_parameters(r: &mut Report, node: &str, d: &NodeDescription, params: &Ma
             _ => false,
         };
         if p.required && empty {
-            r.error("INVALID_PARAMETER", Category::Parameters, Some(node), Some(&p.name), format!("is required ({})", p.display_name));
+            out.push((p.name.clone(), format!("is required ({})", p.display_name)));
             continue;
         }
         let Some(v) = v else { continue };
         if is_expr(v) {
             continue;
         }
-        match p.prop_type.as_str() {
-            "boolean" if !v.is_boolean() => r.error("INVALID_PARAMETER", Category::Parameters, Some(node), Some(&p.name), format!("must be a boolean, got {v}")),
-            "number" if !v.is_number() => r.error("INVALID_PARAMETER", Category::Parameters, Some(node), Some(&p.name), format!("must be a number, got {v}")),
-            "string" if !v.is_string() && !v.is_number() => r.error("INVALID_PARAMETER", Category::Parameters, Some(node), Some(&p.name), format!("must be a string, got {v}")),
+        let problem = match p.prop_type.as_str() {
+            "boolean" if !v.is_boolean() => Some(format!("must be a boolean, got {v}")),
+            "number" if !v.is_number() => Some(format!("must be a number, got {v}")),
+            "string" if !v.is_string() && !v.is_number() => Some(format!("must be a string, got {v}")),
             "options" => {
                 let allowed: Vec<&Value> = p.options.iter().flatten().filter_map(|o| o.get("value")).collect();
-                if !allowed.is_empty() && !allowed.contains(&v) {
+                (!allowed.is_empty() && !allowed.contains(&v)).then(|| {
                     let list: Vec<String> = allowed.iter().map(|a| a.to_string()).collect();
-                    r.error("INVALID_PARAMETER", Category::Parameters, Some(node), Some(&p.name), format!("{v} is not an option; use one of {}", list.join(", ")));
-                }
+                    format!("{v} is not an option; use one of {}", list.join(", "))
+                })
             }
             "collection" | "fixedCollection" | "filter" | "assignmentCollection" if !v.is_object() => {
-                r.error("INVALID_PARAMETER", Category::Parameters, Some(node), Some(&p.name), format!("must be an object, got {v}"))
+                Some(format!("must be an object, got {v}"))
             }
-            _ => {}
+            _ => None,
+        };
+        if let Some(m) = problem {
+            out.push((p.name.clone(), m));
         }
     }
+    out
 }
 
 fn check_secret_headers(r: &mut Report, node: &str, params: &Value) {

@@ -211,6 +211,7 @@ pub enum FunctionId {
     Executor,
     Sweep,
     Web,
+    Credentials,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -429,6 +430,23 @@ pub const FUNCTIONS: &[FunctionDef] = &[
         uses_kms: false,
         calls_model: false,
     },
+    // The REST API where a person types a secret (the page's credential cards, curl).
+    FunctionDef {
+        id: FunctionId::Credentials,
+        logical_id: "CredentialsFunction",
+        package: "credentials",
+        timeout_secs: 60,
+        memory_mb: 512,
+        // Agent (read) and the Runs queue only because the instance's
+        // repositories and executor are built whole; nothing is read or sent.
+        tables: &[r(ApiKeys), rw(Instance), r(Executions), r(DataRows), r(Agent)],
+        sends_to: &[QueueId::Runs],
+        consumes: &[],
+        inspects: &[],
+        manages_connections: false,
+        uses_kms: true,
+        calls_model: false,
+    },
 ];
 
 impl FunctionId {
@@ -442,6 +460,8 @@ pub enum Method {
     Get,
     Post,
     Head,
+    Patch,
+    Delete,
 }
 
 impl Method {
@@ -450,6 +470,8 @@ impl Method {
             Method::Get => "GET",
             Method::Post => "POST",
             Method::Head => "HEAD",
+            Method::Patch => "PATCH",
+            Method::Delete => "DELETE",
         }
     }
 }
@@ -488,6 +510,13 @@ pub const ROUTES: &[RouteDef] = &[
     RouteDef { method: Method::Post, path: "/instance-ai/chat/{threadId}/tasks/{taskId}/cancel", function: FunctionId::Cancel, edge: Edge::HttpApi },
     RouteDef { method: Method::Get, path: "/", function: FunctionId::Web, edge: Edge::HttpApi },
     RouteDef { method: Method::Get, path: "/assets/{asset}", function: FunctionId::Web, edge: Edge::HttpApi },
+    RouteDef { method: Method::Get, path: "/instance-ai/credentials", function: FunctionId::Credentials, edge: Edge::HttpApi },
+    RouteDef { method: Method::Post, path: "/instance-ai/credentials", function: FunctionId::Credentials, edge: Edge::HttpApi },
+    RouteDef { method: Method::Get, path: "/instance-ai/credentials/{credentialId}", function: FunctionId::Credentials, edge: Edge::HttpApi },
+    RouteDef { method: Method::Patch, path: "/instance-ai/credentials/{credentialId}", function: FunctionId::Credentials, edge: Edge::HttpApi },
+    RouteDef { method: Method::Delete, path: "/instance-ai/credentials/{credentialId}", function: FunctionId::Credentials, edge: Edge::HttpApi },
+    RouteDef { method: Method::Post, path: "/instance-ai/credentials/{credentialId}/test", function: FunctionId::Credentials, edge: Edge::HttpApi },
+    RouteDef { method: Method::Get, path: "/instance-ai/credential-types", function: FunctionId::Credentials, edge: Edge::HttpApi },
 ];
 
 /// WebSocket API route keys, all handled by the gateway function.

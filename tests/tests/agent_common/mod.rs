@@ -19,6 +19,9 @@ pub const ALICE: &str = "alice-key-for-agent-tests";
 pub const BOB: &str = "bob-key-for-agent-tests";
 
 pub fn script_path(file: &str) -> String {
+    if file.starts_with('/') {
+        return file.to_owned();
+    }
     format!("{}/fixtures/{file}", env!("CARGO_MANIFEST_DIR"))
 }
 
@@ -109,6 +112,9 @@ pub struct Setup {
     pub stubs: bool,
     /// Other documented configuration variables, set as given.
     pub vars: &'static [(&'static str, &'static str)],
+    /// HTTP Request nodes and credential tests may reach 127.0.0.1 (a local
+    /// service); every other private address stays refused.
+    pub local_http: bool,
 }
 
 impl Default for Setup {
@@ -122,6 +128,7 @@ impl Default for Setup {
             script: "agent_script.json",
             stubs: true,
             vars: &[],
+            local_http: false,
         }
     }
 }
@@ -141,6 +148,10 @@ pub async fn cloud_with<X>(
     let mut config = env.config.clone();
     config.bootstrap_keys = vec![("alice".into(), ALICE.into()), ("bob".into(), BOB.into())];
     config.model = setup.model.then(|| format!("scripted:{}", script_path(setup.script)));
+    if setup.local_http {
+        config.http_allowed_hosts = vec!["127.0.0.1".into()];
+        config.http_allow_private_network = true;
+    }
     if let Some(l) = setup.lease_secs {
         config.step_lease_secs = l;
     }

@@ -8,12 +8,15 @@ pub mod ask_user;
 pub mod build_workflow;
 pub mod load_skill;
 pub mod executions;
+pub mod credentials;
+pub mod nodes;
 pub mod policy;
 pub mod schema;
 pub mod tasks;
 pub mod untrusted;
 pub mod workflows;
 pub mod workspace;
+pub mod workflow_setup;
 
 use crate::model::ToolDefinition;
 use crate::runtime::Runtime;
@@ -22,7 +25,7 @@ use protocol::events::{ConfirmationRequest, EventPayload};
 use protocol::ids::{AgentId, RunId, ThreadId};
 use protocol::UserId;
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use store::EventWriter;
@@ -112,6 +115,60 @@ pub struct Decision {
     /// Set by the sweep when a confirmation timed out.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub expired: bool,
+    /// A setup card's answer (see [`SetupAnswer`]).
+    #[serde(default, skip_serializing_if = "SetupAnswer::is_empty")]
+    pub setup: SetupAnswer,
+}
+
+/// What a person chose on a credential or workflow setup card. Only ids and
+/// parameter values: a secret never passes through a confirmation (it goes
+/// to the credentials REST API).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SetupAnswer {
+    /// `credentials(setup)`: credential type → chosen credential id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub credentials: Option<BTreeMap<String, String>>,
+    /// `workflows(setup)`: node name → credential type → credential id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_credentials: Option<BTreeMap<String, BTreeMap<String, String>>>,
+    /// `workflows(setup)`: node name → parameter → value.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_parameters: Option<BTreeMap<String, Map<String, Value>>>,
+    /// `workflows(setup)`: nodes whose cards the person dismissed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skipped_nodes: Option<Vec<String>>,
+    /// `credentials(setup)`: the person asked for help creating this type in a browser.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auto_setup: Option<AutoSetup>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AutoSetup {
+    pub credential_type: String,
+}
+
+impl SetupAnswer {
+    pub fn is_empty(&self) -> bool {
+        *self == SetupAnswer::default()
+    }
+}
+
+impl Decision {
+    /// Credential type → id the person chose: `credentials`, or the same
+    /// map sent as `answers.credentials` (the page's cards).
+    pub fn chosen_credentials(&self) -> std::collections::BTreeMap<String, String> {
+        if let Some(c) = &self.setup.credentials {
+            return c.clone();
+        }
+        self.answers
+            .as_ref()
+            .and_then(|a| a.get("credentials"))
+            .and_then(|c| serde_json::from_value::<std::collections::BTreeMap<String, Option<String>>>(c.clone()).ok())
+            .map(|m| m.into_iter().filter_map(|(t, id)| Some((t, id.filter(|i| !i.is_empty())?))).collect())
+            .unwrap_or_default()
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -226,6 +283,9 @@ impl Registry {
         r.register(Arc::new(workflows::Workflows));
         r.register(Arc::new(build_workflow::BuildWorkflow));
         r.register(Arc::new(executions::Executions));
+        // Domain tools (front doors to `instance`).
+        r.register(Arc::new(credentials::Credentials));
+        r.register(Arc::new(nodes::Nodes));
         r
     }
 

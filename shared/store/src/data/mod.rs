@@ -14,6 +14,7 @@ pub mod db;
 pub mod executions;
 pub mod folders;
 pub mod keys;
+pub mod setup_skips;
 pub mod tags;
 pub mod users_projects;
 pub mod workflows;
@@ -25,6 +26,7 @@ pub use data_tables::DataTables;
 pub use executions::Executions;
 pub use folders::Folders;
 pub use tags::Tags;
+pub use setup_skips::SetupSkips;
 pub use users_projects::Projects;
 pub use workflows::Workflows;
 pub use workspace::Workspace;
@@ -47,6 +49,7 @@ pub struct InstanceData {
     pub data_tables: DataTables,
     pub agent: AgentRecords,
     pub workspace: Workspace,
+    pub setup_skips: SetupSkips,
 }
 
 impl InstanceData {
@@ -75,6 +78,7 @@ impl InstanceData {
             data_tables: DataTables::new(instance, table(TableId::DataRows)?),
             agent: AgentRecords::new(table(TableId::Agent)?),
             workspace: Workspace::new(table(TableId::Agent)?),
+            setup_skips: SetupSkips::new(table(TableId::Agent)?),
             projects,
             folders,
             tags,
