@@ -9,18 +9,22 @@
 //! the expression sandbox), [`validate`] (workflow JSON against the engine's
 //! catalog), [`ops`] (partial workflow operations, all or nothing),
 //! [`catalog`] (the builder's view of the node catalog), [`runner`]
-//! (executions started and awaited through `executions`).
+//! (executions started and awaited through `executions`), [`data_tables`]
+//! (tables, columns and rows; a table named by id or exact name),
+//! [`workspace`] (projects, folders, tags, cleanup of test executions).
 //!
 //! Boundary: no AWS types in the public API beyond the store's repositories
 //! ([`store::data::InstanceData`]).
 
 pub mod access;
 pub mod catalog;
+pub mod data_tables;
 pub mod error;
 pub mod ops;
 pub mod runner;
 pub mod sdk;
 pub mod validate;
+pub mod workspace;
 
 pub use access::Caller;
 pub use error::InstanceError;

@@ -5,10 +5,13 @@
 //! gets a `tool-error` it can read and correct.
 
 pub mod ask_user;
+pub mod data_table_card;
+pub mod data_tables;
 pub mod policy;
 pub mod schema;
 pub mod tasks;
 pub mod untrusted;
+pub mod workspace_resources;
 
 use crate::model::ToolDefinition;
 use crate::runtime::Runtime;
@@ -192,6 +195,8 @@ impl Registry {
         r.register(Arc::new(tasks::TaskControl));
         r.register(Arc::new(tasks::CreateTasks));
         r.register(Arc::new(tasks::CompleteCheckpoint));
+        r.register(Arc::new(data_tables::DataTables));
+        r.register(Arc::new(workspace_resources::Workspace));
         r
     }
 
