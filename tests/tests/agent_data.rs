@@ -312,3 +312,122 @@ async fn a_table_is_filled_in_batches_queried_updated_and_pruned_only_after_appr
     assert_eq!(cloud.mcp(ALICE, "search_data_tables", json!({"query": "leads"})).await.unwrap()["count"], 1, "still there");
     cloud.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn folders_and_tags_round_trip_and_show_up_in_mcp() {
+    let (cloud, model) = cloud_playing(&json!({})).await;
+    // A workflow made through MCP, and two test runs of it.
+    let code = "export default workflow('weekly', 'Weekly report').add(trigger({ type: 'n8n-nodes-base.manualTrigger', version: 1, config: { name: 'Start' } }));";
+    let wf = cloud.mcp(ALICE, "create_workflow_from_code", json!({"code": code})).await.expect("created through MCP")["workflowId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    for _ in 0..2 {
+        cloud.mcp(ALICE, "test_workflow", json!({"workflowId": wf, "pinData": {}})).await.expect("a test run");
+    }
+    assert_eq!(cloud.mcp(ALICE, "search_executions", json!({"workflowId": wf})).await.unwrap()["count"], 2);
+
+    let organize = "Organize my workflows";
+    let mut script = json!({organize: [
+        turn(vec![tool("workspace", json!({"action": "list-projects"}))]),
+        turn(vec![tool("workspace", json!({"action": "create-folder", "name": "Clients"}))]),
+        turn(vec![tool("workspace", json!({"action": "create-folder", "name": "Acme", "parentFolderId": from_result(1, "/id")}))]),
+        turn(vec![tool("workspace", json!({"action": "move-workflow-to-folder", "workflowId": wf, "folderId": from_result(2, "/id")}))]),
+        turn(vec![tool("workspace", json!({"action": "tag-workflow", "workflowId": wf, "tags": ["Sales", "Q3"]}))]),
+        turn(vec![tool("workspace", json!({"action": "list-folders"})), tool("workspace", json!({"action": "list-tags"}))]),
+        turn(vec![tool("workspace", json!({"action": "cleanup-test-executions", "workflowId": wf, "workflowName": "Weekly report", "olderThanHours": 0}))]),
+        {"text": "Organized."}
+    ]});
+    model.play(&script);
+    let t = thread();
+    let mut feed = cloud.events(ALICE, &t).await;
+
+    let frames = cloud.run(&mut feed, ALICE, &t, organize).await;
+    let c = card(&frames);
+    assert_eq!((c["toolName"].as_str(), c["resourceName"].as_str(), c["severity"].as_str()), (Some("workspace"), Some("Clients"), Some("info")));
+    assert!(c["message"].as_str().unwrap().starts_with("Create folder \"Clients\" in project "), "{c}");
+    // Always allow folder creation for this thread: the subfolder does not ask.
+    let frames = cloud.decide(&mut feed, &frames, json!({"approved": true, "scope": "session"})).await;
+    let c = card(&frames);
+    assert_eq!(c["message"], "Move workflow \"Weekly report\" to folder \"Clients/Acme\"");
+    assert_eq!(c["approvalDetails"]["folder"]["path"], "Clients/Acme");
+    let frames = cloud.decide(&mut feed, &frames, json!({"approved": true})).await;
+    let c = card(&frames);
+    assert_eq!(c["message"], "Tag workflow \"Weekly report\" with [Sales, Q3]");
+    let frames = cloud.decide(&mut feed, &frames, json!({"approved": true})).await;
+    let c = card(&frames);
+    assert_eq!((c["severity"].as_str(), c["approvalDetails"]["olderThanHours"].as_f64()), (Some("warning"), Some(0.0)));
+    assert!(c["message"].as_str().unwrap().contains("production executions are kept"));
+    finished(&cloud.decide(&mut feed, &frames, json!({"approved": true})).await);
+
+    let run = calls(&feed.seen);
+    let projects = ok(&run[0])["projects"].as_array().unwrap().clone();
+    assert_eq!(projects.len(), 1);
+    assert_eq!((projects[0]["type"].as_str(), projects[0]["isCurrentProject"].as_bool()), (Some("personal"), Some(true)));
+    let home = projects[0]["id"].as_str().unwrap().to_owned();
+    let clients = ok(&run[1]).clone();
+    let acme = ok(&run[2]).clone();
+    assert_eq!((acme["path"].as_str(), acme["parentFolderId"].as_str()), (Some("Clients/Acme"), clients["id"].as_str()));
+    assert_eq!(ok(&run[3])["folder"]["id"], acme["id"]);
+    let mut applied: Vec<String> = ok(&run[4])["appliedTags"].as_array().unwrap().iter().map(|t| t.as_str().unwrap().to_owned()).collect();
+    applied.sort();
+    assert_eq!(applied, ["Q3", "Sales"]);
+    let folders: Vec<&str> = ok(&run[5])["folders"].as_array().unwrap().iter().map(|f| f["path"].as_str().unwrap()).collect();
+    assert_eq!(folders, ["Clients", "Clients/Acme"]);
+    assert_eq!(ok(&run[6])["tags"].as_array().unwrap().len(), 2);
+    assert_eq!(ok(&run[7])["deletedCount"], 2);
+    let asked = find(&feed.seen, EventType::ConfirmationRequest).len();
+    assert_eq!(asked, 4, "create (granted for the session), move, tag, cleanup");
+
+    // MCP sees the same folders, placement and tags.
+    let found = cloud.mcp(ALICE, "search_folders", json!({"projectId": home, "query": "acme"})).await.unwrap();
+    assert_eq!((found["count"].as_u64(), found["data"][0]["parentFolderId"].as_str()), (Some(1), clients["id"].as_str()));
+    let listed = cloud.mcp(ALICE, "search_workflows", json!({"query": "weekly"})).await.unwrap();
+    assert_eq!(listed["data"][0]["id"], wf.as_str());
+    let details = cloud.mcp(ALICE, "get_workflow_details", json!({"workflowId": wf})).await.unwrap();
+    assert_eq!(details["workflow"]["parentFolderId"], acme["id"]);
+    let mut tags: Vec<&str> = details["workflow"]["tags"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    tags.sort();
+    assert_eq!(tags, ["Q3", "Sales"]);
+    assert_eq!(cloud.mcp(ALICE, "search_executions", json!({"workflowId": wf})).await.unwrap()["count"], 0, "the test runs are gone");
+
+    // Deleting the top folder: the card says what happens to the workflow; a denial changes nothing.
+    let delete = "Delete the clients folder";
+    let delete_call = tool("workspace", json!({"action": "delete-folder", "folderId": clients["id"], "folderName": "Clients"}));
+    script[delete] = json!([turn(vec![delete_call.clone()]), turn(vec![delete_call]), {"text": "Deleted."}]);
+    model.play(&script);
+    let frames = cloud.run(&mut feed, ALICE, &t, delete).await;
+    let c = card(&frames);
+    assert_eq!((c["severity"].as_str(), c["resourceName"].as_str()), (Some("destructive"), Some("Clients")));
+    assert_eq!(c["message"], "Delete folder \"Clients\" and its 1 subfolder. Its 1 workflow will be moved to the project root and archived.");
+    assert_eq!((c["approvalDetails"]["workflows"].as_u64(), c["approvalDetails"]["workflowsOutcome"].as_str()), (Some(1), Some("archived")));
+    let frames = cloud.decide(&mut feed, &frames, json!({"approved": false})).await;
+    assert_eq!(cloud.mcp(ALICE, "search_folders", json!({"projectId": home})).await.unwrap()["count"], 2, "denied: nothing deleted");
+    finished(&cloud.decide(&mut feed, &frames, json!({"approved": true})).await);
+    let run = calls(&feed.seen);
+    let deletions: Vec<&Call> = run.iter().filter(|c| c.args["action"] == "delete-folder").collect();
+    assert_eq!(ok(deletions[0])["denied"], true);
+    let done = ok(deletions[1]);
+    assert_eq!((done["deletedFolders"].as_u64(), done["workflowsArchived"].as_u64()), (Some(2), Some(1)));
+    assert_eq!(cloud.mcp(ALICE, "search_folders", json!({"projectId": home})).await.unwrap()["count"], 0);
+    let details = cloud.mcp(ALICE, "get_workflow_details", json!({"workflowId": wf})).await.unwrap();
+    assert_eq!((details["workflow"]["isArchived"].as_bool(), details["workflow"]["parentFolderId"].as_str()), (Some(true), None));
+    assert_eq!(cloud.mcp(ALICE, "search_workflows", json!({"query": "weekly"})).await.unwrap()["count"], 0, "archived workflows are not listed");
+
+    // A stranger can neither tag nor move alice's workflow, and is never asked.
+    let stranger = "Tag that workflow";
+    script[stranger] = json!([
+        turn(vec![tool("workspace", json!({"action": "tag-workflow", "workflowId": wf, "tags": ["Mine"]})),
+                  tool("workspace", json!({"action": "cleanup-test-executions", "workflowId": wf}))]),
+        {"text": "Could not."}
+    ]);
+    model.play(&script);
+    let bobs = thread();
+    let mut bob_feed = cloud.events(BOB, &bobs).await;
+    finished(&cloud.run(&mut bob_feed, BOB, &bobs, stranger).await);
+    for c in calls(&bob_feed.seen) {
+        assert!(c.outcome.as_ref().is_err_and(|e| e.contains("not found")), "{:?}", c.outcome);
+    }
+    assert!(find(&bob_feed.seen, EventType::ConfirmationRequest).is_empty());
+    cloud.stop().await;
+}
