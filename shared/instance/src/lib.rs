@@ -18,7 +18,9 @@
 //! [`credentials`] (metadata, write-only secrets, connection tests, credential types),
 //! [`nodes`] (the node catalog for agents: search, types, suggestions, and
 //! one node run standalone), [`setup`] (a workflow's missing credentials and
-//! parameters as setup requests; the person's answer applied in one save).
+//! parameters as setup requests; the person's answer applied in one save),
+//! [`data_tables`] (tables, columns and rows; a table named by id or exact
+//! name), [`workspace`] (projects, folders, tags, cleanup of test executions).
 //!
 //! Shape: one module per aggregate; each operation is an async method on
 //! [`Instance`] taking the [`Caller`] first, returning domain types (store
@@ -31,6 +33,7 @@ pub mod access;
 pub mod builder;
 pub mod catalog;
 pub mod credentials;
+pub mod data_tables;
 pub mod edit_rules;
 pub mod error;
 pub mod executions;
@@ -41,6 +44,7 @@ pub mod sdk;
 pub mod setup;
 pub mod validate;
 pub mod workflows;
+pub mod workspace;
 
 pub use access::Caller;
 pub use error::InstanceError;

@@ -275,7 +275,8 @@ async fn listing_filters_folders_tags_and_scopes() {
     assert_eq!(mcp.total, 1);
 
     // Deleting a folder subtree moves its workflows elsewhere.
-    data.workflows.delete_folder(&team.id, &acme.id, Some(&clients.id)).await.unwrap();
+    let done = data.workflows.delete_folder(&team.id, &acme.id, Some(&clients.id)).await.unwrap();
+    assert_eq!((done.folders, done.workflows), (2, 2), "Acme and Invoices, with their two workflows");
     assert_eq!(data.folders.list(&team.id).await.unwrap().len(), 1);
     let moved = data.workflows.meta(&ids[1]).await.unwrap().unwrap();
     assert_eq!(moved.parent_folder_id.as_deref(), Some(clients.id.as_str()));

@@ -10,6 +10,8 @@ pub mod load_skill;
 pub mod executions;
 pub mod credentials;
 pub mod nodes;
+pub mod data_table_card;
+pub mod data_tables;
 pub mod policy;
 pub mod schema;
 pub mod tasks;
@@ -17,6 +19,7 @@ pub mod untrusted;
 pub mod workflows;
 pub mod workspace;
 pub mod workflow_setup;
+pub mod workspace_resources;
 
 use crate::model::ToolDefinition;
 use crate::runtime::Runtime;
@@ -286,6 +289,8 @@ impl Registry {
         // Domain tools (front doors to `instance`).
         r.register(Arc::new(credentials::Credentials));
         r.register(Arc::new(nodes::Nodes));
+        r.register(Arc::new(data_tables::DataTables));
+        r.register(Arc::new(workspace_resources::Workspace));
         r
     }
 

@@ -1,6 +1,6 @@
 //! A small JSON Schema validator for tool inputs: the subset our tool
 //! schemas use (`type`, `properties`, `required`, `additionalProperties`,
-//! `enum`, `const`, `items`, `minItems`, `minLength`, `maxLength`, `minimum`,
+//! `enum`, `const`, `items`, `minItems`, `maxItems`, `minLength`, `maxLength`, `minimum`,
 //! `maximum`, `oneOf`). Errors name
 //! the path so the model can fix its call.
 
@@ -59,6 +59,11 @@ fn check(schema: &Value, value: &Value, path: &str) -> Result<(), String> {
             if let Some(min) = s.get("minItems").and_then(Value::as_u64) {
                 if (items.len() as u64) < min {
                     return Err(format!("{path} needs at least {min} item(s)"));
+                }
+            }
+            if let Some(max) = s.get("maxItems").and_then(Value::as_u64) {
+                if items.len() as u64 > max {
+                    return Err(format!("{path} takes at most {max} item(s), got {}", items.len()));
                 }
             }
             if let Some(item_schema) = s.get("items") {

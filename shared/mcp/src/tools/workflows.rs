@@ -641,12 +641,10 @@ pub struct SearchProjectsOut {
 }
 
 pub async fn search_projects(ctx: &Ctx<'_>, a: SearchProjectsArgs) -> Result<SearchProjectsOut, McpError> {
-    ctx.user().await?;
     let page = ctx
-        .data()
-        .projects
-        .search(
-            &ctx.user,
+        .instance()
+        .search_projects(
+            &ctx.caller(),
             &ProjectSearch {
                 query: a.query,
                 kind: a.kind.map(|k| match k {
@@ -694,8 +692,7 @@ pub struct SearchFoldersOut {
 }
 
 pub async fn search_folders(ctx: &Ctx<'_>, a: SearchFoldersArgs) -> Result<SearchFoldersOut, McpError> {
-    ctx.require_project(&a.project_id, "folder:read").await?;
-    let page = ctx.data().folders.search(&a.project_id, a.query.as_deref(), Some(limit(a.limit, 100, 100)?)).await?;
+    let page = ctx.instance().search_folders(&ctx.caller(), &a.project_id, a.query.as_deref(), limit(a.limit, 100, 100)?).await?;
     Ok(SearchFoldersOut {
         count: page.count as u64,
         data: page.data.into_iter().map(|f| FolderOut { id: f.id, name: f.name, parent_folder_id: f.parent_folder_id }).collect(),

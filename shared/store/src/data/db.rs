@@ -108,6 +108,11 @@ pub fn now_iso() -> String {
     iso(time::OffsetDateTime::now_utc())
 }
 
+/// The stored form of the instant `secs` seconds ago.
+pub fn iso_secs_ago(secs: u64) -> String {
+    iso(time::OffsetDateTime::now_utc() - time::Duration::seconds(secs.min(i64::MAX as u64) as i64))
+}
+
 /// Parses an ISO 8601 timestamp (RFC 3339, or a bare `YYYY-MM-DD` as
 /// midnight UTC) into the stored form.
 pub fn parse_iso(v: &str) -> Option<String> {

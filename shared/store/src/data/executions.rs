@@ -659,11 +659,30 @@ impl Executions {
         self.delete_items(items).await
     }
 
-    /// Deletes a workflow's executions of the given modes (e.g. `manual`
-    /// test runs: `cleanup-test-executions`); returns how many.
-    pub async fn delete_for_workflow(&self, workflow_id: &str, modes: &[ExecutionMode]) -> Result<usize, StoreError> {
+    /// Deletes a workflow's finished executions of the given modes (e.g.
+    /// `manual` test runs: `cleanup-test-executions`), optionally only those
+    /// that started (or, never started, were created) before
+    /// `started_before` (ISO 8601); returns how many. Running and waiting
+    /// executions are never touched.
+    pub async fn delete_for_workflow(
+        &self,
+        workflow_id: &str,
+        modes: &[ExecutionMode],
+        started_before: Option<&str>,
+    ) -> Result<usize, StoreError> {
+        let before = started_before
+            .map(|t| db::parse_iso(t).ok_or_else(|| StoreError::Invalid(format!("{t:?} is not ISO 8601"))))
+            .transpose()?;
         let all = self.query_index(workflow_id, None, &[], None, None).await?;
-        let doomed: Vec<&Execution> = all.iter().filter(|e| modes.contains(&e.mode)).collect();
+        let doomed: Vec<&Execution> = all
+            .iter()
+            .filter(|e| modes.contains(&e.mode) && e.status.is_finished())
+            .filter(|e| {
+                // Stored timestamps share one fixed-width UTC form, so they compare as strings.
+                let at = e.started_at.as_deref().unwrap_or(&e.created_at);
+                before.as_deref().is_none_or(|b| at < b)
+            })
+            .collect();
         for e in &doomed {
             self.delete(&e.id).await?;
         }

@@ -296,6 +296,15 @@ pub struct ProjectRef {
     pub name: String,
 }
 
+/// What deleting a folder did: folders removed (it and its subfolders) and
+/// workflows moved out of them (to the transfer folder, or archived at the
+/// project root).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct FolderDeleted {
+    pub folders: usize,
+    pub workflows: usize,
+}
+
 /// A workflow row as the listing tools return it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -857,7 +866,7 @@ impl Workflows {
         project_id: &str,
         folder_id: &str,
         transfer_to: Option<&str>,
-    ) -> Result<(), StoreError> {
+    ) -> Result<FolderDeleted, StoreError> {
         let all = self.folders.list(project_id).await?;
         if !all.iter().any(|f| f.id == folder_id) {
             return Err(StoreError::NotFound(format!("folder {folder_id}")));
@@ -868,19 +877,31 @@ impl Workflows {
                 return Err(StoreError::Invalid(format!("cannot transfer into folder {t}")));
             }
         }
+        let mut workflows = 0;
         for wf in self.heads(project_id).await? {
             if wf.parent_folder_id.as_ref().is_some_and(|p| doomed.contains(p)) {
                 self.move_to_folder(&wf.id, transfer_to).await?;
                 if transfer_to.is_none() {
                     self.archive(&wf.id).await?;
                 }
+                workflows += 1;
             }
         }
         // Children before parents, so each delete finds its folder empty.
         for f in doomed.iter().rev() {
             self.folders.delete_empty(project_id, f).await?;
         }
-        Ok(())
+        Ok(FolderDeleted { folders: doomed.len(), workflows })
+    }
+
+    /// The workflows (archived ones too) directly in any of `folder_ids`.
+    pub async fn count_in_folders(&self, project_id: &str, folder_ids: &[String]) -> Result<usize, StoreError> {
+        Ok(self
+            .heads(project_id)
+            .await?
+            .iter()
+            .filter(|wf| wf.parent_folder_id.as_ref().is_some_and(|p| folder_ids.contains(p)))
+            .count())
     }
 
     /// Conditional update of the head; `Ok(false)` when `extra` (the
