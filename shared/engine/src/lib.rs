@@ -12,11 +12,14 @@ pub mod catalog;
 pub mod data;
 pub mod error;
 pub mod expr;
+pub mod form;
 pub mod host;
 pub mod nodes;
 mod pack;
 pub mod partial;
 pub mod run;
+pub mod schedule;
+pub mod webhook;
 pub mod workflow;
 
 pub use data::{ExecutionState, ExecutionStatus, Item, Items, NodeError, OutputItems, RunData, TaskData};

@@ -49,6 +49,9 @@ pub struct EngineSettings {
     /// Run data stays complete (a read decodes it again) in a fraction of the
     /// memory. Off when expressions can look back at other nodes.
     pub pack_run_data_from: usize,
+    /// Base URL webhooks and forms are served under (`$execution.resumeUrl`
+    /// is `<public_url>/webhook-waiting/<execution id>`); `None`: empty URLs.
+    pub public_url: Option<String>,
 }
 
 impl Default for EngineSettings {
@@ -64,6 +67,7 @@ impl Default for EngineSettings {
             http_timeout: Duration::from_secs(300),
             lean_run_data: false,
             pack_run_data_from: 1000,
+            public_url: None,
         }
     }
 }
@@ -396,9 +400,14 @@ impl Engine {
         };
         st.last_node_executed = Some(node.name.clone());
         let outputs: Vec<Items> = match result {
-            Ok(NodeOutput::Wait(till)) => {
+            Ok(out @ (NodeOutput::Wait(_) | NodeOutput::Park(_))) => {
+                let (till, external) = match out {
+                    NodeOutput::Wait(t) => (t, false),
+                    NodeOutput::Park(t) => (t, true),
+                    NodeOutput::Data(_) => unreachable!("matched above"),
+                };
                 let remaining = (till - chrono::Utc::now()).to_std().unwrap_or(Duration::ZERO);
-                if remaining <= env.settings.max_inline_wait {
+                if !external && remaining <= env.settings.max_inline_wait {
                     if sleep_cancellable(remaining, env) {
                         return Step::Canceled;
                     }

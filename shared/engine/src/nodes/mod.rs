@@ -25,6 +25,7 @@ pub mod limit;
 pub mod merge;
 pub mod misc;
 pub mod remove_duplicates;
+pub mod respond;
 pub mod set;
 pub mod sort;
 pub mod split_in_batches;
@@ -39,6 +40,9 @@ pub enum NodeOutput {
     Data(Vec<Items>),
     /// Park the execution until the given time (Wait node).
     Wait(chrono::DateTime<chrono::Utc>),
+    /// Park the execution until resumed from outside (a webhook call, a
+    /// form submission) or, at the latest, the given time; never slept in-process.
+    Park(chrono::DateTime<chrono::Utc>),
 }
 
 impl NodeOutput {
@@ -61,11 +65,12 @@ pub fn get(node_type: &str) -> Option<NodeFn> {
         | "n8n-nodes-base.formTrigger"
         | "@n8n/n8n-nodes-langchain.chatTrigger"
         | "n8n-nodes-base.executeWorkflowTrigger"
+        | "n8n-nodes-base.errorTrigger"
         | "n8n-nodes-base.start" => misc::trigger,
         "n8n-nodes-testing.testData" => misc::test_data,
         "n8n-nodes-base.noOp" => misc::no_op,
         "n8n-nodes-base.stopAndError" => misc::stop_and_error,
-        "n8n-nodes-base.respondToWebhook" => misc::respond_to_webhook,
+        "n8n-nodes-base.respondToWebhook" => respond::execute,
         "n8n-nodes-base.readBinaryFiles" | "n8n-nodes-base.readWriteFile" => misc::read_binary_files,
         "n8n-nodes-base.set" => set::execute,
         "n8n-nodes-base.if" => if_node::execute,
@@ -171,6 +176,7 @@ impl<'a> NodeContext<'a> {
             run_index: self.run_index,
             execution_id: self.execution_id,
             mode: &self.env.settings.mode,
+            public_url: self.env.settings.public_url.as_deref(),
         };
         f(self.expr, &proxy)
     }
