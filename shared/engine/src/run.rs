@@ -106,6 +106,9 @@ pub struct RunOptions {
     pub trigger: Option<String>,
     /// Items the trigger receives (default `[{json:{}}]`).
     pub trigger_items: Option<Vec<Item>>,
+    /// The trigger output they leave on (a Webhook listening to several
+    /// methods has one output per method).
+    pub trigger_output: usize,
     pub cancel: Option<CancelToken>,
     pub timeout: Option<Duration>,
     pub execution_id: Option<String>,
@@ -203,7 +206,10 @@ impl Engine {
             st.static_data = sd.clone();
         }
         let items = opts.trigger_items.clone().unwrap_or_else(|| vec![Item::new(json!({}))]);
-        st.stack.push_back(StackEntry { node: start.name.clone(), inputs: vec![Some(Arc::new(items))], source: vec![], resume: false });
+        // Triggers emit their input k on output k.
+        let mut inputs = vec![None; opts.trigger_output + 1];
+        inputs[opts.trigger_output] = Some(Arc::new(items));
+        st.stack.push_back(StackEntry { node: start.name.clone(), inputs, source: vec![], resume: false });
         let env = self.env(opts.cancel.clone(), opts.timeout, graph);
         let stats = self.drive(graph, &mut st, &env, opts.destination.as_deref(), opts.progress.as_ref());
         Ok((st, stats))

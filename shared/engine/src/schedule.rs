@@ -108,12 +108,11 @@ pub fn intervals(node: &Node) -> Result<Vec<Interval>, String> {
 impl Interval {
     /// For intervals a schedule cannot step by itself (every 2 days, every
     /// 3 weeks, …): the unit and size n8n's `recurrenceCheck` compares.
+    /// (Hours and months step in the cron expression itself.)
     pub fn recurrence(&self) -> Option<(RecurrenceUnit, u32)> {
         match *self {
-            Interval::Hours { every, .. } if every > 1 => Some((RecurrenceUnit::Hour, every)),
             Interval::Days { every, .. } if every > 1 => Some((RecurrenceUnit::DayOfYear, every)),
             Interval::Weeks { every, .. } if every > 1 => Some((RecurrenceUnit::Week, every)),
-            Interval::Months { every, .. } if every > 1 => Some((RecurrenceUnit::Month, every)),
             _ => None,
         }
     }

@@ -66,6 +66,11 @@ impl Sweeper {
             execution_id: id.into(),
         })
         .map_err(|e| ExecutionError::Queue(e.to_string()))?;
+        self.enqueue_body(&body, delay).await
+    }
+
+    /// Sends any Runs message (an execution, a schedule tick), delayed up to 15 minutes.
+    pub(crate) async fn enqueue_body(&self, body: &str, delay: Duration) -> Result<()> {
         self.sqs
             .send_message()
             .queue_url(&self.queue_url)

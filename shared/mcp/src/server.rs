@@ -21,6 +21,8 @@ pub struct McpServer {
     /// through the Runs queue (its 900 s budget, not this function's 120 s).
     pub dispatch: Dispatch,
     pub config: Config,
+    /// Publish, unpublish, archive: claims webhook paths and manages schedules.
+    pub activation: triggers::Activation,
 }
 
 /// Who is calling and from where, for one HTTP request.
@@ -39,8 +41,9 @@ impl McpServer {
         let table = config.table(TableId::Executions).map_err(|e| McpError::Internal(e.to_string()))?;
         let limiter = RateLimiter::new(clients.dynamo.clone(), table.to_owned());
         let runs = config.queue_url(QueueId::Runs).map_err(|e| McpError::Internal(e.to_string()))?;
-        let executor = Executor::new(data.clone(), clients.sqs.clone(), runs, ExecutorSettings::default());
-        Ok(McpServer { data, limiter, executor, dispatch: Dispatch::Queue, config: config.clone() })
+        let executor = Executor::new(data.clone(), clients.sqs.clone(), runs, ExecutorSettings::from_config(config));
+        let activation = triggers::Activation::new(data.clone(), triggers::Schedules::from_config(clients, config));
+        Ok(McpServer { data, limiter, executor, dispatch: Dispatch::Queue, config: config.clone(), activation })
     }
 
     /// One JSON-RPC request. `Err((code, message))` is a protocol error;

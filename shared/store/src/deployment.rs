@@ -210,6 +210,7 @@ pub enum FunctionId {
     Step,
     Executor,
     Sweep,
+    Webhook,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -411,6 +412,23 @@ pub const FUNCTIONS: &[FunctionDef] = &[
         uses_kms: false,
         calls_model: false,
     },
+    // Webhooks, forms and Wait resumes: public routes, authenticated by
+    // the workflow's own node settings (no API key). Starts executions on
+    // the Runs queue and waits for their answer below API Gateway's 30 s.
+    FunctionDef {
+        id: FunctionId::Webhook,
+        logical_id: "WebhookFunction",
+        package: "webhook",
+        timeout_secs: 30,
+        memory_mb: 512,
+        tables: &[r(Instance), rw(Executions)],
+        sends_to: &[QueueId::Runs],
+        consumes: &[],
+        inspects: &[],
+        manages_connections: false,
+        uses_kms: true,
+        calls_model: false,
+    },
 ];
 
 impl FunctionId {
@@ -424,6 +442,8 @@ pub enum Method {
     Get,
     Post,
     Head,
+    /// Every method (webhooks: the node decides which it answers).
+    Any,
 }
 
 impl Method {
@@ -432,7 +452,12 @@ impl Method {
             Method::Get => "GET",
             Method::Post => "POST",
             Method::Head => "HEAD",
+            Method::Any => "ANY",
         }
+    }
+
+    pub fn matches(self, method: &str) -> bool {
+        self == Method::Any || self.as_str() == method
     }
 }
 
@@ -466,6 +491,14 @@ pub const ROUTES: &[RouteDef] = &[
     RouteDef { method: Method::Get, path: "/mcp", function: FunctionId::Mcp, edge: Edge::HttpApi },
     RouteDef { method: Method::Head, path: "/mcp", function: FunctionId::Mcp, edge: Edge::HttpApi },
     RouteDef { method: Method::Get, path: "/instance-ai/events/{threadId}", function: FunctionId::Events, edge: Edge::StreamingUrl },
+    // n8n's URL spaces: production and test webhooks, forms, and the resume
+    // URLs of waiting executions (`{proxy+}` is the rest of the path).
+    RouteDef { method: Method::Any, path: "/webhook/{proxy+}", function: FunctionId::Webhook, edge: Edge::HttpApi },
+    RouteDef { method: Method::Any, path: "/webhook-test/{proxy+}", function: FunctionId::Webhook, edge: Edge::HttpApi },
+    RouteDef { method: Method::Any, path: "/webhook-waiting/{proxy+}", function: FunctionId::Webhook, edge: Edge::HttpApi },
+    RouteDef { method: Method::Any, path: "/form/{proxy+}", function: FunctionId::Webhook, edge: Edge::HttpApi },
+    RouteDef { method: Method::Any, path: "/form-test/{proxy+}", function: FunctionId::Webhook, edge: Edge::HttpApi },
+    RouteDef { method: Method::Any, path: "/form-waiting/{proxy+}", function: FunctionId::Webhook, edge: Edge::HttpApi },
 ];
 
 /// WebSocket API route keys, all handled by the gateway function.
@@ -474,6 +507,17 @@ pub const WS_FUNCTION: FunctionId = FunctionId::Gateway;
 
 /// Scheduled invocations: (function, rate in seconds).
 pub const SCHEDULES: &[(FunctionId, u32)] = &[(FunctionId::Sweep, 60)];
+
+/// Functions that publish workflows, so create and delete the EventBridge
+/// Scheduler schedules of their Schedule Triggers (`SCHEDULER_*`,
+/// `RUNS_QUEUE_ARN`, `scheduler:*Schedule` and `iam:PassRole` on the
+/// scheduler's role). The schedules send their ticks to the Runs queue.
+pub const SCHEDULE_MANAGERS: &[FunctionId] = &[FunctionId::Mcp, FunctionId::Step];
+
+/// Functions told the public base URL (`INSTANCE_AI_PUBLIC_URL`): the
+/// executor evaluates `$execution.resumeUrl`. Functions behind the HTTP API
+/// cannot reference its URL (a template cycle); they read the request's host.
+pub const PUBLIC_URL_FUNCTIONS: &[FunctionId] = &[FunctionId::Executor];
 
 #[cfg(test)]
 mod tests {

@@ -32,6 +32,7 @@ pub mod split_in_batches;
 pub mod split_out;
 pub mod summarize;
 pub mod switch;
+pub mod triggers;
 pub mod wait;
 
 /// What a node run produced.
@@ -60,13 +61,13 @@ pub type NodeFn = fn(&mut NodeContext<'_>) -> Result<NodeOutput>;
 pub fn get(node_type: &str) -> Option<NodeFn> {
     let f: NodeFn = match node_type {
         "n8n-nodes-base.manualTrigger"
-        | "n8n-nodes-base.webhook"
-        | "n8n-nodes-base.scheduleTrigger"
-        | "n8n-nodes-base.formTrigger"
         | "@n8n/n8n-nodes-langchain.chatTrigger"
         | "n8n-nodes-base.executeWorkflowTrigger"
-        | "n8n-nodes-base.errorTrigger"
         | "n8n-nodes-base.start" => misc::trigger,
+        "n8n-nodes-base.webhook"
+        | "n8n-nodes-base.scheduleTrigger"
+        | "n8n-nodes-base.formTrigger"
+        | "n8n-nodes-base.errorTrigger" => triggers::execute,
         "n8n-nodes-testing.testData" => misc::test_data,
         "n8n-nodes-base.noOp" => misc::no_op,
         "n8n-nodes-base.stopAndError" => misc::stop_and_error,

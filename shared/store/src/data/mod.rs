@@ -16,6 +16,7 @@ pub mod folders;
 pub mod keys;
 pub mod tags;
 pub mod users_projects;
+pub mod webhooks;
 pub mod workflows;
 
 pub use agent_records::AgentRecords;
@@ -25,6 +26,7 @@ pub use executions::Executions;
 pub use folders::Folders;
 pub use tags::Tags;
 pub use users_projects::Projects;
+pub use webhooks::Webhooks;
 pub use workflows::Workflows;
 
 use crate::aws::AwsClients;
@@ -44,6 +46,7 @@ pub struct InstanceData {
     pub credentials: Credentials,
     pub data_tables: DataTables,
     pub agent: AgentRecords,
+    pub webhooks: Webhooks,
 }
 
 impl InstanceData {
@@ -69,8 +72,9 @@ impl InstanceData {
             workflows: Workflows::new(instance.clone(), projects.clone(), folders.clone(), tags.clone()),
             executions: Executions::new(table(TableId::Executions)?),
             credentials: Credentials::new(instance.clone(), projects.clone(), keys),
-            data_tables: DataTables::new(instance, table(TableId::DataRows)?),
+            data_tables: DataTables::new(instance.clone(), table(TableId::DataRows)?),
             agent: AgentRecords::new(table(TableId::Agent)?),
+            webhooks: Webhooks::new(instance.clone()),
             projects,
             folders,
             tags,
