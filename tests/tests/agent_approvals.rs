@@ -95,6 +95,40 @@ async fn a_denial_reaches_the_model_as_a_structured_result() {
 }
 
 #[tokio::test]
+async fn the_admin_policy_blocks_or_allows_an_action_without_asking() {
+    // blocked: a structured refusal, nothing suspends, the model goes on.
+    let blocked = cloud(Setup { approval_policy: Some("workflows.delete=blocked"), ..Setup::default() }).await;
+    let t = thread();
+    let mut feed = blocked.events(ALICE, &t).await;
+    blocked.chat(ALICE, &t, "Delete the scratch workflow").await;
+    let frames = feed.until_type(EventType::RunFinish, WAIT).await;
+    assert!(find(&frames, EventType::ConfirmationRequest).is_empty(), "{:?}", kinds(&frames));
+    let results = find(&frames, EventType::ToolResult);
+    assert_eq!(results.len(), 2);
+    for r in results {
+        let r = payload(r);
+        assert_eq!((r["result"]["blocked"].as_bool(), r["result"]["reason"].as_str()), (Some(true), Some("blocked_by_admin")), "{r}");
+        assert!(r["result"]["archived"].is_null(), "the tool did not run: {r}");
+    }
+    assert_eq!(payload(frames.last().unwrap())["status"], "completed");
+    blocked.stop().await;
+
+    // always_allow: the tool runs at once; other gated actions still ask.
+    let cloud = cloud(Setup { approval_policy: Some("workflows.delete=always_allow"), ..Setup::default() }).await;
+    let t = thread();
+    let mut feed = cloud.events(ALICE, &t).await;
+    cloud.chat(ALICE, &t, "Delete the scratch workflow").await;
+    let frames = feed.until_type(EventType::RunFinish, WAIT).await;
+    assert!(find(&frames, EventType::ConfirmationRequest).is_empty(), "{:?}", kinds(&frames));
+    let archived: Vec<_> = find(&frames, EventType::ToolResult).iter().map(|r| payload(r)["result"]["archived"].clone()).collect();
+    assert_eq!(archived, [json!("wf-1"), json!("wf-2")]);
+    cloud.chat(ALICE, &t, "Ask me a question").await;
+    let frames = feed.until_type(EventType::ConfirmationRequest, WAIT).await;
+    assert_eq!(payload(frames.last().unwrap())["inputType"], "questions", "questions are never skipped by policy");
+    cloud.stop().await;
+}
+
+#[tokio::test]
 async fn schema_invalid_input_is_a_tool_error_the_model_reads() {
     let cloud = cloud(Setup::default()).await;
     let t = thread();

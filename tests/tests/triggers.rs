@@ -228,6 +228,16 @@ async fn webhooks_answer_in_every_response_mode_and_refuse_what_they_must() {
     let r = s.http.post(s.url("/webhook/echo")).json(&json!({"msg": "hi"})).send().await.unwrap();
     assert_eq!((r.status().as_u16(), r.headers()["x-done"].to_str().unwrap()), (201, "yes"));
     assert_eq!(r.text().await.unwrap(), "got hi");
+    let pre = s
+        .http
+        .request(reqwest::Method::OPTIONS, s.url("/webhook/echo"))
+        .header("origin", "https://app.example")
+        .header("access-control-request-headers", "content-type")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(pre.status(), 204, "CORS preflight");
+    assert_eq!(pre.headers()["access-control-allow-methods"], "POST, OPTIONS");
     let done = s.settled(&echo, 1, Duration::from_secs(20)).await;
     assert_eq!(output(&s.run_data(&echo, done[0]["id"].as_str().unwrap()).await, "After")["after"], "responded");
 

@@ -4,6 +4,7 @@
 
 use crate::error::AgentError;
 use crate::model::{ModelError, ModelProvider};
+use crate::tools::policy::Policy;
 use crate::tools::Registry;
 use protocol::events::{Event, EventPayload};
 use protocol::ids::{AgentId, RunId, ThreadId};
@@ -67,6 +68,11 @@ pub struct Runtime {
     pub model: Result<Arc<dyn ModelProvider>, ModelError>,
     pub tools: Registry,
     pub system_prompt: String,
+    /// The admin approval policy (`INSTANCE_AI_APPROVAL_POLICY`).
+    pub policy: Policy,
+    /// The domain layer the domain tools act on; `None` in functions that do
+    /// not run tools (chat, cancel), whose deployment grants no instance tables.
+    pub instance: Option<Arc<instance::Instance>>,
 }
 
 impl fmt::Debug for Runtime {
@@ -96,6 +102,13 @@ impl Runtime {
             .table(TableId::Connections)
             .ok()
             .map(|t| Publisher::new(Connections::new(clients.dynamo.clone(), t), clients.connections.clone()));
+        let policy = Policy::parse(config.var(crate::tools::policy::VARIABLE)).map_err(|e| AgentError::Invalid(e.to_string()))?;
+        let instance = match config.table(TableId::Instance) {
+            Ok(_) => Some(Arc::new(
+                instance::Instance::new(clients, config).await.map_err(|e| AgentError::Invalid(e.message()))?,
+            )),
+            Err(_) => None,
+        };
         let model = crate::model::provider_from_config(config.model.as_deref()).await;
         if let Err(e) = &model {
             tracing::warn!(error = %e, "no usable model; runs will end with an error");
@@ -112,6 +125,8 @@ impl Runtime {
             model,
             tools: Registry::standard(),
             system_prompt: SYSTEM_PROMPT.to_owned(),
+            policy,
+            instance,
         })
     }
 

@@ -12,7 +12,8 @@ use crate::error::AgentError;
 use crate::finish::{finish_chain, Ending, Settle};
 use crate::model::{Message, ModelChunk, ModelError, ModelProvider, ModelRequest, TurnBuilder};
 use crate::runtime::{event, Runtime, StepMessage};
-use crate::tools::{schema, CancellationToken, Decision, ToolContext, ToolOutcome};
+use crate::tools::policy::Mode;
+use crate::tools::{self, schema, CancellationToken, Decision, ToolContext, ToolOutcome};
 use futures::StreamExt;
 use protocol::events::{
     ConfirmationRequest, ErrorPayload, EventPayload, RunStatus, TextDelta, ToolCall, ToolError, ToolInputStart,
@@ -358,30 +359,49 @@ impl Step<'_> {
             return Ok(Exec::Settled);
         }
         if decision.is_none() {
-            if let Some(gate) = tool.gate(&call.args) {
-                let always = match tool.allow_key(&call.args) {
-                    Some(k) => self.rt.runs.always_allowed(&self.chain.thread_id).await?.contains(&k),
-                    None => false,
-                };
-                if !always {
-                    for payload in gate.before {
-                        self.emit(payload).await?;
+            let gate = {
+                let ctx = self.tool_context(call);
+                tool.gate(&ctx, &call.args).await
+            };
+            match gate {
+                Err(e) => {
+                    self.settle(call, Err(e)).await?;
+                    return Ok(Exec::Settled);
+                }
+                Ok(None) => {}
+                Ok(Some(gate)) => {
+                    let mode = gate.policy.as_deref().map(|a| (a, self.rt.policy.mode(a)));
+                    let ask = match mode {
+                        Some((action, Mode::Blocked)) => {
+                            tracing::info!(tool = %call.name, action, "blocked by the admin policy");
+                            self.settle(call, Ok(tools::blocked(action))).await?;
+                            return Ok(Exec::Settled);
+                        }
+                        Some((_, Mode::AlwaysAllow)) => false,
+                        // Questions always ask; permissions unless a session grant covers them.
+                        None => true,
+                        Some((_, Mode::RequireApproval)) => {
+                            let keys = tool.covering_keys(&call.args);
+                            let granted = if keys.is_empty() {
+                                false
+                            } else {
+                                let held = self.rt.runs.always_allowed(&self.chain.thread_id).await?;
+                                keys.iter().any(|k| held.contains(k))
+                            };
+                            !granted
+                        }
+                    };
+                    if ask {
+                        for payload in gate.before {
+                            self.emit(payload).await?;
+                        }
+                        self.suspend(call, gate.request).await?;
+                        return Ok(Exec::Suspended);
                     }
-                    self.suspend(call, gate.request).await?;
-                    return Ok(Exec::Suspended);
                 }
             }
         }
-        let ctx = ToolContext {
-            rt: self.rt,
-            run_id: &self.chain.run_id,
-            thread_id: &self.chain.thread_id,
-            user_id: &self.chain.user_id,
-            agent_id: &self.chain.agent_id,
-            tool_call_id: &call.id,
-            abort: self.abort.clone(),
-            writer: &self.writer,
-        };
+        let ctx = self.tool_context(call);
         let fut = match decision {
             None => tool.run(&ctx, call.args.clone()),
             Some(d) => tool.resume(&ctx, call.args.clone(), d),
@@ -401,6 +421,19 @@ impl Step<'_> {
             }
         }
         Ok(Exec::Settled)
+    }
+
+    fn tool_context<'c>(&'c self, call: &'c PendingCall) -> ToolContext<'c> {
+        ToolContext {
+            rt: self.rt,
+            run_id: &self.chain.run_id,
+            thread_id: &self.chain.thread_id,
+            user_id: &self.chain.user_id,
+            agent_id: &self.chain.agent_id,
+            tool_call_id: &call.id,
+            abort: self.abort.clone(),
+            writer: &self.writer,
+        }
     }
 
     /// Records the call settled, then publishes its result and hands it to the model.

@@ -105,6 +105,7 @@ pub fn has_expression(v: &Value) -> bool {
 pub struct Expr {
     limits: Limits,
     timezone: String,
+    clock: Option<i64>,
     inner: Option<imp::Inner>,
     /// Evaluations performed, for the benchmark.
     pub evaluations: u64,
@@ -112,12 +113,18 @@ pub struct Expr {
 
 impl Expr {
     pub fn new(limits: Limits, timezone: String) -> Self {
-        Expr { limits, timezone, inner: None, evaluations: 0 }
+        Expr { limits, timezone, clock: None, inner: None, evaluations: 0 }
+    }
+
+    /// Freezes the clock scripts see (`EngineSettings::clock`).
+    pub fn with_clock(mut self, clock: Option<chrono::DateTime<chrono::Utc>>) -> Self {
+        self.clock = clock.map(|c| c.timestamp_millis());
+        self
     }
 
     fn inner(&mut self) -> Result<&mut imp::Inner> {
         if self.inner.is_none() {
-            self.inner = Some(imp::Inner::new(self.limits, &self.timezone)?);
+            self.inner = Some(imp::Inner::new(self.limits, &self.timezone, self.clock)?);
         }
         // just set above
         Ok(self.inner.as_mut().expect("evaluator initialised"))
@@ -137,6 +144,12 @@ impl Expr {
         Ok(self.inner()?.run_code(code, mode, data)?)
     }
 
+    /// A complete script function with its result read straight into items.
+    pub fn run_function_items(&mut self, source: &str, data: &dyn DataProxy) -> Result<(Vec<Item>, Vec<String>)> {
+        self.evaluations += 1;
+        Ok(self.inner()?.run_function_items(source, data)?)
+    }
+
     /// `runOnceForAllItems` code with its result read straight into items.
     pub fn run_code_items(&mut self, code: &str, data: &dyn DataProxy) -> Result<(Vec<Item>, Vec<String>)> {
         self.evaluations += 1;
@@ -149,11 +162,14 @@ mod imp {
     use super::*;
     pub struct Inner(expression::Evaluator);
     impl Inner {
-        pub fn new(limits: Limits, timezone: &str) -> Result<Self, ExpressionError> {
+        pub fn new(limits: Limits, timezone: &str, clock: Option<i64>) -> Result<Self, ExpressionError> {
             let mut e = expression::Evaluator::new(limits)?;
             // $now / Luxon default to the workflow's zone
             if timezone != "UTC" {
                 e.set_timezone(timezone)?;
+            }
+            if clock.is_some() {
+                e.set_clock(clock)?;
             }
             Ok(Inner(e))
         }
@@ -166,6 +182,9 @@ mod imp {
         pub fn run_code_items(&mut self, c: &str, d: &dyn DataProxy) -> Result<(Vec<Item>, Vec<String>), ExpressionError> {
             self.0.run_code_items(c, d)
         }
+        pub fn run_function_items(&mut self, s: &str, d: &dyn DataProxy) -> Result<(Vec<Item>, Vec<String>), ExpressionError> {
+            self.0.run_function_items(s, d)
+        }
     }
 }
 
@@ -177,7 +196,7 @@ mod imp {
     use super::*;
     pub struct Inner;
     impl Inner {
-        pub fn new(_: Limits, _: &str) -> Result<Self, ExpressionError> {
+        pub fn new(_: Limits, _: &str, _: Option<i64>) -> Result<Self, ExpressionError> {
             Ok(Inner)
         }
         pub fn resolve(&mut self, v: &Value, d: &dyn DataProxy) -> Result<Value, ExpressionError> {
@@ -199,6 +218,9 @@ mod imp {
         }
         pub fn run_code_items(&mut self, c: &str, _: &dyn DataProxy) -> Result<(Vec<Item>, Vec<String>), ExpressionError> {
             Err(ExpressionError::Sandbox(format!("JavaScript is not available in this build: {}", c.len())))
+        }
+        pub fn run_function_items(&mut self, s: &str, _: &dyn DataProxy) -> Result<(Vec<Item>, Vec<String>), ExpressionError> {
+            Err(ExpressionError::Sandbox(format!("JavaScript is not available in this build: {}", s.len())))
         }
     }
 

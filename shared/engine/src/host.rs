@@ -66,9 +66,30 @@ pub trait DataTableProvider: Send + Sync {
     fn upsert(&self, table: &str, filter: &RowFilter, row: &Value) -> Result<Vec<Value>, String>;
 }
 
-/// Files for Read Binary Files (path or glob → path and bytes).
+/// Files for the file nodes (Read/Write Files from Disk, Read/Write Binary
+/// File(s)); in executions a per-execution scratch folder
+/// (`nodes::disk::ScratchDir`).
 pub trait FileProvider: Send + Sync {
+    /// Path or glob → the files' paths and bytes.
     fn read(&self, selector: &str) -> Result<Vec<(String, Vec<u8>)>, String>;
+    /// Writes (or appends to) a file; returns the path as shown to the workflow.
+    fn write(&self, path: &str, _bytes: &[u8], _append: bool) -> Result<String, String> {
+        Err(format!("writing files is not available here ({path})"))
+    }
+}
+
+/// n8n's processed-data store, behind Remove Duplicates' "items processed in
+/// previous executions": one record per workflow and context (`""` for the
+/// workflow, `n:<node id>` for one node), written with optimistic concurrency
+/// so two executions never lose each other's values.
+pub trait ProcessedDataStore: Send + Sync {
+    /// The record and its version, `None` when there is none.
+    fn load(&self, workflow_id: &str, context: &str) -> Result<Option<(Value, u64)>, String>;
+    /// Writes `value` as version `expected + 1` (1 when `expected` is `None`,
+    /// i.e. the record must still be absent). `Ok(false)` when another writer
+    /// got there first: the caller reloads and retries.
+    fn save(&self, workflow_id: &str, context: &str, value: &Value, expected: Option<u64>) -> Result<bool, String>;
+    fn delete(&self, workflow_id: &str, context: &str) -> Result<(), String>;
 }
 
 /// Name resolution for HTTP requests, injectable so tests never use real DNS.
@@ -96,11 +117,13 @@ pub struct Host {
     pub data_tables: Option<Arc<dyn DataTableProvider>>,
     pub files: Option<Arc<dyn FileProvider>>,
     pub resolver: Arc<dyn Resolver>,
+    /// Remove Duplicates' history across executions.
+    pub processed_data: Option<Arc<dyn ProcessedDataStore>>,
 }
 
 impl Default for Host {
     fn default() -> Self {
-        Host { credentials: None, workflows: None, sub_executions: None, data_tables: None, files: None, resolver: Arc::new(SystemResolver) }
+        Host { credentials: None, workflows: None, sub_executions: None, data_tables: None, files: None, resolver: Arc::new(SystemResolver), processed_data: None }
     }
 }
 
@@ -112,6 +135,7 @@ impl std::fmt::Debug for Host {
             .field("sub_executions", &self.sub_executions.is_some())
             .field("data_tables", &self.data_tables.is_some())
             .field("files", &self.files.is_some())
+            .field("processed_data", &self.processed_data.is_some())
             .finish()
     }
 }

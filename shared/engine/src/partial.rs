@@ -110,7 +110,7 @@ impl Engine {
         };
         let settings = self.settings();
         let tz = graph.workflow.settings.timezone.clone().unwrap_or_else(|| settings.timezone.clone());
-        let mut expr = Expr::new(settings.limits, tz);
+        let mut expr = Expr::new(settings.limits, tz).with_clock(settings.clock);
         let proxy = NodeProxy {
             graph,
             run_data: &state.run_data,
@@ -236,20 +236,21 @@ pub fn trigger_items(node_type: &str, input: Option<&Value>, timezone: &str) -> 
             "chatInput": input.get("chatInput").cloned().unwrap_or(Value::String(String::new())),
         }),
         "n8n-nodes-base.scheduleTrigger" => {
-            use chrono::{Datelike, Timelike};
-            let now = crate::nodes::datetime::in_zone(chrono::Utc::now().fixed_offset(), timezone);
+            use crate::nodes::dates::{format_luxon, Dt, Zone};
+            let now = Dt::now(Zone::parse(timezone).unwrap_or(Zone::Utc));
+            let f = |fmt: &str| format_luxon(&now, fmt);
             serde_json::json!({
-                "timestamp": crate::nodes::datetime::to_iso(now, timezone),
-                "Readable date": crate::nodes::datetime::format_luxon(&now, "MMMM d yyyy, h:mm:ss a"),
-                "Readable time": crate::nodes::datetime::format_luxon(&now, "h:mm:ss a"),
-                "Day of week": crate::nodes::datetime::format_luxon(&now, "EEEE"),
-                "Year": now.year().to_string(),
-                "Month": crate::nodes::datetime::format_luxon(&now, "MMMM"),
-                "Day of month": format!("{:02}", now.day()),
-                "Hour": format!("{:02}", now.hour()),
-                "Minute": format!("{:02}", now.minute()),
-                "Second": format!("{:02}", now.second()),
-                "Timezone": format!("{timezone} (UTC{})", crate::nodes::datetime::format_luxon(&now, "ZZ")),
+                "timestamp": now.to_iso(),
+                "Readable date": f("MMMM d yyyy, h:mm:ss a"),
+                "Readable time": f("h:mm:ss a"),
+                "Day of week": f("EEEE"),
+                "Year": f("yyyy"),
+                "Month": f("MMMM"),
+                "Day of month": f("dd"),
+                "Hour": f("HH"),
+                "Minute": f("mm"),
+                "Second": f("ss"),
+                "Timezone": format!("{timezone} (UTC{})", f("ZZ")),
             })
         }
         _ => input,

@@ -52,6 +52,9 @@ pub struct EngineSettings {
     /// Base URL webhooks and forms are served under (`$execution.resumeUrl`
     /// is `<public_url>/webhook-waiting/<execution id>`); `None`: empty URLs.
     pub public_url: Option<String>,
+    /// A frozen "now" for expressions, Code and nodes that read the clock
+    /// (tests that expect a fixed instant); `None`: the system clock.
+    pub clock: Option<chrono::DateTime<chrono::Utc>>,
 }
 
 impl Default for EngineSettings {
@@ -68,6 +71,7 @@ impl Default for EngineSettings {
             lean_run_data: false,
             pack_run_data_from: 1000,
             public_url: None,
+            clock: None,
         }
     }
 }
@@ -242,7 +246,7 @@ impl Engine {
 
     fn drive(&self, graph: &Graph, st: &mut ExecutionState, env: &Env, destination: Option<&str>, progress: Option<&ProgressHook>) -> RunStats {
         let tz = graph.workflow.settings.timezone.clone().unwrap_or_else(|| env.settings.timezone.clone());
-        let mut expr = Expr::new(env.settings.limits, tz);
+        let mut expr = Expr::new(env.settings.limits, tz).with_clock(env.settings.clock);
         let mut stats = RunStats::default();
         let allowed: Option<HashSet<String>> = destination.map(|d| {
             let mut s: HashSet<String> = graph.ancestors(d).into_iter().collect();
@@ -320,7 +324,6 @@ impl Engine {
         let start = now_ms();
         let t0 = Instant::now();
         let mut console = vec![];
-        let mut error_items = vec![];
         let mut origin = None;
         let mut metadata = None;
         let result: Result<NodeOutput> = if let Some(pin) = st.pin_data.get(&node.name) {
@@ -378,7 +381,6 @@ impl Engine {
                     entry.inputs = std::mem::take(&mut ctx.inputs);
                 }
                 console = std::mem::take(&mut ctx.console);
-                error_items = std::mem::take(&mut ctx.error_items);
                 if let Some(r) = ctx.webhook_response.take() {
                     st.webhook_response = Some(r);
                 }
@@ -443,30 +445,18 @@ impl Engine {
                         vec![entry.inputs.first().cloned().flatten().unwrap_or_default()]
                     }
                     OnError::ContinueErrorOutput => {
-                        task.error = Some(err.clone());
-                        let input = entry.inputs.first().cloned().flatten().unwrap_or_default();
-                        let errs: Vec<Item> = input
-                            .iter()
-                            .enumerate()
-                            .map(|(i, it)| {
-                                let mut j = it.json.object_with_room(1);
-                                if let Value::Object(o) = &mut j {
-                                    o.insert("error".into(), Value::String(err.message.clone()));
-                                }
-                                item_from(j, i)
-                            })
-                            .collect();
-                        let n = main_output_count(node);
-                        let mut outs: Vec<Items> = (0..n).map(|_| Items::default()).collect();
-                        outs.push(Arc::new(errs));
-                        outs
+                        // n8n does the same here: a node that fails as a whole
+                        // passes its input on its first output (only the items
+                        // it marks as failed go to the error output).
+                        task.error = Some(err);
+                        vec![entry.inputs.first().cloned().flatten().unwrap_or_default()]
                     }
                 }
             }
         };
         let mut outputs = outputs;
-        if node.on_error() == OnError::ContinueErrorOutput && !error_items.is_empty() && task.error.is_none() {
-            outputs = split_error_output(node, outputs, &error_items);
+        if node.on_error() == OnError::ContinueErrorOutput && task.error.is_none() {
+            outputs = split_error_output(node, outputs, &entry.inputs);
         }
         if node.always_output_data && outputs.iter().all(|o| o.is_empty()) {
             let item = item_from(json!({}), 0);
@@ -586,25 +576,54 @@ fn main_output_count(node: &Node) -> usize {
     }
 }
 
-/// Moves per-item error items out of output 0 into the error output (last).
-fn split_error_output(node: &Node, outputs: Vec<Items>, error_items: &[usize]) -> Vec<Items> {
+/// n8n's error output (`continueErrorOutput`, its `handleNodeErrorOutput`):
+/// items of the regular outputs that carry only an error (`{error}`, or
+/// `{error, message}`) move to the error output (the last), merged over the
+/// json of the input item they pair with.
+fn split_error_output(node: &Node, outputs: Vec<Items>, inputs: &[Option<Items>]) -> Vec<Items> {
+    let n = main_output_count(node);
     let mut outputs = outputs;
-    let n = main_output_count(node).max(outputs.len());
-    while outputs.len() < n {
-        outputs.push(Items::default());
-    }
-    let first = outputs[0].as_ref();
-    let errset: HashSet<usize> = error_items.iter().copied().collect();
-    let (mut ok, mut bad) = (vec![], vec![]);
-    for (i, it) in first.iter().enumerate() {
-        if errset.contains(&i) {
-            bad.push(it.clone());
-        } else {
-            ok.push(it.clone());
+    outputs.resize_with(n, Items::default);
+    let is_error = |j: &Value| {
+        let Value::Object(o) = j else { return false };
+        let truthy = o.get("error").is_some_and(|e| match e {
+            Value::Null => false,
+            Value::Bool(b) => *b,
+            Value::Number(x) => x.as_f64().is_some_and(|f| f != 0.0 && !f.is_nan()),
+            Value::String(s) => !s.is_empty(),
+            _ => true,
+        });
+        truthy && (o.len() == 1 || (o.len() == 2 && o.get("message").is_some_and(|m| !m.is_null())))
+    };
+    let mut errors = vec![];
+    for out in outputs.iter_mut() {
+        if !out.iter().any(|it| is_error(&it.json)) {
+            continue;
         }
+        let mut ok = vec![];
+        for it in out.iter() {
+            if !is_error(&it.json) {
+                ok.push(it.clone());
+                continue;
+            }
+            let paired = it.paired_item.as_ref().map(|p| p.target());
+            let source = paired.and_then(|(item, input)| inputs.get(input).and_then(|i| i.as_ref()).and_then(|i| i.get(item)));
+            match source {
+                Some(src) => {
+                    let mut j = src.json.object_with_room(2);
+                    if let (Value::Object(m), Value::Object(e)) = (&mut j, &*it.json) {
+                        for (k, v) in e {
+                            m.insert(k.clone(), v.clone());
+                        }
+                    }
+                    errors.push(Item { json: j.into(), binary: it.binary.clone(), paired_item: it.paired_item.clone() });
+                }
+                None => errors.push(it.clone()),
+            }
+        }
+        *out = Arc::new(ok);
     }
-    outputs[0] = Arc::new(ok);
-    outputs.push(Arc::new(bad));
+    outputs.push(Arc::new(errors));
     outputs
 }
 

@@ -176,8 +176,10 @@ pub(crate) fn host(scope: Scope, sub_executions: Arc<dyn SubExecutionRecorder>) 
         workflows: Some(Arc::new(StoreWorkflows(scope.clone()))),
         sub_executions: Some(sub_executions),
         data_tables: Some(Arc::new(StoreDataTables(scope))),
-        files: None,
+        // the file nodes work in a scratch folder of this execution only
+        files: Some(Arc::new(engine::nodes::disk::ScratchDir::new())),
         resolver: Arc::new(SystemResolver),
+        processed_data: None,
     }
 }
 

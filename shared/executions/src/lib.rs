@@ -609,7 +609,8 @@ impl Executor {
             let msg = match record.body.as_deref().and_then(ticks::parse) {
                 Some(ticks::Message::Run(m)) => m,
                 Some(ticks::Message::Tick(t)) => {
-                    match self.handle_tick(&t.schedule_tick).await {
+                    // Boxed, as `run_execution` is: keeps the consumer's future shallow.
+                    match Box::pin(self.handle_tick(&t.schedule_tick)).await {
                         Ok(outcome) => tracing::info!(workflowId = %t.schedule_tick.workflow_id, ?outcome, "schedule tick"),
                         Err(e) => {
                             tracing::error!(workflowId = %t.schedule_tick.workflow_id, error = %e, "schedule tick failed; will be redelivered");
@@ -1034,14 +1035,14 @@ impl Executor {
             if let Some(e) = error.as_mut() {
                 secrets.scrub(e);
             }
-            self.run_error_workflow(error_workflow::Failure {
+            Box::pin(self.run_error_workflow(error_workflow::Failure {
                 execution_id: id,
                 mode: exec.mode,
                 workflow: &workflow,
                 error,
                 last_node: state.last_node_executed.clone(),
                 retry_of: exec.retry_of.clone(),
-            })
+            }))
             .await;
         }
         Ok(result)

@@ -2,7 +2,7 @@
 // host callbacks (`H`), the extension methods n8n adds to strings, numbers,
 // arrays, objects, booleans and dates, and the Code node wrappers.
 // Evaluated once per context; returns the handles the Rust side keeps.
-(function (H, luxon) {
+(function (H, luxon, jmespath) {
   'use strict';
   const G = globalThis;
   const { DateTime, Duration, Interval, Settings } = luxon;
@@ -78,6 +78,20 @@
     return it && it.binary ? it.binary : {};
   });
   def('$itemIndex', () => H.itemIndex());
+  // n8n's older names for the same data
+  def('$data', () => G.$json);
+  def('$position', () => H.itemIndex());
+  def('$thisItemIndex', () => H.itemIndex());
+  def('$thisRunIndex', () => H.runIndex());
+  def('$thisItem', () => currentItem());
+  def('$executionId', () => {
+    const e = G.$execution;
+    return e && e.id;
+  });
+  def('$resumeWebhookUrl', () => {
+    const e = G.$execution;
+    return e && e.resumeUrl;
+  });
   def('$runIndex', () => H.runIndex());
   def('$parameter', () => cached('parameter', () => H.parameters()));
   def('$workflow', () => cached('workflow', () => H.workflow()));
@@ -235,18 +249,43 @@
     };
   });
 
+  // n8n's ifEmpty: undefined, null, '', [] and objects without own keys (a JS Date too)
   const isEmptyValue = (v) =>
-    v === undefined || v === null || v === '' ||
-    (Array.isArray(v) && v.length === 0) ||
-    (typeof v === 'object' && !Array.isArray(v) && !DateTime.isDateTime(v) && !(v instanceof Date) && Object.keys(v).length === 0);
+    v === undefined || v === null || v === '' || (typeof v === 'object' && Object.keys(v).length === 0);
+  // n8n rewrites `$if(a, b, c)` to `a ? b : c` (a missing `c` is `false`)
   defValue('$if', function $if(cond, a, b) {
-    if (arguments.length < 2) throw new Error('$if requires at least 2 parameters');
-    return cond ? a : b;
+    if (arguments.length < 2) throw new ExtensionError('$if requires at least 2 parameters: test, value_if_true[, and value_if_false]');
+    return cond ? a : arguments.length > 2 ? b : false;
   });
   defValue('$ifEmpty', function $ifEmpty(v, d) {
-    if (arguments.length !== 2) throw new Error('expected two arguments (value, defaultValue) for this function');
+    if (arguments.length !== 2) throw new ExtensionError('expected two arguments (value, defaultValue) for this function');
     return isEmptyValue(v) ? d : v;
   });
+  // n8n's `$jmespath(object, query)` (alias `$jmesPath`), on the jmespath library n8n uses
+  function jmespathSearch(data, query) {
+    if (typeof data !== 'object' || typeof query !== 'string') {
+      throw new ExtensionError('expected two arguments (Object, string) for this function', 'ExpressionError');
+    }
+    return jmespath.search(data !== null && !Array.isArray(data) ? { ...data } : data, query);
+  }
+  defValue('$jmespath', jmespathSearch);
+  // n8n's `$fromAI(key, description, type, default)`: the value an AI agent
+  // chose for `key` when this node runs as a tool (the parser for tool
+  // schemas is `expression::from_ai`)
+  function fromAI(name, _description, _type = 'string', defaultValue) {
+    if (!name || name === '') throw new ExtensionError("Add a key, e.g. $fromAI('placeholder_name')", 'ExpressionError');
+    if (!/^[a-zA-Z0-9_-]{0,64}$/.test(name)) {
+      throw new ExtensionError('Invalid parameter key, must be between 1 and 64 characters long and only contain lowercase letters, uppercase letters, numbers, underscores, and hyphens', 'ExpressionError');
+    }
+    const input = cached('fromAI', () => H.fromAIInput());
+    if (!input) throw new ExtensionError('No execution data available', 'ExpressionError');
+    const v = input[name];
+    return v === undefined || v === null ? defaultValue : v;
+  }
+  defValue('$fromAI', fromAI);
+  defValue('$fromai', fromAI);
+  defValue('$fromAi', fromAI);
+  defValue('$jmesPath', jmespathSearch);
 
   // ------------------------------------------------------------ extended functions
   function numberList(start, end) {
@@ -257,14 +296,21 @@
     return arr;
   }
   function zip(keys, values) {
-    if (keys.length !== values.length) throw new Error('keys and values not of equal length');
+    if (!Array.isArray(keys) || !Array.isArray(values)) throw new ExtensionError('keys and values must be arrays');
+    if (keys.length !== values.length) throw new ExtensionError('keys and values not of equal length');
     const o = {};
     keys.forEach((k, i) => (o[k] = values[i]));
     return o;
   }
   const average = (...args) => arrAverage(args);
   const not = (v) => !v;
-  for (const [k, v] of Object.entries({ min: Math.min, max: Math.max, average, not, numberList, zip, $min: Math.min, $max: Math.max, $average: average, $not: not })) {
+  function toPathSegment(input) {
+    if (input === null || input === undefined) throw new ExtensionError('Invalid identifier: a value is required');
+    const value = String(input);
+    if (value === '' || value === '.' || value === '..') throw new ExtensionError(`Invalid identifier: "${value}" is not allowed`);
+    return encodeURIComponent(value);
+  }
+  for (const [k, v] of Object.entries({ min: Math.min, max: Math.max, average, not, numberList, zip, toPathSegment, $min: Math.min, $max: Math.max, $average: average, $not: not })) {
     defValue(k, v);
   }
   defValue('DateTime', DateTime);
@@ -273,9 +319,9 @@
 
   // ------------------------------------------------------------ helpers
   class ExtensionError extends Error {
-    constructor(message) {
+    constructor(message, name) {
       super(message);
-      this.name = 'ExpressionExtensionError';
+      this.name = name || 'ExpressionExtensionError';
     }
   }
   function deepEqual(a, b) {
@@ -316,9 +362,7 @@
     try {
       if (format) {
         if (format === 'ms' || format === 's' || format === 'us' || format === 'excel') return numToDateTime(Number(value), format);
-        const dt = DateTime.fromFormat(value, format);
-        if (!dt.isValid) throw new Error(dt.invalidExplanation || 'invalid');
-        return dt;
+        return DateTime.fromFormat(value, format);
       }
       return parseDateTime(value);
     } catch (e) {
@@ -343,13 +387,15 @@
     if (!Number.isNaN(+d)) return DateTime.fromJSDate(d);
     throw new Error('invalid date');
   }
-  function numToDateTime(value, format) {
-    if (format === 'ms') return DateTime.fromMillis(value);
+  function numToDateTime(value, format = 'ms') {
+    if (!['ms', 's', 'us', 'excel'].includes(format)) {
+      throw new ExtensionError(`Unsupported format '${String(format)}'. toDateTime() supports 'ms', 's', 'us' and 'excel'.`);
+    }
+    // Excel: days since 1900, with its 1900 leap-year bug
+    if (format === 'excel') return DateTime.fromSeconds((value - 25569) * 86400);
     if (format === 's') return DateTime.fromSeconds(value);
     if (format === 'us') return DateTime.fromMillis(value / 1000);
-    if (format === 'excel') return DateTime.fromMillis((value - 25569) * 86400 * 1000, { zone: 'UTC' }).setZone(Settings.defaultZone);
-    // no format: guess seconds vs milliseconds like n8n does
-    return Math.abs(value) < 1e11 ? DateTime.fromSeconds(value) : DateTime.fromMillis(value);
+    return DateTime.fromMillis(value);
   }
 
   const SMALL_WORDS = new Set(['a', 'an', 'and', 'as', 'at', 'but', 'by', 'en', 'for', 'if', 'in', 'nor', 'of', 'on', 'or', 'per', 'the', 'to', 'v', 'vs', 'via']);
@@ -447,6 +493,8 @@
     },
     isEmpty() { return String(this) === ''; },
     isNotEmpty() { return String(this) !== ''; },
+    isBlank() { return String(this).trim() === ''; },
+    isNotBlank() { return String(this).trim() !== ''; },
     length() { return String(this).length; },
     removeMarkdown() { return removeMarkdown(String(this)); },
     removeTags() { return String(this).replace(/<[^>]*>?/gm, ''); },
@@ -542,9 +590,6 @@
     toInt() { return Math.round(+this); },
     toFloat() { return +this; },
     toDateTime(format) { return numToDateTime(+this, format); },
-    isEmpty() { return false; },
-    isNotEmpty() { return true; },
-    toJsonString() { return JSON.stringify(+this); },
   });
 
   // ------------------------------------------------------------ booleans
@@ -553,9 +598,7 @@
     toFloat() { return this.valueOf() ? 1 : 0; },
     toNumber() { return this.valueOf() ? 1 : 0; },
     toBoolean() { return this.valueOf(); },
-    isEmpty() { return false; },
-    isNotEmpty() { return true; },
-    toJsonString() { return JSON.stringify(this.valueOf()); },
+    toDateTime() { return undefined; },
   });
 
   // ------------------------------------------------------------ objects
@@ -563,14 +606,18 @@
     const out = {};
     for (const [k, v] of Object.entries(value)) {
       if (v === null || v === undefined || v === 'nil' || v === '') continue;
-      if (typeof v === 'object' && !Array.isArray(v) && !(v instanceof Date) && !DateTime.isDateTime(v)) out[k] = objCompact(v);
-      else if (Array.isArray(v)) out[k] = arrCompact(v);
-      else out[k] = v;
+      if (typeof v === 'object') {
+        if (Object.keys(v).length === 0) continue;
+        Object.defineProperty(out, k, { value: objCompact(v), writable: true, enumerable: true, configurable: true });
+      } else {
+        Object.defineProperty(out, k, { value: v, writable: true, enumerable: true, configurable: true });
+      }
     }
     return out;
   }
   function objMerge(value, other) {
-    if (typeof other !== 'object' || !other) throw new ExtensionError('argument of merge must be an object');
+    if (!other) return value;
+    if (typeof other !== 'object') throw new ExtensionError('merge(): expected object arg');
     const out = { ...value };
     for (const [k, v] of Object.entries(other)) if (!(k in out)) out[k] = v;
     return out;
@@ -589,7 +636,7 @@
       return out;
     },
     removeFieldsContaining(match) {
-      if (typeof match !== 'string' || match === '') throw new ExtensionError('argument of removeFieldsContaining must be a non-empty string');
+      if (typeof match !== 'string' || match === '') throw new ExtensionError('removeFieldsContaining(): expected non-empty string arg');
       const out = { ...this };
       for (const [k, v] of Object.entries(this)) if (typeof v === 'string' && v.includes(match)) delete out[k];
       return out;
@@ -606,8 +653,11 @@
     },
     keys() { return Object.keys(this); },
     values() { return Object.values(this); },
-    merge(other) { return objMerge(this, other); },
     toJsonString() { return JSON.stringify(this); },
+    toInt() { return undefined; },
+    toFloat() { return undefined; },
+    toBoolean() { return undefined; },
+    toDateTime() { return undefined; },
   });
 
   // ------------------------------------------------------------ arrays
@@ -623,18 +673,23 @@
     return arr.length === 0 ? 0 : arr.reduce((p, c) => p + c, 0) / arr.length;
   }
   function arrUnique(arr, fields) {
-    if (fields.length) {
-      return arr.reduce((l, v) => {
-        if (isObj(v) && fields.every((f) => f in v)) {
-          if (!l.find((i) => fields.every((f) => deepEqual(i[f], v[f])))) l.push(v);
-        }
-        return l;
-      }, []);
+    const key = (v) => {
+      if (fields.length > 0 && v && typeof v === 'object') {
+        const o = {};
+        for (const f of fields) o[f] = v[f];
+        return o;
+      }
+      return v;
+    };
+    const out = [], keys = [];
+    for (const v of arr) {
+      const k = key(v);
+      if (keys.findIndex((w) => deepEqual(w, k)) === -1) {
+        keys.push(k);
+        out.push(v);
+      }
     }
-    return arr.reduce((l, v) => {
-      if (l.findIndex((i) => deepEqual(i, v)) === -1) l.push(v);
-      return l;
-    }, []);
+    return out;
   }
   function arrCompact(arr) {
     return arr
@@ -642,10 +697,10 @@
         if (v && typeof v === 'object' && Object.keys(v).length === 0) return false;
         return v !== null && v !== undefined && v !== 'nil' && v !== '';
       })
-      .map((v) => (isObj(v) && !Array.isArray(v) ? objCompact(v) : v));
+      .map((v) => (isObj(v) ? objCompact(v) : v));
   }
   function chunk(arr, size) {
-    if (typeof size !== 'number' || size <= 0) throw new ExtensionError('chunk(): expected non-zero numeric arg, e.g. .chunk(5)');
+    if (typeof size !== 'number' || !(size > 0)) throw new ExtensionError('chunk(): expected non-zero numeric arg, e.g. .chunk(5)');
     const out = [];
     for (let i = 0; i < arr.length; i += size) out.push(arr.slice(i, i + size));
     return out;
@@ -660,7 +715,6 @@
     last() { return this[this.length - 1]; },
     isEmpty() { return this.length === 0; },
     isNotEmpty() { return this.length > 0; },
-    length() { return this.length; },
     pluck(...fields) {
       if (fields.length === 0) return this;
       return this.reduce((out, cur) => {
@@ -739,10 +793,26 @@
     },
     append(...items) { return this.concat(items); },
     toJsonString() { return JSON.stringify(this); },
+    toInt() { return undefined; },
+    toFloat() { return undefined; },
+    toBoolean() { return undefined; },
+    toDateTime() { return undefined; },
   });
 
   // ------------------------------------------------------------ dates
   const DURATION_MAP = { day: 'days', month: 'months', year: 'years', week: 'weeks', hour: 'hours', minute: 'minutes', second: 'seconds', millisecond: 'milliseconds', ms: 'milliseconds', sec: 'seconds', secs: 'seconds', hr: 'hours', hrs: 'hours', min: 'minutes', mins: 'minutes', quarter: 'quarters' };
+  const DURATION_UNITS = ['milliseconds', 'seconds', 'minutes', 'hours', 'days', 'weeks', 'months', 'quarters', 'years'];
+  const DIFF_UNITS = new Set([...DURATION_UNITS, 'day', 'week', 'month', 'year', 'hour', 'minute', 'second', 'millisecond', 'weekNumber', 'yearDayNumber', 'weekday']);
+  // n8n's convertToDateTime: strings through JS Date, undefined when invalid
+  function looseDateTime(v) {
+    if (typeof v === 'string') {
+      const dt = DateTime.fromJSDate(new Date(v));
+      return dt.isValid ? dt : undefined;
+    }
+    if (v instanceof Date) return DateTime.fromJSDate(v);
+    if (DateTime.isDateTime(v)) return v;
+    return undefined;
+  }
   const UNIT_MAP = { days: 'day', months: 'month', years: 'year', hours: 'hour', minutes: 'minute', seconds: 'second', milliseconds: 'millisecond', weeks: 'week', quarters: 'quarter', hrs: 'hour', hr: 'hour', mins: 'minute', min: 'minute', secs: 'second', sec: 'second', ms: 'millisecond' };
   const toDT = (d) => (DateTime.isDateTime(d) ? d : d instanceof Date ? DateTime.fromJSDate(d) : parseDateTime(d));
   const dtPlus = DateTime.prototype.plus;
@@ -765,7 +835,8 @@
     },
     isBetween(a, b) {
       if (arguments.length !== 2) throw new ExtensionError('isBetween(): expected exactly two args');
-      const x = toDT(a), y = toDT(b);
+      const x = looseDateTime(a), y = looseDateTime(b);
+      if (!x || !y) return undefined;
       if (x > y) return y < this && this < x;
       return y > this && this > x;
     },
@@ -779,7 +850,10 @@
     diffTo(other, unit = 'days') {
       let units = Array.isArray(unit) ? unit : [unit];
       if (units.length === 0) units = ['days'];
-      units = units.map((u) => DURATION_MAP[u] || u);
+      const bad = units.find((u) => !DIFF_UNITS.has(u));
+      if (bad !== undefined) {
+        throw new ExtensionError(`Unsupported unit '${String(bad)}'. Supported: ${DURATION_UNITS.map((u) => `'${u}'`).join(', ')}.`);
+      }
       const r = this.diff(toDT(other), units);
       return units.length > 1 ? r.toObject() : r.as(units[0]);
     },
@@ -787,18 +861,17 @@
     toDateTime() { return this; },
     toInt() { return this.toMillis(); },
     toFloat() { return this.toMillis(); },
-    toNumber() { return this.toMillis(); },
     toBoolean() { return undefined; },
-    isEmpty() { return !this.isValid; },
-    isNotEmpty() { return this.isValid; },
-    toJsonString() { return JSON.stringify(this); },
+    // only null/undefined are empty (n8n)
+    isEmpty() { return false; },
+    isNotEmpty() { return true; },
   };
   extendProto('date', dateMethods);
   extendProto('jsdate', {
     toDateTime() { return DateTime.fromJSDate(this); },
     ...Object.fromEntries(
       Object.keys(dateMethods)
-        .filter((k) => !['toDateTime', 'toJsonString', 'isEmpty', 'isNotEmpty'].includes(k))
+        .filter((k) => k !== 'toDateTime')
         .map((k) => [k, function (...args) {
           const r = dateMethods[k].apply(DateTime.fromJSDate(this), args);
           return DateTime.isDateTime(r) ? r.toJSDate() : r;
@@ -806,30 +879,58 @@
     ),
   });
 
-  // n8n's dispatch: the type's extension first (native method otherwise) for
-  // strings, numbers, booleans, arrays and dates; for other objects their own
-  // (native or user) method first, then the object extension.
+  // n8n's dispatch (`extend()`): the type's extension first, then a native
+  // method of that name, then the generic isEmpty/isNotEmpty, else an error
+  // naming the types that have the function. Deviation: objects that are not
+  // plain (Map, Set, class instances, `$input`) prefer their own methods.
+  const TYPE_NAMES = [['array', 'Array'], ['date', 'Date'], ['number', 'Number'], ['object', 'Object'], ['string', 'String'], ['boolean', 'Boolean']];
+  const ISO_DATE = /\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}.\d{3}Z/;
+  // a string that is exactly a JS Date's ISO form counts as a date (n8n's isDate)
+  function isIsoDateString(v) {
+    if (!v.length || !ISO_DATE.test(v)) return false;
+    const d = new Date(v);
+    return !Number.isNaN(d.valueOf()) && d.toISOString() === v;
+  }
+  // the receiver of a rewritten call when it is null/undefined (see `__n8n_v`)
+  class Nullish {
+    constructor(value) {
+      this.value = value;
+    }
+  }
+  const NULL = new Nullish(null), UNDEFINED = new Nullish(undefined);
+  defValue('__n8n_v', (v) => (v === undefined ? UNDEFINED : v === null ? NULL : v));
+  const GENERIC = { isEmpty: (v) => v === null || v === undefined || !v, isNotEmpty: (v) => !(v === null || v === undefined || !v) };
   function dispatch(self, name, args) {
-    const v = self instanceof String || self instanceof Number || self instanceof Boolean ? self.valueOf() : self;
+    if (self instanceof Nullish) {
+      const g = GENERIC[name];
+      if (g) return g(self.value);
+      throw new ExtensionError(`${name} can't be used on ${String(self.value)} value`);
+    }
+    let v = self instanceof String || self instanceof Number || self instanceof Boolean ? self.valueOf() : self;
     let table;
-    if (typeof v === 'string') table = TABLES.string;
+    if (Array.isArray(v)) table = TABLES.array;
+    else if (typeof v === 'string' && name !== 'toDate' && name !== 'toDateTime' && isIsoDateString(v)) {
+      v = new Date(v);
+      table = TABLES.jsdate;
+    } else if (typeof v === 'string') table = TABLES.string;
     else if (typeof v === 'number') table = TABLES.number;
-    else if (typeof v === 'boolean') table = TABLES.boolean;
-    else if (Array.isArray(v)) table = TABLES.array;
     else if (DateTime.isDateTime(v)) table = TABLES.date;
     else if (v instanceof Date) table = TABLES.jsdate;
-    if (table) {
-      const f = table[name];
-      if (f) return f.apply(v, args);
-      const own = v[name];
-      if (typeof own === 'function') return own.apply(v, args);
-    } else if (v !== null && (typeof v === 'object' || typeof v === 'function')) {
-      const own = v[name];
-      if (typeof own === 'function') return own.apply(v, args);
-      const f = typeof v === 'object' ? TABLES.object[name] : undefined;
-      if (f) return f.apply(v, args);
-    }
-    throw new TypeError(`${name} is not a function`);
+    else if (v !== null && typeof v === 'object') {
+      const proto = Object.getPrototypeOf(v);
+      if (proto !== Object.prototype && proto !== null && typeof v[name] === 'function') return v[name].apply(v, args);
+      table = TABLES.object;
+    } else if (typeof v === 'boolean') table = TABLES.boolean;
+    const f = table && table[name];
+    if (f) return f.apply(v, args);
+    if (v && typeof v[name] === 'function') return v[name].apply(v, args);
+    const g = GENERIC[name];
+    if (g) return g(v);
+    const have = TYPE_NAMES.filter(([k]) => name in TABLES[k] || (k === 'date' && name in TABLES.jsdate)).map(([, n]) => `"${n}"`);
+    if (have.length === 0) throw new ExtensionError(`Unknown expression function: ${name}`);
+    if (have.length === 1) throw new ExtensionError(`${name}() is only callable on type ${have[0]}`);
+    const last = have.pop();
+    throw new ExtensionError(`${name}() is only callable on types ${have.join(', ')}, and ${last}`);
   }
   const EXTENSION_NAMES = new Set();
   for (const t of Object.values(TABLES)) for (const k of Object.keys(t)) EXTENSION_NAMES.add(k);
@@ -860,5 +961,70 @@
   defValue('console', Object.freeze({ log: mkLog('log'), info: mkLog('info'), warn: mkLog('warn'), error: mkLog('error'), debug: mkLog('debug'), trace: mkLog('trace') }));
 
 
-  return { state, setZone: (z) => { Intl.__setDefaultZone(z); Settings.defaultZone = z; } };
+  // A clock the host may freeze (tests): `Date.now()`, Luxon's `DateTime.now()`,
+  // `$now` and `$today` read it. `new Date()` keeps the real clock.
+  const realNow = Date.now;
+  let frozenNow = null;
+  Date.now = function now() {
+    return frozenNow === null ? realNow() : frozenNow;
+  };
+  Settings.now = () => Date.now();
+  const setNow = (ms) => {
+    frozenNow = ms === null || ms === undefined ? null : Number(ms);
+  };
+
+  // ------------------------------------------------------------ timers
+  // setTimeout & co. for Code node scripts, on the real clock. The host runs
+  // the earliest due timer whenever a script waits with no other job left
+  // (sleeping until it is due, within the time limit), like Node's event loop
+  // with its microtasks between timers. Timers left when a script ends are dropped.
+  const timers = (() => {
+    let queue = [];
+    let nextId = 1;
+    const idOf = (t) => (t !== null && typeof t === 'object' ? t.id : t);
+    const add = (fn, ms, args, repeat) => {
+      if (typeof fn !== 'function') throw new TypeError('The "callback" argument must be of type function');
+      const delay = Math.max(0, Number(ms) || 0);
+      const id = nextId++;
+      queue.push({ id, at: realNow() + delay, fn, args, every: repeat ? Math.max(1, delay) : 0 });
+      return id;
+    };
+    const clear = (t) => {
+      const id = idOf(t);
+      queue = queue.filter((x) => x.id !== id);
+    };
+    defValue('setTimeout', (fn, ms, ...args) => add(fn, ms, args, false));
+    defValue('setInterval', (fn, ms, ...args) => add(fn, ms, args, true));
+    defValue('setImmediate', (fn, ...args) => add(fn, -1, args, false));
+    defValue('clearTimeout', clear);
+    defValue('clearInterval', clear);
+    defValue('clearImmediate', clear);
+    if (typeof G.queueMicrotask !== 'function') {
+      defValue('queueMicrotask', (fn) => {
+        Promise.resolve().then(fn);
+      });
+    }
+    return {
+      // ms until the earliest timer is due (0: now), -1 when none is set
+      next() {
+        let at = Infinity;
+        for (const t of queue) if (t.at < at) at = t.at;
+        return at === Infinity ? -1 : Math.max(0, at - realNow());
+      },
+      // runs the earliest due timer
+      run() {
+        let t = null;
+        for (const x of queue) if (t === null || x.at < t.at) t = x;
+        if (t === null || t.at > realNow()) return;
+        if (t.every) t.at = realNow() + t.every;
+        else queue = queue.filter((x) => x !== t);
+        t.fn(...t.args);
+      },
+      reset() {
+        queue = [];
+      },
+    };
+  })();
+
+  return { state, setNow, timers, setZone: (z) => { Intl.__setDefaultZone(z); Settings.defaultZone = z; } };
 })

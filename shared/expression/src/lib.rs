@@ -21,9 +21,11 @@
 //!   the `$…` globals as lazy getters over native callbacks into the
 //!   [`DataProxy`], and n8n's extension methods (`.isEmpty()`, `.toDateTime()`,
 //!   `.pluck()`, …). Calls of extension names are rewritten to dispatchers that
-//!   pick the method by the receiver's type as n8n's `extend()` does, so plain
-//!   reads like `$json.values` keep their JavaScript meaning. The three are
-//!   compiled to bytecode once per process.
+//!   pick the method by the receiver's type as n8n's `extend()` does (the
+//!   receiver wrapped so `null`/`undefined` reach the dispatcher), so plain
+//!   reads like `$json.values` keep their JavaScript meaning; `$if(a, b, c)`
+//!   becomes `a ? b : c` as in n8n. jmespath (`$jmespath`) is vendored too.
+//!   All of it is compiled to bytecode once per process.
 //! - Every call runs under [`Limits`]: an interrupt handler enforces the time
 //!   limit, the runtime's allocator the memory limit; after a timeout or
 //!   out-of-memory the runtime is rebuilt, so the evaluator stays usable.
@@ -33,6 +35,7 @@ use std::collections::{HashMap, HashSet};
 use serde_json::Value;
 
 mod fast;
+pub mod from_ai;
 mod item;
 mod sandbox;
 mod template;
@@ -80,6 +83,12 @@ pub trait DataProxy {
     }
     /// Parameters of another node (`$('Node').params`, `$node["Node"].parameter`).
     fn node_parameters(&self, _node: &str) -> Option<Value> {
+        None
+    }
+    /// The values an AI agent chose for this tool node's `$fromAI()` keys
+    /// (n8n's `ai_tool` input override); `None` outside a tool call, where
+    /// `$fromAI` fails with n8n's "No execution data available".
+    fn from_ai_input(&self) -> Option<Value> {
         None
     }
 }
@@ -159,6 +168,8 @@ enum FastPart {
 pub struct Evaluator {
     limits: Limits,
     timezone: String,
+    /// A frozen "now" (epoch ms) for `Date.now()`, `$now`, Luxon; `None`: the system clock.
+    clock: Option<i64>,
     sandbox: Option<sandbox::Sandbox>,
     plans: HashMap<String, Plan>,
     proto: fast::ProtoNames,
@@ -169,7 +180,7 @@ impl Evaluator {
         let timezone = "UTC".to_string();
         let sb = sandbox::Sandbox::new(limits, &timezone).map_err(|f| f.into_error("", &limits))?;
         let proto = fast::ProtoNames(sb.proto_names.iter().cloned().collect::<HashSet<_>>());
-        Ok(Evaluator { limits, timezone, sandbox: Some(sb), plans: HashMap::new(), proto })
+        Ok(Evaluator { limits, timezone, clock: None, sandbox: Some(sb), plans: HashMap::new(), proto })
     }
 
     pub fn limits(&self) -> Limits {
@@ -196,10 +207,23 @@ impl Evaluator {
         Ok(())
     }
 
+    /// Freezes the clock scripts see (`Date.now()`, `$now`, `$today`,
+    /// `DateTime.now()`) at `epoch_ms`; `None` restores the system clock.
+    /// For tests that expect a fixed instant.
+    pub fn set_clock(&mut self, epoch_ms: Option<i64>) -> Result<(), ExpressionError> {
+        let limits = self.limits;
+        self.sandbox()?.set_clock(epoch_ms).map_err(|f| f.into_error("", &limits))?;
+        self.clock = epoch_ms;
+        Ok(())
+    }
+
     fn sandbox(&mut self) -> Result<&mut sandbox::Sandbox, ExpressionError> {
         if self.sandbox.is_none() {
-            let sb = sandbox::Sandbox::new(self.limits, &self.timezone)
+            let mut sb = sandbox::Sandbox::new(self.limits, &self.timezone)
                 .map_err(|f| f.into_error("", &self.limits))?;
+            if self.clock.is_some() {
+                sb.set_clock(self.clock).map_err(|f| f.into_error("", &self.limits))?;
+            }
             self.sandbox = Some(sb);
         }
         self.sandbox.as_mut().ok_or_else(|| ExpressionError::Sandbox("no sandbox".into()))
@@ -304,6 +328,21 @@ impl Evaluator {
         })
     }
 
+    /// Runs `source`, a JavaScript function expression (may be async), as it
+    /// is, to completion (promises, timers), and reads its result as items
+    /// like [`Evaluator::run_code_items`] does. For hosts that wrap user code
+    /// themselves (user code in it should go through [`prepare_script`]).
+    pub fn run_function_items(&mut self, source: &str, data: &dyn DataProxy) -> Result<(Vec<Item>, Vec<String>), ExpressionError> {
+        let limits = self.limits;
+        let r = self.sandbox()?.run_script_items(source, data);
+        r.map_err(|f| {
+            if f.is_fatal() {
+                self.sandbox = None;
+            }
+            f.into_error(&excerpt(source), &limits)
+        })
+    }
+
     /// Runs Code node JavaScript. The result is normalised like n8n does:
     /// `AllItems` gives an array of items (`[{json, ...}]`), `EachItem` one item
     /// object (or null when the script returned nothing).
@@ -330,6 +369,12 @@ impl Evaluator {
             }
         }
     }
+}
+
+/// Script code as the sandbox runs it: calls of n8n's extension methods
+/// (`$json.name.isEmpty()`) rewritten to the sandbox's dispatchers.
+pub fn prepare_script(code: &str) -> String {
+    template::rewrite_extension_calls(code)
 }
 
 /// The function a Code node script runs in.

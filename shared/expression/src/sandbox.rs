@@ -19,6 +19,7 @@ use crate::{DataProxy, ExpressionError, Item, Json, Limits, PairedItem};
 const INTL_JS: &str = include_str!("../js/intl.js");
 const LUXON_JS: &str = include_str!("../js/luxon.min.js");
 const PRELUDE_JS: &str = include_str!("../js/prelude.js");
+const JMESPATH_JS: &str = include_str!("../js/jmespath.js");
 
 /// Most functions kept compiled at once; the cache is cleared when full.
 const MAX_CACHED_FUNCTIONS: usize = 4096;
@@ -84,6 +85,9 @@ pub(crate) struct Sandbox {
     funcs: HashMap<String, Persistent<Function<'static>>>,
     state: Persistent<Object<'static>>,
     set_zone: Persistent<Function<'static>>,
+    set_now: Persistent<Function<'static>>,
+    /// The prelude's timer queue (`next`, `run`, `reset`).
+    timers: Persistent<Object<'static>>,
     ctx: Context,
     _rt: Runtime,
     host: Host,
@@ -135,15 +139,24 @@ impl Sandbox {
             let intl: Function = boot.get("intl")?;
             intl.call::<_, ()>((Func::from(tz_offset),))?;
             let luxon: JsValue = boot.get("luxon")?;
+            let jmespath: JsValue = boot.get("jmespath")?;
             let h = host_object(&ctx, &host)?;
             let prelude: Function = boot.get("prelude")?;
-            let handles: Object = prelude.call((h, luxon))?;
+            let handles: Object = prelude.call((h, luxon, jmespath))?;
             let state: Object = handles.get("state")?;
             let set_zone: Function = handles.get("setZone")?;
+            let set_now: Function = handles.get("setNow")?;
+            let timers: Object = handles.get("timers")?;
             let names: Vec<String> = ctx.eval("Object.getOwnPropertyNames(Object.prototype)")?;
-            Ok((Persistent::save(&ctx, state), Persistent::save(&ctx, set_zone), names))
+            Ok((
+                Persistent::save(&ctx, state),
+                Persistent::save(&ctx, set_zone),
+                Persistent::save(&ctx, set_now),
+                Persistent::save(&ctx, timers),
+                names,
+            ))
         });
-        let (state, set_zone, proto_names) = match setup {
+        let (state, set_zone, set_now, timers, proto_names) = match setup {
             Ok(v) => v,
             Err(e) => {
                 let msg = ctx.with(|ctx| exception_message(&ctx, e));
@@ -155,6 +168,8 @@ impl Sandbox {
             funcs: HashMap::new(),
             state,
             set_zone,
+            set_now,
+            timers,
             ctx,
             _rt: rt,
             host,
@@ -179,6 +194,16 @@ impl Sandbox {
         self.ctx.with(|ctx| {
             let f = f.restore(&ctx).map_err(sandbox_err)?;
             f.call::<_, ()>((tz,)).map_err(|e| Failure::Runtime(exception_message(&ctx, e)))
+        })
+    }
+
+    /// Freezes the script clock at `epoch_ms` (`None`: the system clock).
+    pub(crate) fn set_clock(&mut self, epoch_ms: Option<i64>) -> Result<(), Failure> {
+        let f = self.set_now.clone();
+        self.ctx.with(|ctx| {
+            let f = f.restore(&ctx).map_err(sandbox_err)?;
+            let ms: Option<f64> = epoch_ms.map(|m| m as f64);
+            f.call::<_, ()>((ms,)).map_err(|e| Failure::Runtime(exception_message(&ctx, e)))
         })
     }
 
@@ -320,31 +345,14 @@ impl Sandbox {
                     Ok(v) => v,
                     Err(e) => return Err(sb.classify(&ctx, e)),
                 };
-                let v = match v.clone().into_promise() {
-                    Some(p) => loop {
-                        if let Some(r) = p.result::<JsValue>() {
-                            match r {
-                                Ok(v) => break v,
-                                Err(e) => return Err(sb.classify(&ctx, e)),
-                            }
-                        }
-                        if !ctx.execute_pending_job() {
-                            if sb.interrupted.load(Ordering::Relaxed) {
-                                return Err(Failure::Timeout);
-                            }
-                            return Err(Failure::Runtime(
-                                "script awaited something that never settles".into(),
-                            ));
-                        }
-                    },
-                    None => v,
-                };
-                // drain leftover jobs (unawaited promises) under the same deadline
-                while ctx.execute_pending_job() {
-                    if sb.interrupted.load(Ordering::Relaxed) {
-                        return Err(Failure::Timeout);
-                    }
+                let timers = sb.timers.clone().restore(&ctx).map_err(sandbox_err)?;
+                let settled = sb.settle(&ctx, &timers, v);
+                // timers a script did not wait for are dropped with it
+                let reset: rquickjs::Result<Function> = timers.get("reset");
+                if let Ok(f) = reset {
+                    let _ = f.call::<_, ()>(());
                 }
+                let v = settled?;
                 match convert(&ctx, &v) {
                     Ok(r) => Ok(r),
                     Err(e) => Err(sb.classify(&ctx, e)),
@@ -356,6 +364,61 @@ impl Sandbox {
             Err(_) => Vec::new(),
         };
         result.map(|v| (v, console))
+    }
+
+    /// Drives a script's result to completion: promise jobs first, then the
+    /// earliest timer (sleeping until it is due), until the promise settles,
+    /// all under the time limit; then drains the jobs left.
+    fn settle<'js>(&self, ctx: &Ctx<'js>, timers: &Object<'js>, v: JsValue<'js>) -> Result<JsValue<'js>, Failure> {
+        let v = match v.clone().into_promise() {
+            Some(p) => loop {
+                if let Some(r) = p.result::<JsValue>() {
+                    match r {
+                        Ok(v) => break v,
+                        Err(e) => return Err(self.classify(ctx, e)),
+                    }
+                }
+                if ctx.execute_pending_job() {
+                    continue;
+                }
+                if self.interrupted.load(Ordering::Relaxed) {
+                    return Err(Failure::Timeout);
+                }
+                let next: f64 = timers
+                    .get::<_, Function>("next")
+                    .and_then(|f| f.call(()))
+                    .map_err(|e| self.classify(ctx, e))?;
+                if next < 0.0 {
+                    return Err(Failure::Runtime("script awaited something that never settles".into()));
+                }
+                self.sleep_within_limit(std::time::Duration::from_micros((next * 1000.0) as u64))?;
+                timers
+                    .get::<_, Function>("run")
+                    .and_then(|f| f.call::<_, ()>(()))
+                    .map_err(|e| self.classify(ctx, e))?;
+            },
+            None => v,
+        };
+        // drain leftover jobs (unawaited promises) under the same deadline
+        while ctx.execute_pending_job() {
+            if self.interrupted.load(Ordering::Relaxed) {
+                return Err(Failure::Timeout);
+            }
+        }
+        Ok(v)
+    }
+
+    /// Sleeps `d`, or fails with a timeout when the time limit ends first.
+    fn sleep_within_limit(&self, d: std::time::Duration) -> Result<(), Failure> {
+        let deadline = self.deadline.load(Ordering::Relaxed);
+        let now = self.epoch.elapsed().as_micros() as u64;
+        if deadline != 0 && now + d.as_micros() as u64 > deadline {
+            std::thread::sleep(std::time::Duration::from_micros(deadline.saturating_sub(now)));
+            self.interrupted.store(true, Ordering::Relaxed);
+            return Err(Failure::Timeout);
+        }
+        std::thread::sleep(d);
+        Ok(())
     }
 
     fn bump_gen(&self, ctx: &Ctx) -> Result<(), Failure> {
@@ -375,9 +438,9 @@ fn boot_module<'js>(ctx: &Ctx<'js>) -> rquickjs::Result<rquickjs::Module<'js, rq
         // QuickJS build in this process, and live for 'static (ROM data).
         Some(bytes) => unsafe { rquickjs::Module::load(ctx.clone(), bytes)? },
         None => {
-            // Luxon is wrapped so its `var luxon` stays out of the global scope
+            // Luxon and jmespath are wrapped so their globals stay out of the global scope
             let source = format!(
-                "export const intl = {INTL_JS};\nexport const luxon = (function(){{\n{LUXON_JS}\nreturn luxon;\n}})();\nexport const prelude = {PRELUDE_JS};\n"
+                "export const intl = {INTL_JS};\nexport const luxon = (function(){{\n{LUXON_JS}\nreturn luxon;\n}})();\nexport const jmespath = (function(){{\nvar exports = {{}};\n{JMESPATH_JS}\nreturn exports;\n}})();\nexport const prelude = {PRELUDE_JS};\n"
             );
             let m = rquickjs::Module::declare(ctx.clone(), "n8n:boot", source)?;
             let opts = rquickjs::module::WriteOptions { strip_source: true, ..Default::default() };
@@ -547,6 +610,17 @@ fn host_object<'js>(ctx: &Ctx<'js>, host: &Host) -> rquickjs::Result<Object<'js>
         "prevNode",
         Function::new(ctx.clone(), move |ctx: Ctx<'js>| -> rquickjs::Result<JsValue<'js>> {
             match with_proxy(&hh, |d| d.prev_node())? {
+                Some(v) => to_js(&ctx, &v),
+                None => Ok(JsValue::new_undefined(ctx)),
+            }
+        }),
+    )?;
+
+    let hh = host.clone();
+    h.set(
+        "fromAIInput",
+        Function::new(ctx.clone(), move |ctx: Ctx<'js>| -> rquickjs::Result<JsValue<'js>> {
+            match with_proxy(&hh, |d| d.from_ai_input())? {
                 Some(v) => to_js(&ctx, &v),
                 None => Ok(JsValue::new_undefined(ctx)),
             }

@@ -408,8 +408,10 @@ fn extensions_dispatch_like_n8n() {
     assert_eq!(e(&mut ev, "={{ $json.s.toTitleCase() }}"), json!("Hello World"));
     assert_eq!(e(&mut ev, "={{ $json.s.length() }} {{ $json.s.length }}"), json!("11 11"));
     assert_eq!(e(&mut ev, "={{ new Intl.NumberFormat('en-US').format(1234) }}"), json!("1,234"));
-    let err = eval(&mut ev, "={{ $json.missing.isEmpty() }}", d.clone()).unwrap_err();
-    assert!(err.to_string().contains("isEmpty") && !err.to_string().contains("__n8n_"), "{err}");
+    // n8n's generic isEmpty on a missing value; other functions name the problem
+    assert_eq!(e(&mut ev, "={{ $json.missing.isEmpty() }}"), json!(true));
+    let err = eval(&mut ev, "={{ $json.missing.toTitleCase() }}", d.clone()).unwrap_err();
+    assert!(err.to_string().contains("toTitleCase can't be used on undefined value") && !err.to_string().contains("__n8n_"), "{err}");
     // in Code too, and a user's own method wins on plain objects
     let out = ev
         .run_code("const o = { merge: () => 'mine' }; return [{json: {m: o.merge(), e: $input.first().json.s.isEmpty(), k: ({x: 1}).keys()}}]", CodeMode::AllItems, &StaticData::from_json(d))

@@ -56,6 +56,21 @@ impl From<triggers::TriggerError> for McpError {
     }
 }
 
+impl From<instance::InstanceError> for McpError {
+    fn from(e: instance::InstanceError) -> Self {
+        use instance::InstanceError as I;
+        match e {
+            I::Invalid(m) => McpError::Invalid(m),
+            I::NotFound(m) => McpError::NotFound(m),
+            I::Forbidden(m) => McpError::Forbidden(m),
+            I::Conflict(m) => McpError::Conflict(m),
+            I::Code(m) => McpError::Code(m),
+            I::Engine(m) => McpError::Engine(m),
+            I::Internal(m) => McpError::Internal(m),
+        }
+    }
+}
+
 impl McpError {
     /// The text the model sees.
     pub fn message(&self) -> String {

@@ -6,23 +6,17 @@ use crate::tools;
 use crate::transport::{self, INVALID_PARAMS, METHOD_NOT_FOUND};
 use protocol::UserId;
 use serde_json::{json, Value};
-use store::data::InstanceData;
-use executions::{Dispatch, Executor, ExecutorSettings};
-use store::deployment::{QueueId, TableId};
+use instance::Instance;
+use store::deployment::TableId;
 use store::{AwsClients, Config};
 
 /// Built once per process (Lambda init) and shared by every request.
 #[derive(Clone, Debug)]
 pub struct McpServer {
-    pub data: InstanceData,
+    /// The domain layer the tools call (shared with the agent's tools).
+    pub instance: Instance,
     pub limiter: RateLimiter,
-    pub executor: Executor,
-    /// Where executions run while a tool waits: on the executor function
-    /// through the Runs queue (its 900 s budget, not this function's 120 s).
-    pub dispatch: Dispatch,
     pub config: Config,
-    /// Publish, unpublish, archive: claims webhook paths and manages schedules.
-    pub activation: triggers::Activation,
 }
 
 /// Who is calling and from where, for one HTTP request.
@@ -35,15 +29,12 @@ pub struct RequestCtx {
 
 impl McpServer {
     pub async fn new(clients: &AwsClients, config: &Config) -> Result<McpServer, McpError> {
-        let data = InstanceData::new(clients, config).await?;
+        let instance = Instance::new(clients, config).await?;
         // The counters live in the Executions table: the MCP function may
         // write it and it has a TTL attribute, so old windows expire.
         let table = config.table(TableId::Executions).map_err(|e| McpError::Internal(e.to_string()))?;
         let limiter = RateLimiter::new(clients.dynamo.clone(), table.to_owned());
-        let runs = config.queue_url(QueueId::Runs).map_err(|e| McpError::Internal(e.to_string()))?;
-        let executor = Executor::new(data.clone(), clients.sqs.clone(), runs, ExecutorSettings::from_config(config));
-        let activation = triggers::Activation::new(data.clone(), triggers::Schedules::from_config(clients, config));
-        Ok(McpServer { data, limiter, executor, dispatch: Dispatch::Queue, config: config.clone(), activation })
+        Ok(McpServer { instance, limiter, config: config.clone() })
     }
 
     /// One JSON-RPC request. `Err((code, message))` is a protocol error;

@@ -77,7 +77,7 @@ async fn data_tables_end_to_end_in_process() {
     let rows: Vec<Value> = (0..1001).map(|i| json!({"a": i.to_string()})).collect();
     let r = call(&s, "u5", "add_data_table_rows", json!({"dataTableId": id, "projectId": pid, "rows": rows})).await;
     assert_eq!(r["isError"], true);
-    assert_eq!(s.data.data_tables.count_rows(&id).await.unwrap(), 0, "nothing half-written");
+    assert_eq!(s.instance.data.data_tables.count_rows(&id).await.unwrap(), 0, "nothing half-written");
     let r = call(&s, "u6", "add_data_table_rows", json!({"dataTableId": id, "projectId": pid, "rows": [{"a": "x"}]})).await;
     assert_eq!(r["isError"], true, "another user cannot write: {r}");
 }

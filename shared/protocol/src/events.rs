@@ -499,6 +499,14 @@ pub struct ConfirmationRequest {
     pub channel_config: Option<Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mcp_connect_request: Option<Value>,
+    /// The asset the card is about, by name (never its id): the card's title
+    /// is built from it ("Assistant wants to publish Order triage").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resource_name: Option<String>,
+    /// Structured details of the change for the card (previews, filters,
+    /// verification notices); `message` stays as the plain-text fallback.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval_details: Option<Value>,
 }
 
 impl ConfirmationRequest {
@@ -536,6 +544,8 @@ impl ConfirmationRequest {
             resource_decision: None,
             channel_config: None,
             mcp_connect_request: None,
+            resource_name: None,
+            approval_details: None,
         }
     }
 }

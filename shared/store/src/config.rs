@@ -44,6 +44,7 @@ pub const VARIABLES: &[Variable] = &[
     Variable { name: "INSTANCE_AI_HTTP_ALLOW_PRIVATE_NETWORK", purpose: "`true` lets HTTP Request nodes reach private, loopback and link-local addresses (only the allowed hosts when those are set); off, the SSRF guard refuses them", default: Some("false") },
     Variable { name: "INSTANCE_AI_EXECUTION_PROGRESS_MS", purpose: "a running execution's run data is stored at most once per this many milliseconds as nodes finish (`0`: only when it ends or waits)", default: Some("1000") },
     Variable { name: "INSTANCE_AI_ALLOWED_ORIGINS", purpose: "comma-separated browser origins allowed to call `/mcp` (requests without `Origin` are always allowed)", default: None },
+    Variable { name: "INSTANCE_AI_APPROVAL_POLICY", purpose: "admin policy per gated agent action, comma-separated `action=mode` (`mode`: `require_approval`, `always_allow` or `blocked`; `*=mode` sets the default; actions are listed in `agent::tools::policy::ACTIONS`, e.g. `workflows.publish=blocked,runWorkflow=always_allow`)", default: Some("*=require_approval") },
     Variable { name: "INSTANCE_AI_LOG_FORMAT", purpose: "`json` (default in Lambda) or `text`", default: Some("json") },
     Variable { name: "RUST_LOG", purpose: "log filter (`info`, `store=debug`, ...)", default: Some("info") },
     Variable { name: "INSTANCE_AI_PUBLIC_URL", purpose: "base URL webhooks, forms and Wait resume URLs are served under (`$execution.resumeUrl` = `<url>/webhook-waiting/<id>`); set by the template for the executor (the HTTP API's URL, or the `PublicUrl` parameter), the local cloud's URL locally; the webhook function uses the request's own host when unset", default: None },
@@ -83,6 +84,9 @@ pub struct Config {
     /// Where published schedules live; `None` when not configured.
     pub scheduler: Option<SchedulerTarget>,
     pub log_json: bool,
+    /// Every documented variable that is set, as given: knobs owned by one
+    /// crate are parsed there (at init, naming the variable on error).
+    raw: HashMap<&'static str, String>,
     tables: HashMap<TableId, String>,
     queues: HashMap<QueueId, String>,
 }
@@ -228,6 +232,7 @@ impl Config {
                 ))
             }
         };
+        let raw = VARIABLES.iter().filter_map(|v| get(v.name).map(|value| (v.name, value))).collect();
         let tables = TABLES.iter().filter_map(|t| get(t.env).map(|v| (t.id, v))).collect();
         let mut queues = HashMap::new();
         for q in QUEUES {
@@ -258,9 +263,25 @@ impl Config {
             webhook_response_wait_secs,
             scheduler,
             log_json,
+            raw,
             tables,
             queues,
         })
+    }
+
+    /// The value of a documented variable (`None` when unset or blank). A
+    /// crate that owns a knob parses it at init and reports a malformed value
+    /// with [`ConfigError::Malformed`]; the name must be in [`VARIABLES`].
+    pub fn var(&self, name: &str) -> Option<&str> {
+        debug_assert!(VARIABLES.iter().any(|v| v.name == name), "{name} is not in config::VARIABLES");
+        self.raw.get(name).map(String::as_str)
+    }
+
+    /// Sets a documented variable (tests, the local cloud).
+    pub fn set_var(&mut self, name: &str, value: impl Into<String>) {
+        if let Some(v) = VARIABLES.iter().find(|v| v.name == name) {
+            self.raw.insert(v.name, value.into());
+        }
     }
 
     /// Checks that every resource `function` uses is configured, so a

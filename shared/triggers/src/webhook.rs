@@ -73,6 +73,9 @@ impl Triggers {
     }
 
     pub(crate) async fn webhook(&self, req: &HttpRequest, path: &str, scope: Scope) -> Result<HttpReply> {
+        if req.method == "OPTIONS" {
+            return self.preflight(req, path, scope).await;
+        }
         let target = self.find(EndpointKind::Webhook, &req.method, path, scope).await?;
         let incoming = request::incoming(req, target.params.clone()).await?;
         let jwt = self.admit(&target.project_id, &target.node, &incoming).await?;
@@ -91,7 +94,37 @@ impl Triggers {
             .find(|(_, o)| !o.is_empty())
             .ok_or_else(|| TriggerError::BadRequest("the request produced no item".into()))?;
         let mode = if scope == Scope::Test { ExecutionMode::Manual } else { ExecutionMode::Webhook };
-        self.start_and_answer(&target, mode, items, output, &spec).await
+        let mut reply = self.start_and_answer(&target, mode, items, output, &spec).await?;
+        // Webhooks answer browsers of any origin, as n8n's do by default.
+        if req.header("origin").is_some() && reply.header("access-control-allow-origin").is_none() {
+            reply.headers.push(("access-control-allow-origin".into(), "*".into()));
+        }
+        Ok(reply)
+    }
+
+    /// A CORS preflight: the methods some workflow answers at this path.
+    async fn preflight(&self, req: &HttpRequest, path: &str, scope: Scope) -> Result<HttpReply> {
+        let data = self.executor.data();
+        let mut methods = Vec::new();
+        for m in ["DELETE", "GET", "HEAD", "PATCH", "POST", "PUT"] {
+            let candidates = data.webhooks.candidates(EndpointKind::Webhook, m, path, scope).await?;
+            if best_match(&candidates, path).is_some() {
+                methods.push(m);
+            }
+        }
+        if methods.is_empty() {
+            return Err(TriggerError::NotFound(format!("The requested webhook \"OPTIONS {path}\" is not registered.")));
+        }
+        methods.push("OPTIONS");
+        let mut headers = vec![
+            ("access-control-allow-origin".to_owned(), "*".to_owned()),
+            ("access-control-allow-methods".to_owned(), methods.join(", ")),
+            ("access-control-max-age".to_owned(), "300".to_owned()),
+        ];
+        if let Some(h) = req.header("access-control-request-headers") {
+            headers.push(("access-control-allow-headers".into(), h.to_owned()));
+        }
+        Ok(HttpReply { status: 204, headers, body: Vec::new() })
     }
 
     /// Starts the execution from the target's node and answers per `spec`.

@@ -39,11 +39,14 @@ impl Tool for WorkflowsStub {
             {"type": "object", "properties": {"action": {"const": "delete"}, "workflowId": {"type": "string"}}, "required": ["action", "workflowId"], "additionalProperties": false}
         ]})
     }
-    fn gate(&self, args: &Value) -> Option<Gate> {
-        (args["action"] == "delete").then(|| Gate {
-            request: ConfirmationRequest::approval("", "", "workflows", Map::new(), Severity::Warning, "Archive workflow?"),
-            before: Vec::new(),
-        })
+    fn gate<'a>(&'a self, _ctx: &'a ToolContext<'a>, args: &'a Value) -> BoxFuture<'a, Result<Option<Gate>, String>> {
+        let gate = (args["action"] == "delete").then(|| {
+            Gate::permission(
+                ConfirmationRequest::approval("", "", "workflows", Map::new(), Severity::Warning, "Archive workflow?"),
+                "workflows.delete",
+            )
+        });
+        Box::pin(async move { Ok(gate) })
     }
     fn run<'a>(&'a self, _ctx: &'a ToolContext<'a>, args: Value) -> BoxFuture<'a, ToolOutcome> {
         Box::pin(async move {
@@ -98,11 +101,13 @@ pub struct Setup {
     /// Configure the scripted model (false: no INSTANCE_AI_MODEL).
     pub model: bool,
     pub confirmation_timeout_secs: Option<u64>,
+    /// `INSTANCE_AI_APPROVAL_POLICY`.
+    pub approval_policy: Option<&'static str>,
 }
 
 impl Default for Setup {
     fn default() -> Self {
-        Setup { consumers: true, lease_secs: None, model: true, confirmation_timeout_secs: None }
+        Setup { consumers: true, lease_secs: None, model: true, confirmation_timeout_secs: None, approval_policy: None }
     }
 }
 
@@ -125,6 +130,9 @@ pub async fn cloud_with<X>(
         config.step_lease_secs = l;
     }
     config.confirmation_timeout_secs = setup.confirmation_timeout_secs;
+    if let Some(p) = setup.approval_policy {
+        config.set_var("INSTANCE_AI_APPROVAL_POLICY", p);
+    }
     let running = start(Options { config, prefix: env.prefix.clone(), port: 0, run_consumers: setup.consumers, run_schedules: false })
         .await
         .expect("local cloud starts");

@@ -25,6 +25,24 @@
 //! Tool call ids are `scripted_<a>_<k>`: `a` = assistant messages in the
 //! whole history, `k` = the call's position in the turn; deterministic and
 //! unique within a thread.
+//!
+//! **Earlier results.** A tool call argument may refer to the result of an
+//! earlier call of the same run, so a script can chain calls on ids it cannot
+//! know in advance (a workflow created in turn 0, run in turn 1):
+//!
+//! ```json
+//! {"name": "workflows", "args": {"action": "get",
+//!   "workflowId": {"$fromResult": {"turn": 0, "call": 0, "pointer": "/workflowId"}}}}
+//! ```
+//!
+//! Any JSON value anywhere in `args` that is an object with the single key
+//! `$fromResult` is replaced by the value at the JSON Pointer `pointer`
+//! (RFC 6901; `""` is the whole result) in the result of call `call`
+//! (0-based, in the order the turn listed its calls) of turn `turn` (0-based,
+//! counted within the run, as turns are played). A reference that cannot be
+//! resolved — a turn not played yet, a call that does not exist or has no
+//! result, an error result, a pointer that matches nothing — fails the run
+//! with an error naming the reference.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -168,6 +186,8 @@ impl ScriptedProvider {
         }
         for (k, call) in turn.tool_calls.iter().enumerate() {
             let id = format!("scripted_{id_base}_{k}");
+            let args = resolve_references(&call.args, &request.messages[start..])
+                .map_err(|e| script_error(format!("turn {n}, call {k} ({}): {e}", call.name)))?;
             chunks.push(ModelChunk::ToolInputStart {
                 id: id.clone(),
                 name: call.name.clone(),
@@ -175,7 +195,7 @@ impl ScriptedProvider {
             chunks.push(ModelChunk::ToolCall {
                 id,
                 name: call.name.clone(),
-                args: call.args.clone(),
+                args,
             });
         }
         let reason = if turn.tool_calls.is_empty() {
@@ -240,6 +260,71 @@ impl ModelProvider for ScriptedProvider {
     }
 }
 
+/// Replaces every `{"$fromResult": {turn, call, pointer}}` in `args` with the
+/// value it names in `run` (the messages of the run, from its user message).
+fn resolve_references(args: &serde_json::Value, run: &[Message]) -> Result<serde_json::Value, String> {
+    use serde_json::Value;
+    match args {
+        Value::Object(map) if map.len() == 1 && map.contains_key("$fromResult") => {
+            let r = &map["$fromResult"];
+            let describe = || format!("$fromResult {r}");
+            let index = |key: &str| {
+                r.get(key)
+                    .and_then(Value::as_u64)
+                    .map(|n| n as usize)
+                    .ok_or_else(|| format!("{}: `{key}` must be a non-negative integer", describe()))
+            };
+            let (turn, call) = (index("turn")?, index("call")?);
+            let pointer = match r.get("pointer") {
+                None => "",
+                Some(Value::String(p)) => p.as_str(),
+                Some(_) => return Err(format!("{}: `pointer` must be a string", describe())),
+            };
+            let parts = run
+                .iter()
+                .filter_map(|m| match m {
+                    Message::Assistant { parts } => Some(parts),
+                    _ => None,
+                })
+                .nth(turn)
+                .ok_or_else(|| format!("{}: turn {turn} has not been played in this run", describe()))?;
+            let call_id = parts
+                .iter()
+                .filter_map(|p| match p {
+                    super::AssistantPart::ToolCall { id, .. } => Some(id),
+                    _ => None,
+                })
+                .nth(call)
+                .ok_or_else(|| format!("{}: turn {turn} has no call {call}", describe()))?;
+            let (content, is_error) = run
+                .iter()
+                .find_map(|m| match m {
+                    Message::ToolResult { tool_call_id, content, is_error, .. } if tool_call_id == call_id => {
+                        Some((content, *is_error))
+                    }
+                    _ => None,
+                })
+                .ok_or_else(|| format!("{}: call {call_id} has no result yet", describe()))?;
+            if is_error {
+                return Err(format!("{}: call {call_id} failed: {}", describe(), super::http::truncate(content, 200)));
+            }
+            let result: Value = serde_json::from_str(content)
+                .map_err(|_| format!("{}: the result of {call_id} is not JSON", describe()))?;
+            result
+                .pointer(pointer)
+                .cloned()
+                .ok_or_else(|| format!("{}: nothing at {pointer:?} in the result of {call_id}", describe()))
+        }
+        Value::Object(map) => map
+            .iter()
+            .map(|(k, v)| Ok((k.clone(), resolve_references(v, run)?)))
+            .collect::<Result<serde_json::Map<_, _>, String>>()
+            .map(Value::Object),
+        Value::Array(items) => items.iter().map(|v| resolve_references(v, run)).collect::<Result<Vec<_>, _>>().map(Value::Array),
+        other => Ok(other.clone()),
+    }
+}
+
 /// Splits text on word boundaries into at least 3 chunks (about two words
 /// each for longer text); texts of fewer than 3 words are split by
 /// characters instead. The chunks concatenate to the input exactly.
@@ -288,7 +373,53 @@ pub fn split_chunks(text: &str) -> Vec<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::split_chunks;
+    use super::{resolve_references, split_chunks, Message};
+    use crate::model::AssistantPart;
+    use serde_json::json;
+
+    fn run_with_result(content: &str, is_error: bool) -> Vec<Message> {
+        vec![
+            Message::user("go"),
+            Message::Assistant {
+                parts: vec![
+                    AssistantPart::ToolCall { id: "c0".into(), name: "a".into(), args: json!({}) },
+                    AssistantPart::ToolCall { id: "c1".into(), name: "b".into(), args: json!({}) },
+                ],
+            },
+            Message::ToolResult { tool_call_id: "c0".into(), tool_name: "a".into(), content: "{}".into(), is_error: false },
+            Message::ToolResult { tool_call_id: "c1".into(), tool_name: "b".into(), content: content.into(), is_error },
+        ]
+    }
+
+    #[test]
+    fn references_resolve_anywhere_in_the_arguments() {
+        let run = run_with_result(r#"{"workflowId":"wf_9","nodes":[{"name":"Set"}]}"#, false);
+        let args = json!({
+            "action": "get",
+            "workflowId": {"$fromResult": {"turn": 0, "call": 1, "pointer": "/workflowId"}},
+            "deep": [{"n": {"$fromResult": {"turn": 0, "call": 1, "pointer": "/nodes/0/name"}}}],
+            "whole": {"$fromResult": {"turn": 0, "call": 0}},
+        });
+        let out = resolve_references(&args, &run).unwrap();
+        assert_eq!(out, json!({"action": "get", "workflowId": "wf_9", "deep": [{"n": "Set"}], "whole": {}}));
+    }
+
+    #[test]
+    fn unresolvable_references_name_themselves() {
+        let run = run_with_result(r#"{"workflowId":"wf_9"}"#, false);
+        for (args, expect) in [
+            (json!({"$fromResult": {"turn": 1, "call": 0}}), "turn 1 has not been played"),
+            (json!({"$fromResult": {"turn": 0, "call": 2}}), "turn 0 has no call 2"),
+            (json!({"$fromResult": {"turn": 0, "call": 1, "pointer": "/nope"}}), "nothing at \"/nope\""),
+            (json!({"$fromResult": {"turn": "x", "call": 1}}), "`turn` must be"),
+        ] {
+            let e = resolve_references(&args, &run).unwrap_err();
+            assert!(e.contains("$fromResult") && e.contains(expect), "{e}");
+        }
+        let failed = run_with_result("workflow not found", true);
+        let e = resolve_references(&json!({"$fromResult": {"turn": 0, "call": 1}}), &failed).unwrap_err();
+        assert!(e.contains("failed: workflow not found"), "{e}");
+    }
 
     #[test]
     fn chunks_concatenate_to_the_text() {

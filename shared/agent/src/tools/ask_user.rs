@@ -51,14 +51,14 @@ impl Tool for AskUser {
         })
     }
 
-    fn gate(&self, args: &Value) -> Option<Gate> {
+    fn gate<'a>(&'a self, _ctx: &'a ToolContext<'a>, args: &'a Value) -> BoxFuture<'a, Result<Option<Gate>, String>> {
         let qs = questions(args);
         let mut req = ConfirmationRequest::approval("", "", self.name(), Map::new(), Severity::Info, "");
         req.message = qs.first().map(|q| q.question.clone()).unwrap_or_default();
         req.input_type = Some(InputType::Questions);
         req.questions = Some(qs);
         req.intro_message = args.get("introMessage").and_then(Value::as_str).map(str::to_owned);
-        Some(Gate { request: req, before: Vec::new() })
+        Box::pin(async move { Ok(Some(Gate::question(req, Vec::new()))) })
     }
 
     fn allow_key(&self, _args: &Value) -> Option<String> {

@@ -5,8 +5,10 @@
 //! gets a `tool-error` it can read and correct.
 
 pub mod ask_user;
+pub mod policy;
 pub mod schema;
 pub mod tasks;
+pub mod untrusted;
 
 use crate::model::ToolDefinition;
 use crate::runtime::Runtime;
@@ -37,6 +39,16 @@ pub struct ToolContext<'a> {
 }
 
 impl ToolContext<'_> {
+    /// The domain layer; a clear error where this function was deployed without it.
+    pub fn instance(&self) -> Result<&instance::Instance, String> {
+        self.rt.instance.as_deref().ok_or_else(|| "this function has no access to the instance's data (deployment error)".to_owned())
+    }
+
+    /// Who acts: the run's user, writing to the user's personal project.
+    pub fn caller(&self) -> instance::Caller {
+        instance::Caller::new(self.user_id.clone())
+    }
+
     pub async fn emit(&self, payload: EventPayload) -> Result<(), String> {
         let event = crate::runtime::event(self.run_id, self.agent_id, payload);
         self.writer.lock().await.emit(event).await.map(|_| ()).map_err(|e| e.to_string())
@@ -48,6 +60,22 @@ impl ToolContext<'_> {
 pub struct Gate {
     pub request: ConfirmationRequest,
     pub before: Vec<EventPayload>,
+    /// The admin policy action this gate falls under (`workflows.publish`,
+    /// `runWorkflow`, …; see [`policy`]); `None` for gates that are questions
+    /// or plan reviews, which no policy can skip.
+    pub policy: Option<String>,
+}
+
+impl Gate {
+    /// A question or review: always asks, never skipped by policy or grants.
+    pub fn question(request: ConfirmationRequest, before: Vec<EventPayload>) -> Gate {
+        Gate { request, before, policy: None }
+    }
+
+    /// A permission: subject to the admin policy `action` and session grants.
+    pub fn permission(request: ConfirmationRequest, action: impl Into<String>) -> Gate {
+        Gate { request, before: Vec::new(), policy: Some(action.into()) }
+    }
 }
 
 pub enum ToolOutcome {
@@ -96,14 +124,23 @@ pub trait Tool: Send + Sync {
     fn audience(&self) -> Audience {
         Audience::All
     }
-    /// `Some` when this call needs a human before it runs.
-    fn gate(&self, _args: &Value) -> Option<Gate> {
-        None
+    /// `Ok(Some)` when this call needs a human before it runs. It may read the
+    /// domain (the card names the resource); `Err` refuses the call before
+    /// anyone is asked (a missing workflow, bad input), as a `tool-error`.
+    fn gate<'a>(&'a self, _ctx: &'a ToolContext<'a>, _args: &'a Value) -> BoxFuture<'a, Result<Option<Gate>, String>> {
+        Box::pin(async { Ok(None) })
     }
     /// The key an "always allow for this thread" decision is stored under;
-    /// `None` for gates that are questions, not permissions.
+    /// `None` for gates that are questions, not permissions (or when no
+    /// grant may be offered).
     fn allow_key(&self, args: &Value) -> Option<String> {
         Some(format!("{}#{}", self.name(), args.get("action").and_then(Value::as_str).unwrap_or("*")))
+    }
+    /// Grant keys any of which lets this call run without asking: its own
+    /// [`allow_key`](Tool::allow_key) and broader ones (a whole-workflow run
+    /// grant covers a step of that workflow).
+    fn covering_keys(&self, args: &Value) -> Vec<String> {
+        self.allow_key(args).into_iter().collect()
     }
     fn run<'a>(&'a self, ctx: &'a ToolContext<'a>, args: Value) -> BoxFuture<'a, ToolOutcome>;
     /// Runs a gated call after the human decided. Approval runs the tool;
@@ -115,6 +152,15 @@ pub trait Tool: Send + Sync {
             Box::pin(async move { ToolOutcome::Done(denied(&decision)) })
         }
     }
+}
+
+/// The result a call blocked by the admin policy returns to the model.
+pub fn blocked(action: &str) -> Value {
+    json!({
+        "blocked": true,
+        "reason": "blocked_by_admin",
+        "message": format!("An administrator has blocked this action ({action}) for the assistant; it was not performed. Tell the user, and do not try to achieve the same effect another way."),
+    })
 }
 
 /// The result a denied call returns to the model.

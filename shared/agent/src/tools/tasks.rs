@@ -77,19 +77,9 @@ impl Tool for CreateTasks {
         })
     }
 
-    fn gate(&self, args: &Value) -> Option<Gate> {
-        let tasks = planned(args);
-        if let Err(e) = background::check_plan(&tasks) {
-            // An invalid plan is refused by `run` without asking anyone.
-            tracing::debug!(error = %e, "plan refused before review");
-            return None;
-        }
-        let items = pending_items(&tasks);
-        let mut req = ConfirmationRequest::approval("", "", self.name(), Map::new(), Severity::Info, "Review the plan");
-        req.input_type = Some(InputType::PlanReview);
-        req.tasks = Some(TaskList { tasks: items.clone() });
-        req.intro_message = args.pointer("/planningContext/summary").and_then(Value::as_str).map(str::to_owned);
-        Some(Gate { request: req, before: vec![EventPayload::TasksUpdate(TasksUpdate { tasks: items, plan_items: None })] })
+    fn gate<'a>(&'a self, _ctx: &'a ToolContext<'a>, args: &'a Value) -> BoxFuture<'a, Result<Option<Gate>, String>> {
+        let gate = self.plan_gate(args);
+        Box::pin(async move { Ok(gate) })
     }
 
     fn allow_key(&self, _args: &Value) -> Option<String> {
@@ -106,6 +96,27 @@ impl Tool for CreateTasks {
     }
 
     fn resume<'a>(&'a self, ctx: &'a ToolContext<'a>, args: Value, decision: Decision) -> BoxFuture<'a, ToolOutcome> {
+        self.resume_plan(ctx, args, decision)
+    }
+}
+
+impl CreateTasks {
+    fn plan_gate(&self, args: &Value) -> Option<Gate> {
+        let tasks = planned(args);
+        if let Err(e) = background::check_plan(&tasks) {
+            // An invalid plan is refused by `run` without asking anyone.
+            tracing::debug!(error = %e, "plan refused before review");
+            return None;
+        }
+        let items = pending_items(&tasks);
+        let mut req = ConfirmationRequest::approval("", "", self.name(), Map::new(), Severity::Info, "Review the plan");
+        req.input_type = Some(InputType::PlanReview);
+        req.tasks = Some(TaskList { tasks: items.clone() });
+        req.intro_message = args.pointer("/planningContext/summary").and_then(Value::as_str).map(str::to_owned);
+        Some(Gate::question(req, vec![EventPayload::TasksUpdate(TasksUpdate { tasks: items, plan_items: None })]))
+    }
+
+    fn resume_plan<'a>(&'a self, ctx: &'a ToolContext<'a>, args: Value, decision: Decision) -> BoxFuture<'a, ToolOutcome> {
         Box::pin(async move {
             let tasks = planned(&args);
             if !decision.approved {

@@ -1,9 +1,12 @@
-//! HTML: extract content by CSS selector (text as html-to-text renders it,
-//! inner HTML, attributes, form values).
+//! HTML (1, 1.1, 1.2): generate from a template, extract content by CSS
+//! selector (cheerio text before 1.2, html-to-text from 1.2; inner HTML,
+//! attributes, form values), convert items to an HTML table; and the legacy
+//! HTML Extract node.
 
 use scraper::{ElementRef, Html, Node, Selector};
 use serde_json::{json, Map, Value};
 
+use super::lodash::{self, js_to_string};
 use super::{NodeContext, NodeOutput};
 use crate::data::item_from;
 use crate::error::{EngineError, Result};
@@ -150,89 +153,289 @@ fn selector(s: &str) -> Result<Selector> {
     Selector::parse(s).map_err(|e| EngineError::node(format!("Invalid CSS selector '{s}': {e}")))
 }
 
-fn extract(el: ElementRef<'_>, ret: &str, attribute: &str, skip: &[Selector]) -> Value {
-    match ret {
-        "html" => json!(el.inner_html()),
-        "attribute" => {
-            if attribute.is_empty() {
-                let m: Map<String, Value> = el.value().attrs().map(|(k, v)| (k.to_string(), json!(v))).collect();
-                Value::Object(m)
+/// What an extraction value reads from the matched elements.
+struct ValueSpec {
+    key: String,
+    selector: Selector,
+    ret: String,
+    attribute: String,
+    skip: Vec<Selector>,
+    array: bool,
+}
+
+fn value_specs(values: &Value) -> Result<Vec<ValueSpec>> {
+    let s = |v: &Value, k: &str| v.get(k).map(|x| js_to_string(Some(x))).unwrap_or_default();
+    values
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|v| {
+            Ok(ValueSpec {
+                key: s(v, "key"),
+                selector: selector(&s(v, "cssSelector"))?,
+                ret: v.get("returnValue").map(|x| js_to_string(Some(x))).unwrap_or_else(|| "text".into()),
+                attribute: s(v, "attribute"),
+                skip: s(v, "skipSelectors").split(',').map(str::trim).filter(|x| !x.is_empty()).map(selector).collect::<Result<_>>()?,
+                array: v.get("returnArray").is_some_and(|x| lodash::truthy(Some(x))),
+            })
+        })
+        .collect()
+}
+
+/// cheerio's `$.text()`: every text node below the matched elements.
+fn all_text<'a>(els: impl Iterator<Item = ElementRef<'a>>) -> String {
+    els.flat_map(|e| e.text().map(str::to_string).collect::<Vec<_>>()).collect()
+}
+
+/// cheerio's `.val()` of the first element.
+fn form_value(el: ElementRef<'_>) -> Option<Value> {
+    let v = el.value();
+    match v.name() {
+        "input" => v.attr("value").map(|x| json!(x)),
+        "textarea" => Some(json!(el.text().collect::<String>())),
+        "option" => Some(json!(v.attr("value").map(str::to_string).unwrap_or_else(|| el.text().collect()))),
+        "select" => {
+            let options: Vec<ElementRef<'_>> = el.descendants().filter_map(ElementRef::wrap).filter(|o| o.value().name() == "option").collect();
+            let value_of = |o: &ElementRef<'_>| o.value().attr("value").map(str::to_string).unwrap_or_else(|| o.text().collect());
+            let selected: Vec<&ElementRef<'_>> = options.iter().filter(|o| o.value().attr("selected").is_some()).collect();
+            if v.attr("multiple").is_some() {
+                Some(Value::Array(selected.iter().map(|o| json!(value_of(o))).collect()))
             } else {
-                el.value().attr(attribute).map(|v| json!(v)).unwrap_or(Value::Null)
+                selected.first().copied().or(options.first()).map(|o| json!(value_of(o)))
             }
         }
-        "value" => el.value().attr("value").map(|v| json!(v)).unwrap_or(Value::Null),
-        _ => json!(to_text(el, skip)),
+        _ => None,
     }
+}
+
+/// One value from the selection (all matched elements, or one of them),
+/// as n8n's `getValue` reads it per node generation.
+fn read_value(els: &[ElementRef<'_>], spec: &ValueSpec, html_to_text: bool) -> Option<Value> {
+    let first = els.first().copied();
+    match spec.ret.as_str() {
+        // `.attr()` without a name gives every attribute.
+        "attribute" if spec.attribute.is_empty() => first.map(|e| Value::Object(e.value().attrs().map(|(k, v)| (k.to_string(), json!(v))).collect())),
+        "attribute" => first.and_then(|e| e.value().attr(&spec.attribute)).map(|x| json!(x)),
+        "html" => first.map(|e| e.inner_html()).filter(|h| !h.is_empty()).map(|h| json!(h)),
+        "value" => first.and_then(form_value).map(|v| match v {
+            Value::Array(a) if html_to_text => json!(a.iter().map(|x| js_to_string(Some(x))).collect::<Vec<_>>().join(",")),
+            other => other,
+        }),
+        _ => {
+            if html_to_text {
+                // html-to-text over the first element's inner HTML.
+                let inner = first.map(|e| e.inner_html()).unwrap_or_default();
+                let frag = Html::parse_fragment(&inner);
+                Some(json!(to_text(frag.root_element(), &spec.skip)))
+            } else {
+                Some(json!(all_text(els.iter().copied()))).filter(|t| t.as_str() != Some(""))
+            }
+        }
+    }
+}
+
+/// Trim and clean up as the options say.
+fn post_process(v: Value, trim: bool, clean: bool) -> Value {
+    match v {
+        Value::String(mut s) => {
+            if trim {
+                s = s.trim().to_string();
+            }
+            if clean {
+                s = s.trim().replace("\r\n", "").replace(['\n', '\r'], "").split_whitespace().collect::<Vec<_>>().join(" ");
+            }
+            Value::String(s)
+        }
+        other => other,
+    }
+}
+
+/// Runs the extraction values over each HTML string; one item per string.
+fn extract_items(htmls: Vec<String>, specs: &[ValueSpec], i: usize, html_to_text: bool, trim: bool, clean: bool) -> Vec<crate::data::Item> {
+    let mut out = vec![];
+    for html in htmls {
+        let doc = Html::parse_document(&html);
+        let mut obj = Map::new();
+        for spec in specs {
+            let els: Vec<ElementRef<'_>> = doc.select(&spec.selector).collect();
+            if spec.array {
+                let list: Vec<Value> = els.iter().map(|e| read_value(&[*e], spec, html_to_text).map(|v| post_process(v, trim, clean)).unwrap_or(Value::Null)).collect();
+                obj.insert(spec.key.clone(), Value::Array(list));
+            } else {
+                match read_value(&els, spec, html_to_text) {
+                    Some(v) => {
+                        obj.insert(spec.key.clone(), post_process(v, trim, clean));
+                    }
+                    // `undefined`: the key does not survive JSON.
+                    None => {
+                        obj.shift_remove(spec.key.as_str());
+                    }
+                }
+            }
+        }
+        out.push(item_from(Value::Object(obj), i));
+    }
+    out
+}
+
+/// The HTML source of an item: a JSON property (a string or a list of
+/// strings) or a binary property.
+fn sources(item: &crate::data::Item, source: &str, prop: &str, dotted: bool) -> Result<Vec<String>> {
+    if source == "binary" {
+        let b64 = item
+            .binary
+            .as_deref()
+            .and_then(|b| b.get(prop))
+            .and_then(|b| b.get("data"))
+            .and_then(Value::as_str)
+            .ok_or_else(|| EngineError::node(format!("This operation expects the node's input data to contain a binary file '{prop}', but none was found [item 0]")))?;
+        use base64::Engine as _;
+        let bytes = base64::engine::general_purpose::STANDARD.decode(b64).map_err(|e| EngineError::node(format!("Binary data could not be decoded: {e}")))?;
+        return Ok(vec![String::from_utf8_lossy(&bytes).into_owned()]);
+    }
+    let value = item.json.get(prop).cloned().or_else(|| if dotted { lodash::get(&item.json, prop).map(|c| c.into_owned()) } else { None });
+    match value {
+        None => Err(EngineError::node(format!("No property named \"{prop}\" exists!"))),
+        Some(Value::Array(a)) => Ok(a.iter().map(|x| js_to_string(Some(x))).collect()),
+        Some(v) => Ok(vec![js_to_string(Some(&v))]),
+    }
+}
+
+/// "Convert to HTML Table": one item holding a table of all input items.
+fn html_table(ctx: &mut NodeContext<'_>) -> Result<NodeOutput> {
+    let input = ctx.input(0);
+    if input.is_empty() {
+        return Ok(NodeOutput::one(vec![]));
+    }
+    let custom = ctx.param_bool("options.customStyling", 0, false)?;
+    let (table_style, header_style, cell_style) = if custom {
+        ("", "", "")
+    } else {
+        (
+            "style='border-spacing:0; font-family:helvetica,arial,sans-serif'",
+            "style='margin:0; padding:7px 20px 7px 0px; border-bottom:1px solid #eee; text-align:left; color:#888; font-weight:normal'",
+            "style='margin:0; padding:7px 20px 7px 0px; border-bottom:1px solid #eee'",
+        )
+    };
+    let table_attrs = ctx.param_str("options.tableAttributes", 0, "")?;
+    let header_attrs = ctx.param_str("options.headerAttributes", 0, "")?;
+    let caption = ctx.param_str("options.caption", 0, "")?;
+    let capitalize = ctx.param_bool("options.capitalize", 0, false)?;
+    let mut headers: Vec<String> = vec![];
+    for it in input.iter() {
+        for k in it.json.as_object().into_iter().flat_map(|o| o.keys()) {
+            if !headers.contains(k) {
+                headers.push(k.clone());
+            }
+        }
+    }
+    let cap = |h: &str| -> String {
+        if !capitalize {
+            return h.to_string();
+        }
+        h.split('_').filter(|w| !w.is_empty()).map(|w| w.chars().next().map(|c| c.to_uppercase().collect::<String>() + &w[c.len_utf8()..]).unwrap_or_default()).collect::<Vec<_>>().join(" ")
+    };
+    let mut t = format!("<table {table_style} {table_attrs}>");
+    if !caption.is_empty() {
+        t += &format!("<caption>{caption}</caption>");
+    }
+    t += &format!("<thead {header_style} {header_attrs}><tr>");
+    t += &headers.iter().map(|h| format!("<th>{}</th>", cap(h))).collect::<String>();
+    t += "</tr></thead><tbody>";
+    for (i, it) in input.iter().enumerate() {
+        let row_attrs = ctx.param_str("options.rowAttributes", i, "")?;
+        let cell_attrs = ctx.param_str("options.cellAttributes", i, "")?;
+        t += &format!("<tr  {row_attrs}>");
+        for h in &headers {
+            let v = it.json.get(h);
+            let cell = match v {
+                Some(Value::Bool(b)) => format!("<input type=\"checkbox\" {}/>", if *b { "checked=\"checked\"" } else { "" }),
+                other => js_to_string(other),
+            };
+            t += &format!("<td {cell_style} {cell_attrs}>{cell}</td>");
+        }
+        t += "</tr>";
+    }
+    t += "</tbody></table>";
+    let paired = crate::data::PairedItem::Other(Box::new(Value::Array((0..input.len()).map(|i| json!({ "item": i })).collect())));
+    Ok(NodeOutput::one(vec![crate::data::Item { json: json!({ "table": t }).into(), binary: None, paired_item: Some(paired) }]))
+}
+
+/// "Generate HTML Template": each `{{ … }}` in the template evaluated for the item.
+fn html_template(ctx: &mut NodeContext<'_>, i: usize) -> Result<String> {
+    let mut html = match ctx.raw("html") {
+        Some(Value::String(s)) => s.strip_prefix('=').unwrap_or(s).to_string(),
+        Some(other) => js_to_string(Some(other)),
+        None => String::new(),
+    };
+    let mut resolvables = vec![];
+    let mut rest = html.as_str();
+    while let Some(start) = rest.find("{{") {
+        let Some(end) = rest[start..].find("}}") else { break };
+        resolvables.push(rest[start..start + end + 2].to_string());
+        rest = &rest[start + end + 2..];
+    }
+    for r in resolvables {
+        let v = ctx.resolve(&Value::String(format!("={r}")), i)?;
+        let text = match &v {
+            Value::String(s) => s.clone(),
+            Value::Object(_) | Value::Array(_) => lodash::json_stringify(&v),
+            other => js_to_string(Some(other)),
+        };
+        html = html.replacen(&r, &text, 1);
+    }
+    Ok(html)
 }
 
 pub fn execute(ctx: &mut NodeContext<'_>) -> Result<NodeOutput> {
     let op = ctx.param_str("operation", 0, "generateHtmlTemplate")?;
+    if op == "convertToHtmlTable" {
+        return html_table(ctx);
+    }
+    let version = ctx.version();
     let input = ctx.input(0);
     let mut out = vec![];
-    if op == "generateHtmlTemplate" {
-        for (i, _) in input.iter().enumerate() {
-            let html = ctx.param_str("html", i, "")?;
-            out.push(item_from(json!({ "html": html }), i));
-        }
-        return Ok(NodeOutput::one(out));
-    }
-    if op != "extractHtmlContent" {
-        return Err(EngineError::node(format!("The operation '{op}' is not supported")));
-    }
     for (i, item) in input.iter().enumerate() {
-        let prop = ctx.param_str("dataPropertyName", i, "data")?;
-        let html = match ctx.param_str("sourceData", i, "json")?.as_str() {
-            "binary" => {
-                let b64 = item.binary.as_ref().and_then(|b| b.pointer(&format!("/{prop}/data"))).and_then(|d| d.as_str()).unwrap_or("");
-                use base64::Engine as _;
-                String::from_utf8_lossy(&base64::engine::general_purpose::STANDARD.decode(b64).unwrap_or_default()).into_owned()
-            }
-            _ => super::get_path(&item.json, &prop).map(super::js_string).unwrap_or_default(),
+        let r: Result<Vec<crate::data::Item>> = match op.as_str() {
+            "generateHtmlTemplate" => html_template(ctx, i).map(|h| vec![item_from(json!({ "html": h }), i)]),
+            "extractHtmlContent" => (|| {
+                let source = ctx.param_str("sourceData", i, "json")?;
+                let prop = ctx.param_str("dataPropertyName", i, "data")?;
+                let specs = value_specs(&ctx.param("extractionValues.values", i, json!([]))?)?;
+                let trim = ctx.param_bool("options.trimValues", i, false)?;
+                let clean = ctx.param_bool("options.cleanUpText", i, false)?;
+                let htmls = sources(item, &source, &prop, version > 1.0)?;
+                Ok(extract_items(htmls, &specs, i, version > 1.1, trim, clean))
+            })(),
+            other => Err(EngineError::node(format!("The operation \"{other}\" is not supported!"))),
         };
-        let doc = Html::parse_document(&html);
-        let trim = ctx.param_bool("options.trimValues", i, false)?;
-        let clean = ctx.param_bool("options.cleanUpText", i, false)?;
-        let values = ctx.param("extractionValues.values", i, json!([]))?;
-        let mut obj = Map::new();
-        for v in values.as_array().into_iter().flatten() {
-            let key = v.get("key").and_then(|x| x.as_str()).unwrap_or("").to_string();
-            let sel = selector(v.get("cssSelector").and_then(|x| x.as_str()).unwrap_or(""))?;
-            let ret = v.get("returnValue").and_then(|x| x.as_str()).unwrap_or("text");
-            let attr = v.get("attribute").and_then(|x| x.as_str()).unwrap_or("");
-            let skip: Vec<Selector> = v
-                .get("skipSelectors")
-                .and_then(|x| x.as_str())
-                .unwrap_or("")
-                .split(',')
-                .map(str::trim)
-                .filter(|s| !s.is_empty())
-                .map(selector)
-                .collect::<Result<_>>()?;
-            let post = |x: Value| match x {
-                Value::String(s) => {
-                    let s = if clean { s.replace(['\n', '\r'], "").split_whitespace().collect::<Vec<_>>().join(" ") } else { s };
-                    json!(if trim { s.trim().to_string() } else { s })
-                }
-                other => other,
-            };
-            let found: Vec<Value> = doc.select(&sel).map(|el| post(extract(el, ret, attr, &skip))).collect();
-            let value = if v.get("returnArray").and_then(|x| x.as_bool()).unwrap_or(false) {
-                Value::Array(found)
-            } else if ret == "text" || ret == "html" {
-                // cheerio on a multi-element selection: text joins, html takes the first
-                if ret == "text" {
-                    let parts: Vec<String> = found.iter().filter_map(|x| x.as_str().map(str::to_string)).collect();
-                    if parts.is_empty() { Value::Null } else { json!(parts.join("")) }
-                } else {
-                    found.into_iter().next().unwrap_or(Value::Null)
-                }
-            } else {
-                found.into_iter().next().unwrap_or(Value::Null)
-            };
-            obj.insert(key, value);
+        match r {
+            Ok(items) => out.extend(items),
+            Err(e) if ctx.continue_on_fail() => ctx.error_item(&mut out, &e, i),
+            Err(e) => return Err(e),
         }
-        out.push(item_from(Value::Object(obj), i));
+    }
+    Ok(NodeOutput::one(out))
+}
+
+/// The legacy HTML Extract node: cheerio text, values trimmed unless told not to.
+pub fn html_extract(ctx: &mut NodeContext<'_>) -> Result<NodeOutput> {
+    let input = ctx.input(0);
+    let mut out = vec![];
+    for (i, item) in input.iter().enumerate() {
+        let r = (|| {
+            let source = ctx.param_str("sourceData", i, "json")?;
+            let prop = ctx.param_str("dataPropertyName", i, "data")?;
+            let specs = value_specs(&ctx.param("extractionValues.values", i, json!([]))?)?;
+            let trim = ctx.param_bool("options.trimValues", i, true)?;
+            let htmls = sources(item, &source, &prop, true)?;
+            Ok::<_, EngineError>(extract_items(htmls, &specs, i, false, trim, false))
+        })();
+        match r {
+            Ok(items) => out.extend(items),
+            Err(e) if ctx.continue_on_fail() => ctx.error_item(&mut out, &e, i),
+            Err(e) => return Err(e),
+        }
     }
     Ok(NodeOutput::one(out))
 }

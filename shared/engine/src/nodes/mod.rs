@@ -12,19 +12,36 @@ use crate::run::Env;
 use crate::workflow::{Graph, Node, OnError};
 
 pub mod aggregate;
+pub mod binary;
+pub mod compression;
+pub mod convert_to_file;
+pub mod disk;
+pub mod extract_from_file;
+pub mod jwt;
+pub mod rss;
+pub mod totp;
+pub mod training;
+pub mod xlsx;
 pub mod code;
+pub mod compare_datasets;
 pub mod conditions;
 pub mod crypto;
 pub mod datatable;
+pub mod dates;
 pub mod datetime;
+pub mod dedupe_history;
 pub mod execute_workflow;
 pub mod html;
 pub mod http;
 pub mod if_node;
+pub mod item_lists;
 pub mod limit;
+pub mod lodash;
 pub mod merge;
 pub mod misc;
+pub mod regex_safety;
 pub mod remove_duplicates;
+pub mod rename_keys;
 pub mod respond;
 pub mod set;
 pub mod sort;
@@ -34,6 +51,7 @@ pub mod summarize;
 pub mod switch;
 pub mod triggers;
 pub mod wait;
+pub mod xml;
 
 /// What a node run produced.
 pub enum NodeOutput {
@@ -72,7 +90,12 @@ pub fn get(node_type: &str) -> Option<NodeFn> {
         "n8n-nodes-base.noOp" => misc::no_op,
         "n8n-nodes-base.stopAndError" => misc::stop_and_error,
         "n8n-nodes-base.respondToWebhook" => respond::execute,
-        "n8n-nodes-base.readBinaryFiles" | "n8n-nodes-base.readWriteFile" => misc::read_binary_files,
+        "n8n-nodes-base.readBinaryFiles" => disk::read_binary_files,
+        "n8n-nodes-base.readWriteFile" => disk::read_write_file,
+        "n8n-nodes-base.readBinaryFile" => disk::read_binary_file,
+        "n8n-nodes-base.writeBinaryFile" => disk::write_binary_file,
+        "n8n-nodes-base.executeCommand" => disk::execute_command,
+        "n8n-nodes-base.localFileTrigger" => disk::local_file_trigger,
         "n8n-nodes-base.set" => set::execute,
         "n8n-nodes-base.if" => if_node::execute,
         "n8n-nodes-base.switch" => switch::execute,
@@ -86,6 +109,8 @@ pub fn get(node_type: &str) -> Option<NodeFn> {
         "n8n-nodes-base.removeDuplicates" => remove_duplicates::execute,
         "n8n-nodes-base.splitInBatches" => split_in_batches::execute,
         "n8n-nodes-base.code" => code::execute,
+        "n8n-nodes-base.function" => code::function,
+        "n8n-nodes-base.functionItem" => code::function_item,
         "n8n-nodes-base.httpRequest" => http::execute,
         "n8n-nodes-base.wait" => wait::execute,
         "n8n-nodes-base.executeWorkflow" => execute_workflow::execute,
@@ -93,6 +118,19 @@ pub fn get(node_type: &str) -> Option<NodeFn> {
         "n8n-nodes-base.dateTime" => datetime::execute,
         "n8n-nodes-base.crypto" => crypto::execute,
         "n8n-nodes-base.html" => html::execute,
+        "n8n-nodes-base.htmlExtract" => html::html_extract,
+        "n8n-nodes-base.convertToFile" => convert_to_file::execute,
+        "n8n-nodes-base.extractFromFile" => extract_from_file::execute,
+        "n8n-nodes-base.rssFeedRead" => rss::execute,
+        "n8n-nodes-base.compression" => compression::execute,
+        "n8n-nodes-base.jwt" => jwt::execute,
+        "n8n-nodes-base.totp" => totp::execute,
+        "n8n-nodes-base.n8nTrainingCustomerDatastore" => training::customer_datastore,
+        "n8n-nodes-base.n8nTrainingCustomerMessenger" => training::customer_messenger,
+        "n8n-nodes-base.itemLists" => item_lists::execute,
+        "n8n-nodes-base.compareDatasets" => compare_datasets::execute,
+        "n8n-nodes-base.renameKeys" => rename_keys::execute,
+        "n8n-nodes-base.xml" => xml::execute,
         _ => return None,
     };
     Some(f)
@@ -121,8 +159,9 @@ pub struct NodeContext<'a> {
     /// Set when a parked Wait node resumes.
     pub resumed: bool,
     pub console: Vec<String>,
-    /// Positions in output 0 of items that carry a per-item error; the
-    /// executor moves them to the error output under `continueErrorOutput`.
+    /// Positions in output 0 of items that carry a per-item error. The
+    /// executor routes error items by their content, as n8n does (see
+    /// `run::split_error_output`); this only records what the node reported.
     pub error_items: Vec<usize>,
     pub webhook_response: Option<Value>,
     /// Task metadata the node sets (Execute Workflow's sub-execution link).
@@ -205,6 +244,11 @@ impl<'a> NodeContext<'a> {
         self.node.on_error() != OnError::StopWorkflow
     }
 
+    /// The current instant: the system clock, or `EngineSettings::clock` when frozen.
+    pub fn now(&self) -> chrono::DateTime<chrono::Utc> {
+        self.env.settings.clock.unwrap_or_else(chrono::Utc::now)
+    }
+
     pub fn timezone(&self) -> String {
         self.graph.workflow.settings.timezone.clone().unwrap_or_else(|| self.env.settings.timezone.clone())
     }
@@ -274,6 +318,12 @@ impl<'a> NodeContext<'a> {
         self.with_proxy(None, |_| item, |e, p| e.run_code_items(code, p))
     }
 
+    /// Runs a complete script function (see `expression::Evaluator::run_function_items`)
+    /// against `input` as the node's input, item `item` current.
+    pub fn run_script_items(&mut self, source: &str, input: &[Item], item: i64) -> Result<(Vec<Item>, Vec<String>)> {
+        self.with_proxy(Some(input), |_| item, |e, p| e.run_function_items(source, p))
+    }
+
     /// Error item for item `i` when the node continues on failure.
     pub fn error_item(&mut self, out: &mut Vec<Item>, err: &EngineError, i: usize) {
         self.error_items.push(out.len());
@@ -284,6 +334,13 @@ impl<'a> NodeContext<'a> {
 
     pub fn fail(&self, message: impl Into<String>) -> EngineError {
         EngineError::node(message)
+    }
+
+    /// The decrypted credential of `cred_type` the node selects, from the host.
+    pub fn credential(&self, cred_type: &str) -> Result<Value> {
+        let reference = self.node.credentials.as_ref().and_then(|c| c.get(cred_type)).cloned().unwrap_or(Value::Null);
+        let provider = self.env.host.credentials.clone().ok_or_else(|| EngineError::Host("no credentials provider configured".into()))?;
+        provider.get(cred_type, &reference).map_err(|e| EngineError::node(format!("Node does not have credentials of type {cred_type}: {e}")))
     }
 }
 

@@ -1,101 +1,126 @@
-//! Sort: by fields, randomly, or with a JavaScript comparator.
+//! Sort (and Item Lists' Sort): by fields, randomly, or with a JavaScript
+//! comparator.
 
+use std::borrow::Cow;
 use std::cmp::Ordering;
 
 use serde_json::Value;
 
-use super::{get_path, NodeContext, NodeOutput};
+use super::lodash::{get_field, is_equal, js_sort, lt};
+use super::{NodeContext, NodeOutput};
 use crate::data::Item;
 use crate::error::{EngineError, Result};
 
-/// Compares two JSON values the way JavaScript's `<` orders them.
-pub fn js_cmp(a: Option<&Value>, b: Option<&Value>) -> Ordering {
-    match (a, b) {
-        (None, None) => Ordering::Equal,
-        (None, _) => Ordering::Greater,
-        (_, None) => Ordering::Less,
-        (Some(Value::Number(x)), Some(Value::Number(y))) => x.as_f64().unwrap_or(0.0).total_cmp(&y.as_f64().unwrap_or(0.0)),
-        (Some(Value::String(x)), Some(Value::String(y))) => x.cmp(y),
-        (Some(x), Some(y)) => super::js_string(x).cmp(&super::js_string(y)),
-    }
+pub fn execute(ctx: &mut NodeContext<'_>) -> Result<NodeOutput> {
+    Ok(NodeOutput::one(sort(ctx)?))
 }
 
-pub fn execute(ctx: &mut NodeContext<'_>) -> Result<NodeOutput> {
-    let input = ctx.input(0);
+/// The Sort node's work; Item Lists' Sort is the same.
+pub fn sort(ctx: &mut NodeContext<'_>) -> Result<Vec<Item>> {
     let ty = ctx.param_str("type", 0, "simple")?;
-    let mut idx: Vec<usize> = (0..input.len()).collect();
-    match ty.as_str() {
+    let order: Vec<usize> = match ty.as_str() {
         "random" => {
-            use rand_shuffle::shuffle;
+            let mut idx: Vec<usize> = (0..ctx.input(0).len()).collect();
             shuffle(&mut idx);
+            idx
         }
-        "code" => {
-            let code = ctx.param_str("code", 0, "")?;
-            let script = format!(
-                "const __cmp = function(a, b) {{\n{code}\n}};\nconst __all = $input.all();\nconst __idx = __all.map((_, i) => i);\n__idx.sort((x, y) => __cmp(__all[x], __all[y]));\nreturn [{{ json: {{ order: __idx }} }}];"
-            );
-            let res = ctx.run_code(&script, expression::CodeMode::AllItems, 0)?;
-            let order = res
-                .value
-                .pointer("/0/json/order")
-                .or_else(|| res.value.pointer("/0/order"))
-                .or_else(|| res.value.get("order"))
-                .and_then(|o| o.as_array())
-                .ok_or_else(|| EngineError::node("Sort code did not return an order"))?;
-            idx = order.iter().filter_map(|v| v.as_u64().map(|x| x as usize)).filter(|&x| x < input.len()).collect();
-        }
-        _ => {
-            let fields = ctx.param("sortFieldsUi.sortField", 0, Value::Array(vec![]))?;
-            let no_dot = ctx.param_bool("options.disableDotNotation", 0, false)?;
-            let fields: Vec<(String, bool)> = fields
-                .as_array()
-                .into_iter()
-                .flatten()
-                .map(|f| {
-                    (
-                        f.get("fieldName").and_then(|v| v.as_str()).unwrap_or("").to_string(),
-                        f.get("order").and_then(|v| v.as_str()) == Some("descending"),
-                    )
-                })
-                .collect();
-            // Sort keys looked up once per item, not per comparison (one
-            // flat table of references, `fields.len()` per item).
-            let width = fields.len();
-            let keys: Vec<Option<&Value>> = input
-                .iter()
-                .flat_map(|it| fields.iter().map(move |(f, _)| if no_dot { it.json.get(f) } else { get_path(&it.json, f) }))
-                .collect();
-            idx.sort_by(|&x, &y| {
-                for (k, (_, desc)) in fields.iter().enumerate() {
-                    let o = js_cmp(keys[x * width + k], keys[y * width + k]);
-                    let o = if *desc { o.reverse() } else { o };
-                    if o != Ordering::Equal {
-                        return o;
-                    }
-                }
-                Ordering::Equal
-            });
-        }
-    }
-    drop(input);
+        "code" => code_order(ctx)?,
+        _ => field_order(ctx)?,
+    };
+    // Items keep their own `pairedItem`, as n8n's sort hands back the input items.
     let mut items: Vec<Option<Item>> = ctx.take_input(0).into_iter().map(Some).collect();
-    let out = idx
+    Ok(order.into_iter().filter_map(|i| items.get_mut(i).and_then(Option::take)).collect())
+}
+
+fn field_order(ctx: &mut NodeContext<'_>) -> Result<Vec<usize>> {
+    let input = ctx.input(0);
+    let dot = !ctx.param_bool("options.disableDotNotation", 0, false)?;
+    let fields = ctx.param("sortFieldsUi.sortField", 0, Value::Array(vec![]))?;
+    let fields: Vec<(String, bool)> = fields
+        .as_array()
         .into_iter()
-        .filter_map(|i| {
-            let mut it = items.get_mut(i)?.take()?;
-            it.paired_item = Some(crate::data::paired_ref(i, 0));
-            Some(it)
+        .flatten()
+        .map(|f| {
+            let name = f.get("fieldName").map(|v| super::lodash::js_to_string(Some(v))).unwrap_or_default();
+            (name, f.get("order").and_then(Value::as_str).unwrap_or("ascending") != "ascending")
         })
         .collect();
-    Ok(NodeOutput::one(out))
+    if fields.is_empty() {
+        return Err(EngineError::node("No sorting specified. Please add a field to sort by"));
+    }
+    for (name, _) in &fields {
+        let found = input.iter().any(|it| if dot { get_field(&it.json, name, true).is_some() } else { it.json.get(name).is_some() });
+        if !found && !dot && name.contains('.') {
+            return Err(EngineError::node_with(
+                format!("Couldn't find the field '{name}' in the input data"),
+                "If you're trying to use a nested field, make sure you turn off 'disable dot notation' in the node options",
+            ));
+        }
+        if !found {
+            return Err(EngineError::node(format!("Couldn't find the field '{name}' in the input data")));
+        }
+    }
+    // Sort keys looked up once per item (strings lower-cased, as n8n compares them).
+    let width = fields.len();
+    let keys: Vec<Option<Cow<'_, Value>>> = input
+        .iter()
+        .flat_map(|it| {
+            fields.iter().map(move |(f, _)| {
+                get_field(&it.json, f, dot).map(|v| match v.as_ref() {
+                    Value::String(s) => Cow::Owned(Value::String(s.to_lowercase())),
+                    _ => v,
+                })
+            })
+        })
+        .collect();
+    let mut idx: Vec<usize> = (0..input.len()).collect();
+    js_sort(&mut idx, |&x, &y| {
+        for (k, (_, desc)) in fields.iter().enumerate() {
+            let (a, b) = (keys[x * width + k].as_deref(), keys[y * width + k].as_deref());
+            if is_equal(a, b) {
+                continue;
+            }
+            let less = lt(a, b);
+            return match (less, desc) {
+                (true, false) | (false, true) => Ordering::Less,
+                _ => Ordering::Greater,
+            };
+        }
+        Ordering::Equal
+    });
+    Ok(idx)
 }
 
-/// Tiny shuffle without pulling in an RNG crate: uuid v4 bytes are random.
-mod rand_shuffle {
-    pub fn shuffle(v: &mut [usize]) {
-        for i in (1..v.len()).rev() {
-            let r = u128::from_le_bytes(*uuid::Uuid::new_v4().as_bytes());
-            v.swap(i, (r % (i as u128 + 1)) as usize);
-        }
+/// Runs the user's comparator in the sandbox over the input items and reads
+/// back the resulting order.
+fn code_order(ctx: &mut NodeContext<'_>) -> Result<Vec<usize>> {
+    let code = ctx.param_str("code", 0, "")?;
+    if !has_return(&code) {
+        return Err(EngineError::node("Sort code doesn't return. Please add a 'return' statement to your code"));
+    }
+    let n = ctx.input(0).len();
+    let script = format!(
+        "const __items = $input.all();\nconst __idx = __items.map((_, i) => i);\n__idx.sort((__x, __y) => (function(a, b) {{\n{code}\n}})(__items[__x], __items[__y]));\nreturn [{{ json: {{ order: __idx }} }}];"
+    );
+    let res = ctx.run_code(&script, expression::CodeMode::AllItems, 0)?;
+    let order = res
+        .value
+        .pointer("/0/json/order")
+        .and_then(Value::as_array)
+        .ok_or_else(|| EngineError::node("Sort code did not return an order"))?;
+    Ok(order.iter().filter_map(|v| v.as_u64().map(|x| x as usize)).filter(|&x| x < n).collect())
+}
+
+/// `/\breturn\b/`.
+fn has_return(code: &str) -> bool {
+    let word = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+    code.match_indices("return").any(|(i, _)| !word(code[..i].chars().next_back()) && !word(code[i + 6..].chars().next()))
+}
+
+/// Fisher–Yates with random bytes from uuid v4 (no RNG crate needed).
+fn shuffle(v: &mut [usize]) {
+    for i in (1..v.len()).rev() {
+        let r = u128::from_le_bytes(*uuid::Uuid::new_v4().as_bytes());
+        v.swap(i, (r % (i as u128 + 1)) as usize);
     }
 }

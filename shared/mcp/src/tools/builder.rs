@@ -2,11 +2,11 @@
 //! validation, creation from code, partial updates.
 
 use super::Ctx;
-use crate::catalog::{self, NodeIdRequest};
+use instance::catalog::{self, NodeIdRequest};
 use crate::error::McpError;
-use crate::ops::{self, Accessible, Draft, Operation};
-use crate::sdk;
-use crate::validate::{self, Warning};
+use instance::ops::{self, Accessible, Draft, Operation};
+use instance::sdk;
+use instance::validate::{self, Warning};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};

@@ -29,49 +29,32 @@ pub struct Ctx<'a> {
 
 impl Ctx<'_> {
     pub fn data(&self) -> &store::data::InstanceData {
-        &self.server.data
+        &self.server.instance.data
     }
 
-    /// The caller's user record; an API key's owner who has never used the
-    /// instance gets one (with a personal project) on first use.
+    pub fn instance(&self) -> &instance::Instance {
+        &self.server.instance
+    }
+
+    /// MCP acts in the user's personal project unless a tool names another.
+    pub fn caller(&self) -> instance::Caller {
+        instance::Caller::new(self.user.clone())
+    }
+
+    /// The caller's user record (created with a personal project on first use).
     pub async fn user(&self) -> Result<User, McpError> {
-        let projects = &self.data().projects;
-        if let Some(u) = projects.user(&self.user).await? {
-            return Ok(u);
-        }
-        let email = format!("{}@users.instance-ai.local", self.user);
-        match projects.create_user(&self.user, &email, None, None).await {
-            Ok((u, _)) => Ok(u),
-            // Two first calls raced: the other one created it.
-            Err(store::StoreError::Conflict(_)) => {
-                projects.user(&self.user).await?.ok_or_else(|| McpError::Internal("user vanished after create".into()))
-            }
-            Err(e) => Err(e.into()),
-        }
+        Ok(self.instance().user(&self.caller()).await?)
     }
 
     /// Requires `scope` in `project_id` (a stranger learns nothing: not found).
     pub async fn require_project(&self, project_id: &str, scope: &str) -> Result<ProjectRole, McpError> {
-        self.user().await?;
-        match self.data().projects.role(&self.user, project_id).await? {
-            None => Err(McpError::NotFound(format!("project {project_id}"))),
-            Some(role) if role.can(scope) => Ok(role),
-            Some(_) => Err(McpError::Forbidden(format!("you lack the permission {scope} in project {project_id}"))),
-        }
+        Ok(self.instance().require_project(&self.caller(), project_id, scope).await?)
     }
 
     /// A workflow the user may act on with `scope`. With `mcp_only`, a
     /// workflow not marked "Available in MCP" is refused with how to fix it.
     pub async fn workflow(&self, id: &str, scope: &str, mcp_only: bool) -> Result<(WorkflowMeta, ProjectRole), McpError> {
-        self.user().await?;
-        let meta = self.data().workflows.meta(id).await?.ok_or_else(|| McpError::NotFound(format!("workflow {id}")))?;
-        let role = match self.data().projects.role(&self.user, &meta.project_id).await? {
-            None => return Err(McpError::NotFound(format!("workflow {id}"))),
-            Some(r) => r,
-        };
-        if !role.can(scope) {
-            return Err(McpError::Forbidden(format!("you lack the permission {scope} on workflow {id}")));
-        }
+        let (meta, role) = self.instance().workflow_access(&self.caller(), id, scope).await?;
         if mcp_only && !meta.available_in_mcp {
             return Err(McpError::Forbidden(format!(
                 "workflow {id} is not available in MCP; enable \"Available in MCP\" in its settings (workflows created through MCP have it on)"

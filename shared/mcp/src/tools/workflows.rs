@@ -3,7 +3,7 @@
 
 use super::{limit, Ctx};
 use crate::error::McpError;
-use crate::runner;
+use instance::runner;
 use executions::{StartRequest, WorkflowRef};
 use engine::Item;
 use schemars::JsonSchema;
@@ -409,7 +409,7 @@ pub async fn execute_workflow(ctx: &Ctx<'_>, a: ExecuteWorkflowArgs) -> Result<E
     req.trigger = Some(node_name(node).to_owned());
     req.trigger_items = Some(items);
     req.trigger_output = output;
-    let outcome = runner::run(&ctx.server.executor, ctx.server.dispatch, req).await?;
+    let outcome = runner::run(&ctx.server.instance.executor, ctx.server.instance.dispatch, req).await?;
     Ok(outcome_out(outcome))
 }
 
@@ -465,7 +465,7 @@ pub async fn test_workflow(ctx: &Ctx<'_>, a: TestWorkflowArgs) -> Result<Executi
     let mut req = StartRequest::new(WorkflowRef::Draft(meta.id.clone()), ExecutionMode::Manual);
     req.pin_data = pins;
     req.trigger = a.trigger_node_name;
-    let outcome = runner::run(&ctx.server.executor, ctx.server.dispatch, req).await?;
+    let outcome = runner::run(&ctx.server.instance.executor, ctx.server.instance.dispatch, req).await?;
     Ok(outcome_out(outcome))
 }
 
@@ -601,7 +601,7 @@ pub async fn publish_workflow(ctx: &Ctx<'_>, a: PublishArgs) -> Result<PublishOu
     if a.version_id.is_none() && first_trigger(&wf_json.body.nodes).is_none() && wf_json.body.trigger_count() == 0 {
         return Err(McpError::Invalid(format!("workflow {} has no trigger node; a published workflow needs one", meta.id)));
     }
-    let active = ctx.server.activation.publish(&meta.id, a.version_id.as_deref()).await?;
+    let active = ctx.server.instance.activation.publish(&meta.id, a.version_id.as_deref()).await?;
     Ok(PublishOut { success: true, workflow_id: meta.id, active_version_id: Some(active), error: None })
 }
 
@@ -616,7 +616,7 @@ pub struct UnpublishOut {
 
 pub async fn unpublish_workflow(ctx: &Ctx<'_>, a: WorkflowIdArgs) -> Result<UnpublishOut, McpError> {
     let (meta, _) = ctx.workflow(&a.workflow_id, "workflow:publish", true).await?;
-    ctx.server.activation.unpublish(&meta.id).await?;
+    ctx.server.instance.activation.unpublish(&meta.id).await?;
     Ok(UnpublishOut { success: true, workflow_id: meta.id, error: None })
 }
 
@@ -631,7 +631,7 @@ pub struct ArchiveOut {
 pub async fn archive_workflow(ctx: &Ctx<'_>, a: WorkflowIdArgs) -> Result<ArchiveOut, McpError> {
     let (meta, _) = ctx.workflow(&a.workflow_id, "workflow:delete", true).await?;
     // Idempotent: an already archived workflow is reported archived.
-    ctx.server.activation.archive(&meta.id).await?;
+    ctx.server.instance.activation.archive(&meta.id).await?;
     Ok(ArchiveOut { archived: true, workflow_id: meta.id, name: meta.name })
 }
 

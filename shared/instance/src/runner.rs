@@ -1,11 +1,10 @@
-//! Executions for `execute_workflow` and `test_workflow`, through the
-//! shared execution service (`executions::Executor`): the same records,
-//! documents, leases and engine host as every other execution. The spec's
-//! tools wait for the outcome; the wait stays below the MCP function's
-//! 120 s timeout, and an execution still going after it is reported
-//! `running` with its id.
+//! Executions started and awaited, through the shared execution service
+//! (`executions::Executor`): the same records, documents, leases and engine
+//! host as every other execution. The wait stays below the MCP function's
+//! 120 s timeout; an execution still going after it is reported `running`
+//! with its id.
 
-use crate::error::McpError;
+use crate::InstanceError;
 use engine::Item;
 use executions::{Dispatch, ExecutionError, ExecutionOutcome, Executor, StartRequest};
 use serde_json::Value;
@@ -15,12 +14,12 @@ use std::time::Duration;
 pub const WAIT: Duration = Duration::from_secs(100);
 
 /// Starts and waits for an execution.
-pub async fn run(executor: &Executor, dispatch: Dispatch, req: StartRequest) -> Result<ExecutionOutcome, McpError> {
+pub async fn run(executor: &Executor, dispatch: Dispatch, req: StartRequest) -> Result<ExecutionOutcome, InstanceError> {
     executor.execute_and_wait(req, WAIT, dispatch).await.map_err(|e| match e {
-        ExecutionError::NotFound(m) => McpError::NotFound(m),
-        ExecutionError::Invalid(m) => McpError::Invalid(format!("the workflow cannot run: {m}")),
+        ExecutionError::NotFound(m) => InstanceError::NotFound(m),
+        ExecutionError::Invalid(m) => InstanceError::Invalid(format!("the workflow cannot run: {m}")),
         ExecutionError::Store(s) => s.into(),
-        other => McpError::Internal(other.to_string()),
+        other => InstanceError::Internal(other.to_string()),
     })
 }
 

@@ -98,7 +98,7 @@ pub fn validate(wf: &Value, check_expressions: bool) -> Report {
             r.error(Some(name), Some("parameters"), "must be an object");
             continue;
         };
-        check_parameters(&mut r, name, desc, pmap);
+        check_parameters(&mut r, name, desc, pmap, node.get("typeVersion").and_then(Value::as_f64));
         if ty == "n8n-nodes-base.httpRequest" {
             check_secret_headers(&mut r, name, &params);
         }
@@ -133,14 +133,52 @@ fn versions(d: &NodeDescription) -> String {
     d.versions().iter().map(|v| v.to_string()).collect::<Vec<_>>().join(", ")
 }
 
-/// Does `p` show, given the node's parameters (defaults fill the gaps)?
-fn shown(p: &NodeProperty, params: &Map<String, Value>, all: &[NodeProperty]) -> bool {
+/// Does an `@version` display condition (`[1, 2]`, `[{_cnd: {gte: 1.1}}]`) hold?
+fn version_matches(conditions: &Value, version: f64) -> bool {
+    conditions.as_array().into_iter().flatten().any(|c| match c.get("_cnd").and_then(Value::as_object) {
+        None => c.as_f64() == Some(version),
+        Some(cnd) => cnd.iter().all(|(op, x)| {
+            let n = x.as_f64();
+            match op.as_str() {
+                "eq" => n == Some(version),
+                "not" => n != Some(version),
+                "gte" => n.is_some_and(|n| version >= n),
+                "lte" => n.is_some_and(|n| version <= n),
+                "gt" => n.is_some_and(|n| version > n),
+                "lt" => n.is_some_and(|n| version < n),
+                "between" => {
+                    let (from, to) = (x.get("from").and_then(Value::as_f64), x.get("to").and_then(Value::as_f64));
+                    from.zip(to).is_some_and(|(f, t)| version >= f && version <= t)
+                }
+                _ => true,
+            }
+        }),
+    })
+}
+
+/// Is `p` a property of this `typeVersion` (its `@version` conditions only)?
+fn for_version(p: &NodeProperty, version: Option<f64>) -> bool {
+    let (Some(v), Some(opts)) = (version, p.display_options.as_ref()) else { return true };
+    let show = opts.pointer("/show/@version").is_none_or(|c| version_matches(c, v));
+    let hide = opts.pointer("/hide/@version").is_some_and(|c| version_matches(c, v));
+    show && !hide
+}
+
+/// Does `p` show, given the node's parameters (defaults fill the gaps) and
+/// its `typeVersion` (for `@version` conditions)?
+fn shown(p: &NodeProperty, params: &Map<String, Value>, all: &[NodeProperty], version: Option<f64>) -> bool {
     let Some(opts) = p.display_options.as_ref() else { return true };
-    let value_of = |k: &str| params.get(k).cloned().or_else(|| all.iter().find(|x| x.name == k).map(|x| x.default.clone()));
+    let value_of = |k: &str| params.get(k).cloned().or_else(|| all.iter().find(|x| x.name == k && for_version(x, version)).map(|x| x.default.clone()));
     if let Some(show) = opts.get("show").and_then(Value::as_object) {
         for (k, allowed) in show {
+            if k == "@version" {
+                if version.is_some_and(|v| !version_matches(allowed, v)) {
+                    return false;
+                }
+                continue;
+            }
             if k.starts_with('@') {
-                continue; // @version conditions: not modelled
+                continue;
             }
             let v = value_of(k).unwrap_or(Value::Null);
             if !allowed.as_array().is_some_and(|a| a.contains(&v)) {
@@ -150,6 +188,12 @@ fn shown(p: &NodeProperty, params: &Map<String, Value>, all: &[NodeProperty]) ->
     }
     if let Some(hide) = opts.get("hide").and_then(Value::as_object) {
         for (k, denied) in hide {
+            if k == "@version" {
+                if version.is_some_and(|v| version_matches(denied, v)) {
+                    return false;
+                }
+                continue;
+            }
             let v = value_of(k).unwrap_or(Value::Null);
             if denied.as_array().is_some_and(|a| a.contains(&v)) {
                 return false;
@@ -163,7 +207,7 @@ fn is_expr(v: &Value) -> bool {
     v.as_str().is_some_and(|s| s.starts_with('='))
 }
 
-fn check_parameters(r: &mut Report, node: &str, d: &NodeDescription, params: &Map<String, Value>) {
+fn check_parameters(r: &mut Report, node: &str, d: &NodeDescription, params: &Map<String, Value>, version: Option<f64>) {
     let known: HashSet<&str> = d.properties.iter().map(|p| p.name.as_str()).collect();
     for k in params.keys() {
         if !known.contains(k.as_str()) {
@@ -176,7 +220,7 @@ fn check_parameters(r: &mut Report, node: &str, d: &NodeDescription, params: &Ma
         }
     }
     for p in &d.properties {
-        if !shown(p, params, &d.properties) {
+        if !shown(p, params, &d.properties, version) {
             continue;
         }
         let v = params.get(&p.name);

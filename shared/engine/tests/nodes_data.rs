@@ -1,0 +1,481 @@
+//! The data nodes against n8n's behaviour, option by option and version by
+//! version: Aggregate, Summarize, Split Out, Sort, Limit, Remove Duplicates
+//! (incl. its history across executions), Item Lists, Rename Keys, Compare
+//! Datasets, Date & Time, HTML, Crypto, XML, Markdown. Expected values come
+//! from n8n's node source and its test workflows (cited where a case is
+//! taken from one).
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+use engine::host::ProcessedDataStore;
+use engine::{Engine, EngineSettings, ExecutionState, ExecutionStatus, Graph, Host, RunOptions};
+use serde_json::{json, Value};
+
+// ---- harness -------------------------------------------------------------
+
+fn node(name: &str, ty: &str, version: f64, params: Value) -> Value {
+    json!({ "id": format!("id-{name}"), "name": name, "type": ty, "typeVersion": version, "parameters": params, "position": [0, 0] })
+}
+
+/// Trigger → test data → the node under test (named "N").
+fn workflow(ty: &str, version: f64, params: Value, input: Value) -> Value {
+    let nodes = vec![
+        node("Trigger", "n8n-nodes-base.manualTrigger", 1.0, json!({})),
+        node("Data", "n8n-nodes-testing.testData", 1.0, json!({ "data": input })),
+        node("N", ty, version, params),
+    ];
+    json!({
+        "id": "wf-1",
+        "nodes": nodes,
+        "connections": {
+            "Trigger": { "main": [[{ "node": "Data", "type": "main", "index": 0 }]] },
+            "Data": { "main": [[{ "node": "N", "type": "main", "index": 0 }]] },
+        },
+        "settings": { "executionOrder": "v1" },
+    })
+}
+
+fn execute(wf: &Value, host: Host) -> ExecutionState {
+    let graph = Graph::from_json(wf).expect("valid workflow");
+    Engine::new(EngineSettings::default(), host).run(&graph, RunOptions::default()).expect("run").0
+}
+
+fn output(st: &ExecutionState, node: &str, out: usize) -> Vec<Value> {
+    st.run_data.get(node).and_then(|r| r.last()).and_then(|t| t.output(out)).map(|i| i.iter().map(|i| Value::clone(&i.json)).collect()).unwrap_or_default()
+}
+
+/// Runs node "N" on `input` and returns its first output's JSON, or the error message.
+fn run(ty: &str, version: f64, params: Value, input: Value) -> Result<Vec<Value>, String> {
+    run_with(ty, version, params, input, Host::default())
+}
+
+fn run_with(ty: &str, version: f64, params: Value, input: Value, host: Host) -> Result<Vec<Value>, String> {
+    let st = execute(&workflow(ty, version, params, input), host);
+    if st.status != ExecutionStatus::Success {
+        return Err(st.error.map(|e| e.message).unwrap_or_else(|| format!("{:?}", st.status)));
+    }
+    Ok(output(&st, "N", 0))
+}
+
+fn ok(ty: &str, version: f64, params: Value, input: Value) -> Vec<Value> {
+    run(ty, version, params, input).unwrap_or_else(|e| panic!("{ty} failed: {e}"))
+}
+
+fn err(ty: &str, version: f64, params: Value, input: Value) -> String {
+    match run(ty, version, params, input) {
+        Ok(out) => panic!("{ty} should fail, gave {out:?}"),
+        Err(e) => e,
+    }
+}
+
+const AGGREGATE: &str = "n8n-nodes-base.aggregate";
+const SUMMARIZE: &str = "n8n-nodes-base.summarize";
+const SPLIT_OUT: &str = "n8n-nodes-base.splitOut";
+const SORT: &str = "n8n-nodes-base.sort";
+const LIMIT: &str = "n8n-nodes-base.limit";
+const DEDUPE: &str = "n8n-nodes-base.removeDuplicates";
+const ITEM_LISTS: &str = "n8n-nodes-base.itemLists";
+
+fn emails() -> Value {
+    json!([
+        { "email": "Grant.Goyette@hotmail.com", "confirmed": true, "domain": "hotmail.com" },
+        { "email": "Ian_Schroeder@yahoo.com", "confirmed": false, "domain": "yahoo.com" },
+        { "email": "Jerome83@yahoo.com", "confirmed": false, "domain": "yahoo.com" },
+        { "email": "Marie55@gmail.com", "confirmed": false, "domain": "gmail.com" },
+        { "email": "Rene78@yahoo.com", "confirmed": true, "domain": "yahoo.com" },
+    ])
+}
+
+// ---- Aggregate -----------------------------------------------------------
+
+#[test]
+fn aggregate_individual_fields_rename_merge_and_keep_missing() {
+    let input = json!([{ "a": [1, null], "b": { "c": 1 } }, { "a": [2], "b": { "c": null } }, { "x": 1 }]);
+    let params = |opts: Value| {
+        json!({ "fieldsToAggregate": { "fieldToAggregate": [
+            { "fieldToAggregate": "a" },
+            { "fieldToAggregate": "b.c", "renameField": true, "outputFieldName": "cs" },
+        ] }, "options": opts })
+    };
+    assert_eq!(ok(AGGREGATE, 1.0, params(json!({})), input.clone()), [json!({ "a": [[1], [2]], "cs": [1] })]);
+    assert_eq!(ok(AGGREGATE, 1.0, params(json!({ "mergeLists": true })), input.clone()), [json!({ "a": [1, 2], "cs": [1] })]);
+    assert_eq!(ok(AGGREGATE, 1.0, params(json!({ "keepMissing": true })), input.clone()), [json!({ "a": [[1, null], [2], null], "cs": [1, null, null] })]);
+    // Without dot notation `b.c` is a literal key no item has.
+    assert_eq!(ok(AGGREGATE, 1.0, params(json!({ "disableDotNotation": true })), input.clone()), [json!({ "a": [[1], [2]], "cs": [] })]);
+    // A dotted input field lands under its last segment; a dotted rename nests.
+    let nested = json!({ "fieldsToAggregate": { "fieldToAggregate": [{ "fieldToAggregate": "b.c" }, { "fieldToAggregate": "a", "renameField": true, "outputFieldName": "out.list" }] } });
+    assert_eq!(ok(AGGREGATE, 1.0, nested, input), [json!({ "c": [1], "out": { "list": [[1], [2]] } })]);
+}
+
+#[test]
+fn aggregate_refuses_duplicate_outputs_and_missing_fields() {
+    let dup = json!({ "fieldsToAggregate": { "fieldToAggregate": [{ "fieldToAggregate": "a" }, { "fieldToAggregate": "b", "renameField": true, "outputFieldName": "a" }] } });
+    assert_eq!(err(AGGREGATE, 1.0, dup, json!([{ "a": 1 }])), "The 'a' output field is used more than once");
+    assert_eq!(err(AGGREGATE, 1.0, json!({ "fieldsToAggregate": { "fieldToAggregate": [] } }), json!([{ "a": 1 }])), "No fields specified");
+}
+
+#[test]
+fn aggregate_all_item_data_with_include_and_exclude() {
+    let input = json!([{ "a": 1, "b": 2 }, { "b": 3 }, { "c": 4 }]);
+    assert_eq!(ok(AGGREGATE, 1.0, json!({ "aggregate": "aggregateAllItemData" }), input.clone()), [json!({ "data": [{ "a": 1, "b": 2 }, { "b": 3 }, { "c": 4 }] })]);
+    let specified = json!({ "aggregate": "aggregateAllItemData", "destinationFieldName": "rows", "include": "specifiedFields", "fieldsToInclude": "a, b" });
+    // An item left with no field is dropped.
+    assert_eq!(ok(AGGREGATE, 1.0, specified, input.clone()), [json!({ "rows": [{ "a": 1, "b": 2 }, { "b": 3 }] })]);
+    let except = json!({ "aggregate": "aggregateAllItemData", "include": "allFieldsExcept", "fieldsToExclude": "b" });
+    assert_eq!(ok(AGGREGATE, 1.0, except, input), [json!({ "data": [{ "a": 1 }, { "c": 4 }] })]);
+}
+
+/// n8n's Aggregate/test/workflow.groupby.json (commit 54ae0ef5db63).
+#[test]
+fn aggregate_group_by_fields() {
+    let all = ok(AGGREGATE, 1.0, json!({ "aggregate": "aggregateAllItemData", "options": { "groupByFields": "domain" } }), emails());
+    assert_eq!(all.len(), 3);
+    assert_eq!(all[0], json!({ "domain": "hotmail.com", "data": [{ "email": "Grant.Goyette@hotmail.com", "confirmed": true, "domain": "hotmail.com" }] }));
+    assert_eq!(all[1]["domain"], "yahoo.com");
+    assert_eq!(all[1]["data"].as_array().map(Vec::len), Some(3));
+    assert_eq!(all[2]["domain"], "gmail.com");
+    let fields = json!({ "fieldsToAggregate": { "fieldToAggregate": [{ "fieldToAggregate": "email" }, { "fieldToAggregate": "confirmed", "renameField": true, "outputFieldName": "confirmStatus" }] }, "options": { "groupByFields": "domain" } });
+    assert_eq!(
+        ok(AGGREGATE, 1.0, fields, emails()),
+        [
+            json!({ "domain": "hotmail.com", "email": ["Grant.Goyette@hotmail.com"], "confirmStatus": [true] }),
+            json!({ "domain": "yahoo.com", "email": ["Ian_Schroeder@yahoo.com", "Jerome83@yahoo.com", "Rene78@yahoo.com"], "confirmStatus": [false, false, true] }),
+            json!({ "domain": "gmail.com", "email": ["Marie55@gmail.com"], "confirmStatus": [false] }),
+        ]
+    );
+    let except = json!({ "aggregate": "aggregateAllItemData", "destinationFieldName": "items", "include": "allFieldsExcept", "fieldsToExclude": "domain", "options": { "groupByFields": "domain" } });
+    assert_eq!(ok(AGGREGATE, 1.0, except, emails())[2], json!({ "domain": "gmail.com", "items": [{ "email": "Marie55@gmail.com", "confirmed": false }] }));
+}
+
+#[test]
+fn aggregate_group_by_conflicts_and_non_scalars() {
+    let conflict = json!({ "fieldsToAggregate": { "fieldToAggregate": [{ "fieldToAggregate": "email", "renameField": true, "outputFieldName": "domain" }] }, "options": { "groupByFields": "domain" } });
+    assert_eq!(err(AGGREGATE, 1.0, conflict, emails()), "The output field 'domain' conflicts with a Group By field 'domain'");
+    let dest = json!({ "aggregate": "aggregateAllItemData", "destinationFieldName": "domain", "options": { "groupByFields": "domain" } });
+    assert_eq!(err(AGGREGATE, 1.0, dest, emails()), "The destination field 'domain' conflicts with a Group By field 'domain'");
+    let object = json!({ "aggregate": "aggregateAllItemData", "options": { "groupByFields": "user" } });
+    assert_eq!(err(AGGREGATE, 1.0, object, json!([{ "user": { "name": "J" } }])), "Field \"user\" has a non-scalar value which cannot be used for grouping.");
+}
+
+// ---- Summarize -----------------------------------------------------------
+
+fn summarize(values: Value, split: &str, options: Value) -> Value {
+    json!({ "fieldsToSummarize": { "values": values }, "fieldsToSplitBy": split, "options": options })
+}
+
+/// n8n's Summarize/test/workflow.summarize_countWithEmpty.json (commit a096ec092b2d).
+#[test]
+fn summarize_counts_with_and_without_empty_values() {
+    let reviews = json!([{ "review": "Great product!" }, { "review": "" }, { "review": null }, { "review": null }, { "review": "Bad product" }, {}, {}]);
+    let one = |agg: &str, include_empty: bool| ok(SUMMARIZE, 1.1, summarize(json!([{ "aggregation": agg, "field": "review", "includeEmpty": include_empty }]), "", json!({})), reviews.clone());
+    assert_eq!(one("count", false), [json!({ "count_review": 2 })]);
+    assert_eq!(one("countUnique", false), [json!({ "unique_count_review": 2 })]);
+    assert_eq!(one("count", true), [json!({ "count_review": 7 })]);
+    assert_eq!(one("countUnique", true), [json!({ "unique_count_review": 5 })]);
+    // Item Lists' older summarize always leaves empty values out of counts.
+    let legacy = ok(ITEM_LISTS, 3.0, json!({ "operation": "summarize", "fieldsToSummarize": { "values": [{ "field": "review", "includeEmpty": true }] } }), reviews);
+    assert_eq!(legacy, [json!({ "count_review": 2 })]);
+}
+
+#[test]
+fn summarize_numeric_and_combining_aggregations() {
+    let input = json!([{ "n": 1, "s": "b" }, { "n": "2", "s": "a" }, { "n": 3.5, "s": "" }, { "s": { "x": 1 } }]);
+    let values = json!([
+        { "aggregation": "sum", "field": "n" },
+        { "aggregation": "average", "field": "n" },
+        { "aggregation": "min", "field": "n" },
+        { "aggregation": "max", "field": "s" },
+        { "aggregation": "append", "field": "n" },
+        { "aggregation": "concatenate", "field": "s", "separateBy": "other", "customSeparator": "|" },
+        { "aggregation": "concatenate", "field": "n", "separateBy": ", ", "includeEmpty": true },
+    ]);
+    assert_eq!(
+        ok(SUMMARIZE, 1.1, summarize(values, "", json!({})), input),
+        [json!({
+            "sum_n": 4.5,
+            "average_n": 2.25,
+            "min_n": 1,
+            "max_s": "b",
+            "appended_n": [1, "2", 3.5],
+            "concatenated_s": "b|a|{\"x\":1}",
+            "concatenated_n": "1, 2, 3.5, undefined",
+        })]
+    );
+}
+
+#[test]
+fn summarize_groups_in_first_seen_order_with_typed_or_string_keys() {
+    let input = json!([{ "k": 2, "v": 1 }, { "k": "2", "v": 2 }, { "k": 1, "v": 3 }, { "k": 2, "v": 4 }, { "v": 5 }]);
+    let values = json!([{ "aggregation": "sum", "field": "v" }]);
+    // 1.1: 2 and "2" are different groups, keys keep their types, first-seen order.
+    assert_eq!(
+        ok(SUMMARIZE, 1.1, summarize(values.clone(), "k", json!({})), input.clone()),
+        [json!({ "k": 2, "sum_v": 5 }), json!({ "k": "2", "sum_v": 2 }), json!({ "k": 1, "sum_v": 3 }), json!({ "sum_v": 5 })]
+    );
+    // 1: keys become strings (so 2 and "2" merge), still first-seen order.
+    assert_eq!(
+        ok(SUMMARIZE, 1.0, summarize(values.clone(), "k", json!({})), input.clone()),
+        [json!({ "k": "2", "sum_v": 7 }), json!({ "k": "1", "sum_v": 3 }), json!({ "k": "undefined", "sum_v": 5 })]
+    );
+    // Item Lists: a plain object, so integer-like keys come first, ascending.
+    assert_eq!(
+        ok(ITEM_LISTS, 3.0, json!({ "operation": "summarize", "fieldsToSummarize": { "values": values.clone() }, "fieldsToSplitBy": "k" }), input.clone()),
+        [json!({ "k": "1", "sum_v": 3 }), json!({ "k": "2", "sum_v": 7 }), json!({ "k": "undefined", "sum_v": 5 })]
+    );
+    // Ignoring items without a group value.
+    assert_eq!(ok(SUMMARIZE, 1.1, summarize(values, "k", json!({ "skipEmptySplitFields": true })), input).len(), 3);
+}
+
+#[test]
+fn summarize_single_item_output_and_dotted_names() {
+    let input = json!([{ "a": { "b": "x" }, "c d": 1 }, { "a": { "b": "y" }, "c d": 2 }, { "a": { "b": "x" }, "c d": 3 }]);
+    let values = json!([{ "aggregation": "sum", "field": "c d" }]);
+    assert_eq!(ok(SUMMARIZE, 1.1, summarize(values.clone(), "a.b", json!({ "outputFormat": "singleItem" })), input.clone()), [json!({ "x": { "sum_c_d": 4 }, "y": { "sum_c_d": 2 } })]);
+    assert_eq!(ok(SUMMARIZE, 1.1, summarize(values, "a.b", json!({})), input), [json!({ "a_b": "x", "sum_c_d": 4 }), json!({ "a_b": "y", "sum_c_d": 2 })]);
+}
+
+#[test]
+fn summarize_missing_field_is_an_error_only_in_version_1() {
+    let values = json!([{ "aggregation": "count", "field": "nope" }]);
+    assert_eq!(err(SUMMARIZE, 1.0, summarize(values.clone(), "", json!({})), json!([{ "a": 1 }])), "The field 'nope' does not exist in any items");
+    assert_eq!(ok(SUMMARIZE, 1.0, summarize(values.clone(), "", json!({ "continueIfFieldNotFound": true })), json!([{ "a": 1 }])), [json!({ "count_nope": 0 })]);
+    assert_eq!(ok(SUMMARIZE, 1.1, summarize(values, "", json!({})), json!([{ "a": 1 }])), [json!({ "count_nope": 0 })]);
+    assert_eq!(
+        err(SUMMARIZE, 1.1, summarize(json!([{ "aggregation": "count", "field": "" }]), "", json!({})), json!([{ "a": 1 }])),
+        "You need to add at least one aggregation to 'Fields to Summarize' with non empty 'Field'"
+    );
+}
+
+// ---- Split Out -----------------------------------------------------------
+
+fn split_input() -> Value {
+    json!([{ "data": [{ "id": 1, "char": "a" }, { "id": 2, "char": "b" }], "list": ["x", "y"], "obj": { "p": 1, "q": 2 }, "tag": "t" }])
+}
+
+#[test]
+fn split_out_include_modes_and_destinations() {
+    assert_eq!(ok(SPLIT_OUT, 1.0, json!({ "fieldToSplitOut": "data" }), split_input()), [json!({ "id": 1, "char": "a" }), json!({ "id": 2, "char": "b" })]);
+    assert_eq!(ok(SPLIT_OUT, 1.0, json!({ "fieldToSplitOut": "obj" }), split_input()), [json!({ "obj": 1 }), json!({ "obj": 2 })]);
+    let selected = ok(SPLIT_OUT, 1.0, json!({ "fieldToSplitOut": "list", "include": "selectedOtherFields", "fieldsToInclude": "tag, missing" }), split_input());
+    assert_eq!(selected, [json!({ "list": "x", "tag": "t" }), json!({ "list": "y", "tag": "t" })]);
+    let all = ok(SPLIT_OUT, 1.0, json!({ "fieldToSplitOut": "list", "include": "allOtherFields", "options": { "destinationFieldName": "item" } }), split_input());
+    assert_eq!(all[1], json!({ "data": [{ "id": 1, "char": "a" }, { "id": 2, "char": "b" }], "obj": { "p": 1, "q": 2 }, "tag": "t", "item": "y" }));
+    // n8n's SplitOut/test/workflow.destinationFieldDotNotation.json (commit 5a5f17e1d71b): a dotted destination is a path.
+    let dotted = ok(SPLIT_OUT, 1.0, json!({ "fieldToSplitOut": "data", "include": "allOtherFields", "options": { "destinationFieldName": "data.foo" } }), split_input());
+    assert_eq!(dotted[0]["data"], json!({ "foo": { "id": 1, "char": "a" } }));
+    // Several fields side by side, with as many destinations.
+    let multi = ok(SPLIT_OUT, 1.0, json!({ "fieldToSplitOut": "list, $json.obj", "options": { "destinationFieldName": "l, o" } }), split_input());
+    assert_eq!(multi, [json!({ "l": "x", "o": 1 }), json!({ "l": "y", "o": 2 })]);
+    assert_eq!(
+        err(SPLIT_OUT, 1.0, json!({ "fieldToSplitOut": "list, obj", "options": { "destinationFieldName": "l" } }), split_input()),
+        "If multiple fields to split out are given, the same number of destination fields must be given"
+    );
+    assert!(err(SPLIT_OUT, 1.0, json!({ "fieldToSplitOut": "list", "options": { "destinationFieldName": "__proto__.polluted" } }), split_input()).contains("Invalid destination field name"));
+    // A missing field gives nothing; a scalar one item.
+    assert_eq!(ok(SPLIT_OUT, 1.0, json!({ "fieldToSplitOut": "nope" }), split_input()), Vec::<Value>::new());
+    assert_eq!(ok(SPLIT_OUT, 1.0, json!({ "fieldToSplitOut": "tag" }), split_input()), [json!({ "tag": "t" })]);
+    assert_eq!(
+        err(SPLIT_OUT, 1.0, json!({ "fieldToSplitOut": "list", "include": "selectedOtherFields", "fieldsToInclude": "" }), split_input()),
+        "No fields specified"
+    );
+}
+
+// ---- Sort and Limit ------------------------------------------------------
+
+fn letters() -> Value {
+    json!([{ "id": 3, "char": "c" }, { "id": 1, "char": "B" }, { "id": 2, "char": "a" }, { "id": 1, "char": "A" }])
+}
+
+#[test]
+fn sort_by_fields_code_and_random() {
+    let by = |fields: Value, opts: Value| ok(SORT, 1.0, json!({ "sortFieldsUi": { "sortField": fields }, "options": opts }), letters());
+    let ids = |v: Vec<Value>| v.iter().map(|x| format!("{}{}", x["id"], x["char"].as_str().unwrap_or(""))).collect::<Vec<_>>().join(" ");
+    // Strings compare lower-cased; equal keys keep their order (stable).
+    assert_eq!(ids(by(json!([{ "fieldName": "char" }]), json!({}))), "2a 1A 1B 3c");
+    assert_eq!(ids(by(json!([{ "fieldName": "id", "order": "descending" }, { "fieldName": "char" }]), json!({}))), "3c 2a 1A 1B");
+    assert_eq!(
+        err(SORT, 1.0, json!({ "sortFieldsUi": { "sortField": [{ "fieldName": "nope" }] } }), letters()),
+        "Couldn't find the field 'nope' in the input data"
+    );
+    assert_eq!(err(SORT, 1.0, json!({ "sortFieldsUi": {} }), letters()), "No sorting specified. Please add a field to sort by");
+    let code = json!({ "type": "code", "code": "return a.json.id - b.json.id || (a.json.char < b.json.char ? -1 : 1);" });
+    assert_eq!(ids(ok(SORT, 1.0, code, letters())), "1A 1B 2a 3c");
+    assert_eq!(err(SORT, 1.0, json!({ "type": "code", "code": "a.json.id - b.json.id" }), letters()), "Sort code doesn't return. Please add a 'return' statement to your code");
+    let mut random = ok(SORT, 1.0, json!({ "type": "random" }), letters());
+    random.sort_by_key(|v| (v["id"].as_i64(), v["char"].as_str().map(str::to_string)));
+    assert_eq!(ids(random), "1A 1B 2a 3c");
+}
+
+#[test]
+fn limit_keeps_first_or_last() {
+    assert_eq!(ok(LIMIT, 1.0, json!({}), letters()), [json!({ "id": 3, "char": "c" })]);
+    assert_eq!(ok(LIMIT, 1.0, json!({ "maxItems": 2, "keep": "lastItems" }), letters()), [json!({ "id": 2, "char": "a" }), json!({ "id": 1, "char": "A" })]);
+    assert_eq!(ok(LIMIT, 1.0, json!({ "maxItems": 10 }), letters()).len(), 4);
+}
+
+// ---- Remove Duplicates -----------------------------------------------------
+
+fn people() -> Value {
+    json!([
+        { "id": 1, "name": "a", "tags": { "x": 1 } },
+        { "id": 2, "name": "b", "tags": { "x": 1 } },
+        { "id": 1, "name": "a", "tags": { "x": 1 } },
+        { "id": 3, "name": "a", "tags": { "x": 2 } },
+    ])
+}
+
+#[test]
+fn remove_duplicates_compare_modes() {
+    let names = |v: Vec<Value>| v.iter().map(|x| x["id"].to_string()).collect::<Vec<_>>().join(",");
+    for version in [1.0, 1.1, 2.0] {
+        assert_eq!(names(ok(DEDUPE, version, json!({}), people())), "1,2,3", "v{version}");
+        assert_eq!(names(ok(DEDUPE, version, json!({ "compare": "selectedFields", "fieldsToCompare": "name" }), people())), "1,2");
+        assert_eq!(names(ok(DEDUPE, version, json!({ "compare": "selectedFields", "fieldsToCompare": "tags.x" }), people())), "1,3");
+        assert_eq!(names(ok(DEDUPE, version, json!({ "compare": "allFieldsExcept", "fieldsToExclude": "id, tags.x" }), people())), "1,2");
+    }
+    let other = ok(DEDUPE, 1.1, json!({ "compare": "selectedFields", "fieldsToCompare": "name, tags.x", "options": { "removeOtherFields": true } }), people());
+    assert_eq!(other, [json!({ "name": "a", "tags": { "x": 1 } }), json!({ "name": "b", "tags": { "x": 1 } }), json!({ "name": "a", "tags": { "x": 2 } })]);
+    let literal = ok(DEDUPE, 1.1, json!({ "compare": "selectedFields", "fieldsToCompare": "name", "options": { "disableDotNotation": true } }), people());
+    assert_eq!(literal.len(), 2);
+}
+
+#[test]
+fn remove_duplicates_field_checks_per_version() {
+    let mixed = json!([{ "v": 1 }, { "v": "1" }]);
+    assert_eq!(err(DEDUPE, 1.0, json!({ "compare": "selectedFields", "fieldsToCompare": "v" }), mixed.clone()), "'v' isn't always the same type");
+    assert_eq!(err(DEDUPE, 1.0, json!({ "compare": "selectedFields", "fieldsToCompare": "w" }), mixed.clone()), "'w' field is missing from some input items");
+    assert_eq!(err(DEDUPE, 1.0, json!({ "compare": "selectedFields", "fieldsToCompare": "" }), mixed.clone()), "No fields specified. Please add a field to compare on");
+    // 1.1 lets null through the type check; 1 does not.
+    let nulls = json!([{ "v": 1 }, { "v": null }, { "v": 1 }]);
+    assert_eq!(ok(DEDUPE, 1.1, json!({ "compare": "selectedFields", "fieldsToCompare": "v" }), nulls.clone()).len(), 2);
+    assert_eq!(err(DEDUPE, 1.0, json!({ "compare": "selectedFields", "fieldsToCompare": "v" }), nulls), "'v' isn't always the same type");
+    // Item Lists 3.1 orders mixed types instead of refusing them.
+    assert_eq!(ok(ITEM_LISTS, 3.1, json!({ "operation": "removeDuplicates", "compare": "selectedFields", "fieldsToCompare": "v" }), mixed).len(), 2);
+}
+
+/// A processed-data store in memory, with the same conditional-write contract
+/// as the DynamoDB one (`shared/executions` tests that one against moto).
+#[derive(Default)]
+struct MemoryStore(Mutex<BTreeMap<(String, String), (Value, u64)>>);
+
+impl ProcessedDataStore for MemoryStore {
+    fn load(&self, w: &str, c: &str) -> Result<Option<(Value, u64)>, String> {
+        Ok(self.0.lock().map_err(|e| e.to_string())?.get(&(w.into(), c.into())).cloned())
+    }
+    fn save(&self, w: &str, c: &str, v: &Value, expected: Option<u64>) -> Result<bool, String> {
+        let mut m = self.0.lock().map_err(|e| e.to_string())?;
+        let key = (w.to_string(), c.to_string());
+        if m.get(&key).map(|e| e.1) != expected {
+            return Ok(false);
+        }
+        m.insert(key, (v.clone(), expected.unwrap_or(0) + 1));
+        Ok(true)
+    }
+    fn delete(&self, w: &str, c: &str) -> Result<(), String> {
+        self.0.lock().map_err(|e| e.to_string())?.remove(&(w.into(), c.into()));
+        Ok(())
+    }
+}
+
+#[test]
+fn remove_duplicates_across_executions() {
+    let store = Arc::new(MemoryStore::default());
+    let host = || Host { processed_data: Some(store.clone()), ..Default::default() };
+    let seen = |input: Value, opts: Value| {
+        run_with(DEDUPE, 2.0, json!({ "operation": "removeItemsSeenInPreviousExecutions", "dedupeValue": "={{ $json.id }}", "options": opts }), input, host())
+    };
+    let ids = |v: Vec<Value>| v.iter().map(|x| x["id"].to_string()).collect::<Vec<_>>().join(",");
+    assert_eq!(ids(seen(json!([{ "id": 1 }, { "id": 2 }]), json!({})).expect("first")), "1,2");
+    assert_eq!(ids(seen(json!([{ "id": 2 }, { "id": 3 }, { "id": 3 }]), json!({})).expect("second")), "3,3");
+    // Workflow scope is a different record.
+    assert_eq!(ids(seen(json!([{ "id": 1 }]), json!({ "scope": "workflow" })).expect("workflow scope")), "1");
+    assert_eq!(
+        seen(json!([{ "id": 9 }, { "id": 8 }]), json!({ "historySize": 4 })).expect_err("history full"),
+        "The number of items to be processed exceeds the maximum history size. Please increase the history size or reduce the number of items to be processed."
+    );
+    // Clearing forgets.
+    run_with(DEDUPE, 2.0, json!({ "operation": "clearDeduplicationHistory", "mode": "cleanDatabase" }), json!([{}]), host()).expect("clear");
+    assert_eq!(ids(seen(json!([{ "id": 1 }]), json!({})).expect("after clear")), "1");
+
+    // Incremental keys: only values above the highest seen (after a clean:
+    // a record keeps the logic it was written with).
+    let clear = || run_with(DEDUPE, 2.0, json!({ "operation": "clearDeduplicationHistory", "mode": "cleanDatabase" }), json!([{}]), host()).expect("clear");
+    clear();
+    let incremental = |input: Value| {
+        run_with(DEDUPE, 2.0, json!({ "operation": "removeItemsSeenInPreviousExecutions", "logic": "removeItemsUpToStoredIncrementalKey", "incrementalDedupeValue": "={{ $json.id }}" }), input, host())
+    };
+    assert_eq!(ids(incremental(json!([{ "id": 5 }, { "id": 3 }])).expect("first")), "3,5");
+    assert_eq!(ids(incremental(json!([{ "id": 4 }, { "id": 7 }, { "id": 6 }])).expect("second")), "6,7");
+    assert_eq!(incremental(json!([{ "id": "x" }])).expect_err("not a number"), "The value 'x' is not a number. Please provide a number.");
+    // The same record under another logic is refused until cleaned.
+    let refused = run_with(DEDUPE, 2.0, json!({ "operation": "removeItemsSeenInPreviousExecutions", "dedupeValue": "={{ $json.id }}" }), json!([{ "id": 1 }]), host());
+    assert!(refused.expect_err("mode clash").starts_with("Deduplication data was originally saved with an incompatible setting"));
+    clear();
+    let dates = run_with(
+        DEDUPE,
+        2.0,
+        json!({ "operation": "removeItemsSeenInPreviousExecutions", "logic": "removeItemsUpToStoredDate", "dateDedupeValue": "={{ $json.d }}" }),
+        json!([{ "d": "2024-01-02" }]),
+        host(),
+    );
+    assert!(dates.is_ok(), "{dates:?}");
+    let later = run_with(
+        DEDUPE,
+        2.0,
+        json!({ "operation": "removeItemsSeenInPreviousExecutions", "logic": "removeItemsUpToStoredDate", "dateDedupeValue": "={{ $json.d }}" }),
+        json!([{ "d": "2024-01-01" }, { "d": "2024-01-03T10:00:00Z" }]),
+        host(),
+    );
+    assert_eq!(later.expect("dates").iter().map(|v| v["d"].as_str().unwrap_or("").to_string()).collect::<Vec<_>>(), ["2024-01-03T10:00:00Z"]);
+    // Without a store the node says so.
+    let none = run(DEDUPE, 2.0, json!({ "operation": "removeItemsSeenInPreviousExecutions", "dedupeValue": "={{ $json.id }}" }), json!([{ "id": 1 }]));
+    assert!(none.expect_err("no store").contains("deduplication store"));
+}
+
+// ---- Item Lists ----------------------------------------------------------
+
+#[test]
+fn item_lists_split_out_per_version() {
+    let input = json!([{ "data": { "e1": { "id": 1 }, "e2": { "id": 2 } }, "list": ["a", "b"], "tag": "bar", "none": null }]);
+    // 1 wants an array.
+    assert_eq!(err(ITEM_LISTS, 1.0, json!({ "fieldToSplitOut": "data" }), input.clone()), "The provided field 'data' is not an array");
+    assert_eq!(ok(ITEM_LISTS, 2.0, json!({ "fieldToSplitOut": "data" }), input.clone()), [json!({ "id": 1 }), json!({ "id": 2 })]);
+    // Before 2.1 a missing field is an error, from 2.1 nothing.
+    assert_eq!(err(ITEM_LISTS, 2.0, json!({ "fieldToSplitOut": "nope" }), input.clone()), "Couldn't find the field 'nope' in the input data");
+    assert_eq!(ok(ITEM_LISTS, 2.1, json!({ "fieldToSplitOut": "nope" }), input.clone()), Vec::<Value>::new());
+    let selected = json!({ "fieldToSplitOut": "list", "include": "selectedOtherFields", "fieldsToInclude": { "fields": [{ "fieldName": "tag" }] } });
+    assert_eq!(ok(ITEM_LISTS, 2.0, selected.clone(), input.clone()), [json!({ "tag": "bar", "list": "a" }), json!({ "tag": "bar", "list": "b" })]);
+    // n8n's ItemLists/test/node/workflow.update_2_2.json (commit 0a0bb4e3ada7): 2.2 splits several fields at once.
+    let multi = json!({ "fieldToSplitOut": "list, tag", "include": "selectedOtherFields", "fieldsToInclude": { "fields": [{ "fieldName": "none" }] }, "options": { "destinationFieldName": "fromArray, singleField" } });
+    assert_eq!(ok(ITEM_LISTS, 2.2, multi, input.clone()), [json!({ "fromArray": "a", "singleField": "bar", "none": null }), json!({ "fromArray": "b", "none": null })]);
+    let v3 = json!({ "fieldToSplitOut": "list", "include": "selectedOtherFields", "fieldsToInclude": "tag" });
+    assert_eq!(ok(ITEM_LISTS, 3.0, v3, input), [json!({ "list": "a", "tag": "bar" }), json!({ "list": "b", "tag": "bar" })]);
+}
+
+#[test]
+fn item_lists_aggregate_per_version() {
+    let input = json!([{ "a": 1, "b": 2 }, { "a": 3 }]);
+    let fields = json!({ "fieldsToAggregate": { "fieldToAggregate": [{ "fieldToAggregate": "b" }] } });
+    let mut v2 = fields.clone();
+    v2["operation"] = json!("aggregateItems");
+    assert_eq!(ok(ITEM_LISTS, 2.0, v2.clone(), input.clone()), [json!({ "b": [2] })]);
+    v2["fieldsToAggregate"]["fieldToAggregate"][0]["fieldToAggregate"] = json!("zz");
+    assert_eq!(err(ITEM_LISTS, 2.0, v2.clone(), input.clone()), "Couldn't find the field 'zz' in the input data");
+    assert_eq!(ok(ITEM_LISTS, 2.1, v2, input.clone()), [json!({ "zz": [] })]);
+    let all = json!({ "operation": "aggregateItems", "aggregate": "aggregateAllItemData", "include": "allFieldsExcept", "fieldsToExclude": { "fields": [{ "fieldName": "b" }] } });
+    assert_eq!(ok(ITEM_LISTS, 1.0, all, input.clone()), [json!({ "data": [{ "a": 1 }, { "a": 3 }] })]);
+    let mut v3 = fields;
+    v3["operation"] = json!("concatenateItems");
+    assert_eq!(ok(ITEM_LISTS, 3.0, v3, input.clone()), [json!({ "b": [2] })]);
+    assert_eq!(err(ITEM_LISTS, 3.0, json!({ "operation": "aggregateItems" }), input), "Operation 'aggregateItems' is not recognized");
+}
+
+#[test]
+fn item_lists_sort_limit_and_dedupe() {
+    assert_eq!(ok(ITEM_LISTS, 1.0, json!({ "operation": "limit", "maxItems": 2 }), letters()).len(), 2);
+    let sorted = ok(ITEM_LISTS, 2.0, json!({ "operation": "sort", "sortFieldsUi": { "sortField": [{ "fieldName": "id", "order": "descending" }] } }), letters());
+    assert_eq!(sorted[0]["id"], 3);
+    let dedupe = json!({ "operation": "removeDuplicates", "compare": "selectedFields", "fieldsToCompare": { "fields": [{ "fieldName": "name" }] } });
+    assert_eq!(ok(ITEM_LISTS, 2.0, dedupe, people()).len(), 2);
+}

@@ -1,0 +1,600 @@
+//! Behaviour of the flow and code nodes, option by option and version by
+//! version (Code, Function, Function Item, HTTP Request, Set, Merge, If,
+//! Filter, Switch, Split In Batches, Execute Workflow, and the small nodes),
+//! checked against what n8n's node source does.
+
+use std::time::Duration;
+
+use engine::{Engine, EngineSettings, ExecutionState, ExecutionStatus, Graph, Host, RunOptions};
+use serde_json::{json, Value};
+
+fn node(name: &str, ty: &str, version: f64, params: Value) -> Value {
+    json!({ "id": name, "name": name, "type": ty, "typeVersion": version, "parameters": params, "position": [0, 0] })
+}
+
+/// Nodes connected in list order (output 0 → input 0), execution order v1.
+fn chain(nodes: Vec<Value>) -> Value {
+    let mut conns = serde_json::Map::new();
+    for w in nodes.windows(2) {
+        conns.insert(w[0]["name"].as_str().unwrap_or("").into(), json!({ "main": [[{ "node": w[1]["name"], "type": "main", "index": 0 }]] }));
+    }
+    json!({ "nodes": nodes, "connections": conns, "settings": { "executionOrder": "v1" } })
+}
+
+fn trigger() -> Value {
+    node("Trigger", "n8n-nodes-base.manualTrigger", 1.0, json!({}))
+}
+
+fn data(items: Value) -> Value {
+    node("Data", "n8n-nodes-testing.testData", 1.0, json!({ "data": items }))
+}
+
+fn run_with(wf: &Value, settings: EngineSettings, host: Host) -> ExecutionState {
+    let graph = Graph::from_json(wf).expect("valid workflow");
+    Engine::new(settings, host).run(&graph, RunOptions::default()).expect("run").0
+}
+
+fn run(wf: &Value) -> ExecutionState {
+    run_with(wf, EngineSettings::default(), Host::default())
+}
+
+/// `json` of the items of `node`'s last run on `output`.
+fn out(st: &ExecutionState, node: &str, output: usize) -> Vec<Value> {
+    st.run_data.get(node).and_then(|r| r.last()).and_then(|t| t.output(output)).map(|i| i.iter().map(|i| Value::clone(&i.json)).collect()).unwrap_or_default()
+}
+
+/// `pairedItem` targets (item index) of `node`'s output 0.
+fn pairs(st: &ExecutionState, node: &str) -> Vec<Option<usize>> {
+    st.run_data[node].last().and_then(|t| t.output(0)).map(|i| i.iter().map(|it| it.paired_item.as_ref().map(|p| p.target().0)).collect()).unwrap_or_default()
+}
+
+fn error_message(st: &ExecutionState) -> String {
+    st.error.as_ref().map(|e| e.message.clone()).unwrap_or_default()
+}
+
+fn error_description(st: &ExecutionState) -> String {
+    st.error.as_ref().and_then(|e| e.description.clone()).unwrap_or_default()
+}
+
+// ---- Code ---------------------------------------------------------------------
+
+fn code(version: f64, mode: &str, js: &str) -> Value {
+    node("Code", "n8n-nodes-base.code", version, json!({ "mode": mode, "jsCode": js }))
+}
+
+fn all(js: &str) -> Value {
+    code(2.0, "runOnceForAllItems", js)
+}
+
+fn each(js: &str) -> Value {
+    code(2.0, "runOnceForEachItem", js)
+}
+
+fn two_items() -> Value {
+    data(json!([{ "a": 1 }, { "a": 2 }]))
+}
+
+#[test]
+fn code_all_items_wraps_plain_objects_and_pairs_by_position() {
+    let st = run(&chain(vec![trigger(), two_items(), all("return items.map(i => ({ b: i.json.a * 10 }));")]));
+    assert_eq!(st.status, ExecutionStatus::Success, "{}", error_message(&st));
+    assert_eq!(out(&st, "Code", 0), vec![json!({ "b": 10 }), json!({ "b": 20 })]);
+    assert_eq!(pairs(&st, "Code"), vec![Some(0), Some(1)]);
+}
+
+#[test]
+fn code_all_items_keeps_the_pairing_of_returned_input_items() {
+    let st = run(&chain(vec![trigger(), two_items(), all("return [$input.all()[1], $input.first()];")]));
+    assert_eq!(out(&st, "Code", 0), vec![json!({ "a": 2 }), json!({ "a": 1 })]);
+    assert_eq!(pairs(&st, "Code"), vec![Some(1), Some(0)]);
+}
+
+#[test]
+fn code_all_items_null_is_no_items_and_undefined_is_an_error() {
+    let st = run(&chain(vec![trigger(), two_items(), all("return null;")]));
+    assert_eq!(st.status, ExecutionStatus::Success);
+    assert!(out(&st, "Code", 0).is_empty());
+    let st = run(&chain(vec![trigger(), two_items(), all("const x = 1;")]));
+    assert_eq!(error_message(&st), "Code doesn't return items properly");
+    assert_eq!(error_description(&st), "Please return an array of objects, one for each item you would like to output.");
+    let st = run(&chain(vec![trigger(), two_items(), all("return [1, 2];")]));
+    assert_eq!(error_message(&st), "Code doesn't return items properly");
+}
+
+#[test]
+fn code_all_items_validates_item_shapes_like_n8n() {
+    let st = run(&chain(vec![trigger(), all("return {json: 'test'};")]));
+    assert_eq!(error_message(&st), "A 'json' property isn't an object [item 0]");
+    assert_eq!(error_description(&st), "In the returned data, every key named 'json' must point to an object.");
+    let st = run(&chain(vec![trigger(), all("return [{json: {}}, {a: 1}];")]));
+    assert_eq!(error_message(&st), "Unknown top-level item key: a [item 1]");
+    let st = run(&chain(vec![trigger(), all("return [{json: {}, extra: 1}];")]));
+    assert_eq!(error_message(&st), "Invalid output format [item 0]");
+    assert!(error_description(&st).contains("<code>json</code>"), "{}", error_description(&st));
+    let st = run(&chain(vec![trigger(), all("return [{json: {a: 1}, binary: 'x'}];")]));
+    assert_eq!(error_message(&st), "A 'binary' property isn't an object [item 0]");
+}
+
+#[test]
+fn code_thrown_errors_carry_the_line_and_the_error_type() {
+    let st = run(&chain(vec![trigger(), all("const a = 1;\nthrow new TypeError('bad thing');\nreturn [];")]));
+    assert_eq!(error_message(&st), "bad thing [line 2]");
+    assert_eq!(error_description(&st), "TypeError");
+    let st = run(&chain(vec![trigger(), two_items(), each("if ($json.a === 2) {\n  undefinedFunction();\n}\nreturn $input.item;")]));
+    assert_eq!(error_message(&st), "undefinedFunction is not defined [line 2, for item 1]");
+    assert_eq!(error_description(&st), "ReferenceError");
+}
+
+#[test]
+fn code_each_item_returns_one_item_per_input_paired_with_it() {
+    let st = run(&chain(vec![trigger(), two_items(), each("item.json.b = $json.a + $itemIndex; return item;")]));
+    assert_eq!(out(&st, "Code", 0), vec![json!({ "a": 1, "b": 1 }), json!({ "a": 2, "b": 3 })]);
+    assert_eq!(pairs(&st, "Code"), vec![Some(0), Some(1)]);
+    // null drops the item; a plain object becomes its json
+    let st = run(&chain(vec![trigger(), two_items(), each("return $json.a === 1 ? null : { only: $json.a };")]));
+    assert_eq!(out(&st, "Code", 0), vec![json!({ "only": 2 })]);
+    assert_eq!(pairs(&st, "Code"), vec![Some(1)]);
+}
+
+#[test]
+fn code_each_item_refuses_arrays_and_all_items_methods() {
+    let st = run(&chain(vec![trigger(), two_items(), each("return [item];")]));
+    assert_eq!(error_message(&st), "Code doesn't return a single object [item 0]");
+    assert_eq!(error_description(&st), "An array of objects was returned. If you need to output multiple items, please use the 'Run Once for All Items' mode instead.");
+    let st = run(&chain(vec![trigger(), two_items(), each("// $input.all() is not here\nconst x = $input.all();\nreturn item;")]));
+    assert_eq!(error_message(&st), "Can't use .all() here [line 2, for item 0]");
+    let st = run(&chain(vec![trigger(), two_items(), each("return 'x';")]));
+    assert_eq!(error_message(&st), "Code doesn't return an object [item 0]");
+    assert_eq!(error_description(&st), "Please return an object representing the output item. ('x' was returned instead.)");
+}
+
+#[test]
+fn code_continue_on_fail_gives_error_items() {
+    let mut c = each("if ($json.a === 1) throw new Error('nope'); return item;");
+    c["onError"] = json!("continueRegularOutput");
+    let st = run(&chain(vec![trigger(), two_items(), c]));
+    assert_eq!(st.status, ExecutionStatus::Success);
+    assert_eq!(out(&st, "Code", 0), vec![json!({ "error": "nope [line 1, for item 0]" }), json!({ "a": 2 })]);
+    assert_eq!(pairs(&st, "Code"), vec![Some(0), Some(1)]);
+
+    let mut c = all("throw new Error('all failed');");
+    c["onError"] = json!("continueRegularOutput");
+    let st = run(&chain(vec![trigger(), two_items(), c]));
+    assert_eq!(out(&st, "Code", 0), vec![json!({ "error": "all failed [line 1]" })]);
+}
+
+#[test]
+fn code_error_output_gets_the_failed_items_with_their_input() {
+    let mut c = each("if ($json.a === 1) throw new Error('nope'); return item;");
+    c["onError"] = json!("continueErrorOutput");
+    let mut wf = chain(vec![trigger(), two_items(), c]);
+    wf["nodes"].as_array_mut().unwrap().push(node("Ok", "n8n-nodes-base.noOp", 1.0, json!({})));
+    wf["nodes"].as_array_mut().unwrap().push(node("Failed", "n8n-nodes-base.noOp", 1.0, json!({})));
+    wf["connections"]["Code"] = json!({ "main": [[{ "node": "Ok", "type": "main", "index": 0 }], [{ "node": "Failed", "type": "main", "index": 0 }]] });
+    let st = run(&wf);
+    assert_eq!(out(&st, "Ok", 0), vec![json!({ "a": 2 })]);
+    assert_eq!(out(&st, "Failed", 0), vec![json!({ "a": 1, "error": "nope [line 1, for item 0]" })]);
+}
+
+#[test]
+fn code_runs_timers_promises_and_async_code() {
+    let js = r#"
+const wait = (ms) => new Promise((r) => setTimeout(r, ms));
+const order = [];
+setTimeout(() => order.push('timeout 20'), 20);
+setImmediate(() => order.push('immediate'));
+Promise.resolve().then(() => order.push('microtask'));
+let ticks = 0;
+const id = setInterval(() => { ticks++; if (ticks === 3) clearInterval(id); }, 5);
+const cancelled = setTimeout(() => order.push('never'), 1);
+clearTimeout(cancelled);
+const started = Date.now();
+await wait(40);
+return [{ json: { order, ticks, waited: Date.now() - started >= 35 } }];
+"#;
+    let st = run(&chain(vec![trigger(), all(js)]));
+    assert_eq!(st.status, ExecutionStatus::Success, "{}", error_message(&st));
+    assert_eq!(out(&st, "Code", 0), vec![json!({ "order": ["microtask", "immediate", "timeout 20"], "ticks": 3, "waited": true })]);
+}
+
+#[test]
+fn code_that_waits_forever_or_loops_is_stopped_at_the_time_limit() {
+    let mut settings = EngineSettings::default();
+    settings.limits.timeout = Duration::from_millis(300);
+    let st = run_with(&chain(vec![trigger(), all("await new Promise(() => {}); return [];")]), settings.clone(), Host::default());
+    assert_eq!(error_message(&st), "script awaited something that never settles");
+    let st = run_with(&chain(vec![trigger(), all("await new Promise((r) => setTimeout(r, 60000)); return [];")]), settings.clone(), Host::default());
+    assert_eq!(error_message(&st), "Task execution timed out after 0.3 seconds");
+    let st = run_with(&chain(vec![trigger(), all("while (true) {}")]), settings, Host::default());
+    assert_eq!(error_message(&st), "Task execution timed out after 0.3 seconds");
+}
+
+#[test]
+fn code_cannot_change_the_items_of_the_node_before_it() {
+    let st = run(&chain(vec![trigger(), two_items(), all("for (const i of $input.all()) i.json.a = 99; return $input.all();")]));
+    assert_eq!(out(&st, "Code", 0), vec![json!({ "a": 99 }), json!({ "a": 99 })]);
+    assert_eq!(out(&st, "Data", 0), vec![json!({ "a": 1 }), json!({ "a": 2 })]);
+}
+
+#[test]
+fn code_console_output_is_kept_with_the_run() {
+    let st = run(&chain(vec![trigger(), all("console.log('hello', {a: 1}); return [];")]));
+    let console = &st.run_data["Code"][0].console;
+    assert_eq!(console.len(), 1, "{console:?}");
+    assert!(console[0].contains("hello") && console[0].contains("\"a\":1"), "{console:?}");
+}
+
+#[test]
+fn code_static_data_persists_in_the_execution() {
+    let js = "const s = $getWorkflowStaticData('global'); s.count = (s.count || 0) + 1; const n = $getWorkflowStaticData('node'); n.seen = true; return [{json: {count: s.count}}];";
+    let mut wf = chain(vec![trigger(), all(js)]);
+    wf["staticData"] = json!({ "global": { "count": 41 } });
+    let st = run(&wf);
+    assert_eq!(out(&st, "Code", 0), vec![json!({ "count": 42 })]);
+    assert_eq!(st.static_data, json!({ "global": { "count": 42 }, "node:Code": { "seen": true } }));
+}
+
+#[test]
+fn code_version_1_and_dates_in_output() {
+    let st = run(&chain(vec![trigger(), code(1.0, "runOnceForAllItems", "return [{json: {d: new Date(0), when: DateTime.fromMillis(0, {zone: 'UTC'})}}];")]));
+    assert_eq!(out(&st, "Code", 0), vec![json!({ "d": "1970-01-01T00:00:00.000Z", "when": "1970-01-01T00:00:00.000Z" })]);
+}
+
+#[test]
+fn code_python_is_refused_clearly() {
+    let st = run(&chain(vec![trigger(), node("Code", "n8n-nodes-base.code", 2.0, json!({ "language": "python", "pythonCode": "return []" }))]));
+    assert_eq!(st.status, ExecutionStatus::Error);
+    assert_eq!(error_message(&st), "Python is not supported by this engine");
+}
+
+// ---- Function / Function Item (legacy) -----------------------------------------------
+
+#[test]
+fn function_node_runs_once_over_items() {
+    let f = node("Function", "n8n-nodes-base.function", 1.0, json!({ "functionCode": "for (item of items) { item.json.i = item.index; }\nreturn items;" }));
+    let st = run(&chain(vec![trigger(), two_items(), f]));
+    assert_eq!(out(&st, "Function", 0), vec![json!({ "a": 1, "i": 0 }), json!({ "a": 2, "i": 1 })]);
+    let f = node("Function", "n8n-nodes-base.function", 1.0, json!({ "functionCode": "return [{json: 1}];" }));
+    let st = run(&chain(vec![trigger(), f]));
+    assert_eq!(error_message(&st), "The json-property has to be an object!");
+    let f = node("Function", "n8n-nodes-base.function", 1.0, json!({ "functionCode": "\nnotDefined();" }));
+    let st = run(&chain(vec![trigger(), f]));
+    assert_eq!(error_message(&st), "notDefined is not defined [Line 2]");
+}
+
+#[test]
+fn function_item_node_gets_the_json_as_item() {
+    let f = node("FI", "n8n-nodes-base.functionItem", 1.0, json!({ "functionCode": "item.b = item.a * 2;\nreturn item;" }));
+    let st = run(&chain(vec![trigger(), two_items(), f]));
+    assert_eq!(out(&st, "FI", 0), vec![json!({ "a": 1, "b": 2 }), json!({ "a": 2, "b": 4 })]);
+    assert_eq!(pairs(&st, "FI"), vec![Some(0), Some(1)]);
+    let f = node("FI", "n8n-nodes-base.functionItem", 1.0, json!({ "functionCode": "if (item.a === 2) throw new Error('two');\nreturn item;" }));
+    let st = run(&chain(vec![trigger(), two_items(), f]));
+    assert_eq!(error_message(&st), "two [Line 1 | Item Index: 1]");
+    let f = node("FI", "n8n-nodes-base.functionItem", 1.0, json!({ "functionCode": "const x = 1;" }));
+    let st = run(&chain(vec![trigger(), two_items(), f]));
+    assert_eq!(error_message(&st), "No data got returned. Always an object has to be returned!");
+}
+
+// ---- HTTP Request ------------------------------------------------------------------
+
+/// A local server for HTTP Request tests. `/echo` answers with what it got
+/// (`method`, `path`, `query`, `headers`, `body` as text); other paths:
+/// `/status/<code>`, `/text`, `/empty`, `/latin1`, `/image.png`, `/download`
+/// (content disposition), `/redirect?to=<path>&code=<status>`, `/digest`,
+/// `/slow`, `/pages?page=<n>` (three pages, a `next-url` header each).
+fn http_server() -> String {
+    use axum::body::Bytes;
+    use axum::http::{HeaderMap, Method, StatusCode, Uri};
+    use axum::response::IntoResponse;
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+        rt.block_on(async move {
+            let handler = |method: Method, uri: Uri, headers: HeaderMap, body: Bytes| async move {
+                let host = headers.get("host").and_then(|h| h.to_str().ok()).unwrap_or("").to_string();
+                let query: std::collections::HashMap<String, String> =
+                    url::form_urlencoded::parse(uri.query().unwrap_or("").as_bytes()).into_owned().collect();
+                let path = uri.path().to_string();
+                let json_reply = |code: u16, v: Value| (StatusCode::from_u16(code).unwrap_or(StatusCode::OK), axum::Json(v)).into_response();
+                match path.as_str() {
+                    "/echo" => {
+                        let hs: serde_json::Map<String, Value> = headers.iter().map(|(k, v)| (k.as_str().to_string(), json!(v.to_str().unwrap_or("")))).collect();
+                        json_reply(200, json!({ "method": method.as_str(), "path": path, "query": uri.query().unwrap_or(""), "headers": hs, "body": String::from_utf8_lossy(&body) }))
+                    }
+                    "/text" => ([("content-type", "text/plain")], "hello").into_response(),
+                    "/empty" => ([("content-type", "text/plain")], "").into_response(),
+                    "/latin1" => ([("content-type", "text/plain; charset=ISO-8859-1")], b"caf\xe9".to_vec()).into_response(),
+                    "/image.png" => ([("content-type", "image/png")], b"\x89PNG".to_vec()).into_response(),
+                    "/download" => ([("content-type", "application/pdf"), ("content-disposition", "attachment; filename=\"report.pdf\"")], b"%PDF".to_vec()).into_response(),
+                    "/redirect" => {
+                        let code = query.get("code").and_then(|c| c.parse().ok()).unwrap_or(302u16);
+                        let to = query.get("to").cloned().unwrap_or_else(|| "/echo".into());
+                        (StatusCode::from_u16(code).unwrap_or(StatusCode::FOUND), [("location", to)], "moved").into_response()
+                    }
+                    "/digest" => match headers.get("authorization").and_then(|v| v.to_str().ok()) {
+                        Some(a) if a.starts_with("Digest ") && a.contains("username=\"dana\"") && a.contains("response=\"") => json_reply(200, json!({ "digest": "ok" })),
+                        _ => (StatusCode::UNAUTHORIZED, [("www-authenticate", "Digest realm=\"test\", qop=\"auth\", nonce=\"abc123\", opaque=\"xyz\"")], "").into_response(),
+                    },
+                    "/slow" => {
+                        tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+                        json_reply(200, json!({}))
+                    }
+                    "/pages" => {
+                        let page: usize = query.get("page").and_then(|p| p.parse().ok()).unwrap_or(1);
+                        let next = format!("http://{host}/pages?page={}", page + 1);
+                        if page > 3 {
+                            return (StatusCode::NOT_FOUND, [("next-url", next)], axum::Json(json!([]))).into_response();
+                        }
+                        (StatusCode::OK, [("next-url", next)], axum::Json(json!([{ "page": page }]))).into_response()
+                    }
+                    p if p.starts_with("/status/") => json_reply(p[8..].parse().unwrap_or(500), json!({ "error": "nope" })),
+                    _ => json_reply(404, json!({ "error": "unknown path" })),
+                }
+            };
+            let app = axum::Router::new().fallback(handler);
+            let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+            tx.send(l.local_addr().expect("addr")).expect("send");
+            axum::serve(l, app).await.expect("serve");
+        });
+    });
+    format!("http://{}", rx.recv().expect("server address"))
+}
+
+/// Hands out the credentials a test gives, by type.
+struct TestCredentials(Value);
+impl engine::host::CredentialsProvider for TestCredentials {
+    fn get(&self, cred_type: &str, _reference: &Value) -> Result<Value, String> {
+        self.0.get(cred_type).cloned().ok_or_else(|| format!("no {cred_type}"))
+    }
+}
+
+fn http_node(version: f64, params: Value) -> Value {
+    node("HTTP", "n8n-nodes-base.httpRequest", version, params)
+}
+
+/// Runs `http` after the trigger, with private addresses allowed and `credentials` available.
+fn run_http(http: Value, credentials: Value) -> ExecutionState {
+    let settings = EngineSettings { allow_private_network: true, http_timeout: Duration::from_secs(10), ..Default::default() };
+    let host = Host { credentials: Some(std::sync::Arc::new(TestCredentials(credentials))), ..Default::default() };
+    run_with(&chain(vec![trigger(), http]), settings, host)
+}
+
+fn http_out(http: Value) -> Vec<Value> {
+    let st = run_http(http, json!({}));
+    assert_eq!(st.status, ExecutionStatus::Success, "{:?}", st.error);
+    out(&st, "HTTP", 0)
+}
+
+#[test]
+fn http_v4_query_headers_and_json_body_as_n8n_builds_them() {
+    let base = http_server();
+    let got = http_out(http_node(
+        4.2,
+        json!({
+            "method": "POST", "url": format!("{base}/echo"),
+            "sendQuery": true, "queryParameters": { "parameters": [{ "name": "a", "value": "1" }, { "name": "b", "value": "x y" }] },
+            "sendHeaders": true, "headerParameters": { "parameters": [{ "name": "X-Custom", "value": "v" }] },
+            "sendBody": true, "bodyParameters": { "parameters": [{ "name": "user.name", "value": "Ada" }, { "name": "n", "value": "5" }] },
+            "options": {}
+        }),
+    ));
+    let echo = &got[0];
+    assert_eq!(echo["method"], "POST");
+    assert_eq!(echo["query"], "a=1&b=x+y");
+    assert_eq!(echo["headers"]["x-custom"], "v");
+    assert_eq!(echo["headers"]["content-type"], "application/json");
+    assert!(echo["headers"]["accept"].as_str().unwrap_or("").starts_with("application/json,text/html"));
+    // v4: dotted names nest, values stay strings
+    assert_eq!(serde_json::from_str::<Value>(echo["body"].as_str().unwrap()).unwrap(), json!({ "user": { "name": "Ada" }, "n": "5" }));
+    // v3: names are taken as they are
+    let got = http_out(http_node(3.0, json!({ "method": "POST", "url": format!("{base}/echo"), "sendBody": true, "bodyParameters": { "parameters": [{ "name": "user.name", "value": "Ada" }] }, "options": {} })));
+    assert_eq!(serde_json::from_str::<Value>(got[0]["body"].as_str().unwrap()).unwrap(), json!({ "user.name": "Ada" }));
+}
+
+#[test]
+fn http_query_arrays_follow_the_array_format_option() {
+    let base = http_server();
+    let q = |format: Option<&str>| {
+        let mut options = json!({});
+        if let Some(f) = format {
+            options["queryParameterArrays"] = json!(f);
+        }
+        let got = http_out(http_node(4.2, json!({ "url": format!("{base}/echo"), "sendQuery": true, "specifyQuery": "json", "jsonQuery": "{\"id\": [1, 2], \"o\": {\"k\": \"v\"}}", "options": options })));
+        got[0]["query"].as_str().unwrap_or("").to_string()
+    };
+    assert_eq!(q(None), "id%5B0%5D=1&id%5B1%5D=2&o%5Bk%5D=v");
+    assert_eq!(q(Some("brackets")), "id%5B%5D=1&id%5B%5D=2&o%5Bk%5D=v");
+    assert_eq!(q(Some("repeat")), "id=1&id=2&o%5Bk%5D=v");
+}
+
+#[test]
+fn http_form_multipart_binary_and_raw_bodies() {
+    let base = http_server();
+    let echo = |params: Value| http_out(http_node(4.2, params)).remove(0);
+    let e = echo(json!({ "method": "POST", "url": format!("{base}/echo"), "sendBody": true, "contentType": "form-urlencoded", "bodyParameters": { "parameters": [{ "name": "a", "value": "1 2" }] }, "options": {} }));
+    assert_eq!(e["body"], "a=1+2");
+    assert_eq!(e["headers"]["content-type"], "application/x-www-form-urlencoded");
+    let e = echo(json!({ "method": "POST", "url": format!("{base}/echo"), "sendBody": true, "contentType": "form-urlencoded", "specifyBody": "string", "body": "x=1&y=2", "options": {} }));
+    assert_eq!(e["body"], "x=1&y=2");
+    let e = echo(json!({ "method": "POST", "url": format!("{base}/echo"), "sendBody": true, "contentType": "multipart-form-data", "bodyParameters": { "parameters": [{ "name": "field", "value": "value" }] }, "options": {} }));
+    assert!(e["headers"]["content-type"].as_str().unwrap_or("").starts_with("multipart/form-data; boundary="));
+    assert!(e["body"].as_str().unwrap_or("").contains("Content-Disposition: form-data; name=\"field\"\r\n\r\nvalue\r\n"), "{}", e["body"]);
+    let e = echo(json!({ "method": "POST", "url": format!("{base}/echo"), "sendBody": true, "contentType": "raw", "rawContentType": "text/xml", "body": "<a/>", "options": {} }));
+    assert_eq!((e["body"].as_str(), e["headers"]["content-type"].as_str()), (Some("<a/>"), Some("text/xml")));
+
+    // binary upload: the file of an item, with its MIME type
+    let file = node("File", "n8n-nodes-base.code", 2.0, json!({ "jsCode": "return [{json: {}, binary: {data: {data: 'aGVsbG8=', mimeType: 'text/plain', fileName: 'h.txt'}}}];" }));
+    let http = http_node(4.2, json!({ "method": "POST", "url": format!("{base}/echo"), "sendBody": true, "contentType": "binaryData", "inputDataFieldName": "data", "options": {} }));
+    let st = run_with(&chain(vec![trigger(), file, http]), EngineSettings { allow_private_network: true, ..Default::default() }, Host::default());
+    let e = &out(&st, "HTTP", 0)[0];
+    assert_eq!((e["body"].as_str(), e["headers"]["content-type"].as_str()), (Some("hello"), Some("text/plain")));
+}
+
+#[test]
+fn http_response_formats_as_n8n_outputs_them() {
+    let base = http_server();
+    assert_eq!(http_out(http_node(4.2, json!({ "url": format!("{base}/text"), "options": {} }))), vec![json!({ "data": "hello" })]);
+    assert_eq!(http_out(http_node(4.2, json!({ "url": format!("{base}/empty"), "options": {} }))), vec![json!({})]);
+    assert_eq!(http_out(http_node(4.2, json!({ "url": format!("{base}/latin1"), "options": {} }))), vec![json!({ "data": "café" })]);
+    let named = http_out(http_node(4.2, json!({ "url": format!("{base}/text"), "options": { "response": { "response": { "responseFormat": "text", "outputPropertyName": "page" } } } })));
+    assert_eq!(named, vec![json!({ "page": "hello" })]);
+    let full = http_out(http_node(4.2, json!({ "url": format!("{base}/status/201"), "options": { "response": { "response": { "fullResponse": true } } } })));
+    assert_eq!(full[0]["statusCode"], 201);
+    assert_eq!(full[0]["statusMessage"], "Created");
+    assert_eq!(full[0]["body"], json!({ "error": "nope" }));
+    assert_eq!(full[0]["headers"]["content-type"], "application/json");
+    // JSON format on a text body fails with n8n's advice
+    let st = run_http(http_node(4.2, json!({ "url": format!("{base}/text"), "options": { "response": { "response": { "responseFormat": "json" } } } })), json!({}));
+    assert_eq!(error_message(&st), "Response body is not valid JSON. Change \"Response Format\" to \"Text\"");
+}
+
+#[test]
+fn http_file_responses_become_binary_with_their_names() {
+    let base = http_server();
+    let binary = |params: Value| {
+        let st = run_http(http_node(4.2, params), json!({}));
+        assert_eq!(st.status, ExecutionStatus::Success, "{:?}", st.error);
+        st.run_data["HTTP"][0].output(0).unwrap()[0].binary.as_ref().map(|b| Value::clone(b)).unwrap_or_default()
+    };
+    // autodetected from the content type
+    let b = binary(json!({ "url": format!("{base}/image.png"), "options": {} }));
+    assert_eq!((b["data"]["fileName"].as_str(), b["data"]["mimeType"].as_str(), b["data"]["fileSize"].as_str()), (Some("image.png"), Some("image/png"), Some("4 B")));
+    // the content disposition names the file
+    let b = binary(json!({ "url": format!("{base}/download"), "options": { "response": { "response": { "responseFormat": "file", "outputPropertyName": "report" } } } }));
+    assert_eq!((b["report"]["fileName"].as_str(), b["report"]["fileType"].as_str()), (Some("report.pdf"), Some("pdf")));
+    assert_eq!(b["report"]["data"], "JVBERg==");
+}
+
+#[test]
+fn http_errors_read_like_n8n_and_continue_on_fail_keeps_the_error() {
+    let base = http_server();
+    let st = run_http(http_node(4.2, json!({ "url": format!("{base}/status/404"), "options": {} })), json!({}));
+    let e = st.error.clone().unwrap();
+    assert_eq!(e.message, "The resource you are requesting could not be found");
+    assert_eq!(e.description.as_deref(), Some("404 - {\"error\":\"nope\"}"));
+    assert_eq!(e.http_code.as_deref(), Some("404"));
+    let st = run_http(http_node(4.2, json!({ "url": format!("{base}/status/418"), "options": {} })), json!({}));
+    assert_eq!(error_message(&st), "Your request is invalid or could not be processed by the service");
+    // never error: the error body is the output
+    assert_eq!(http_out(http_node(4.2, json!({ "url": format!("{base}/status/500"), "options": { "response": { "response": { "neverError": true } } } }))), vec![json!({ "error": "nope" })]);
+    // continue on fail: the error object of the request
+    let mut h = http_node(4.2, json!({ "url": format!("{base}/status/503"), "options": {} }));
+    h["onError"] = json!("continueRegularOutput");
+    let got = http_out(h);
+    assert_eq!(got[0]["error"], json!({ "message": "503 - {\"error\":\"nope\"}", "name": "Error" }));
+    // URLs must be http(s)
+    let st = run_http(http_node(4.2, json!({ "url": "ftp://example.com/x", "options": {} })), json!({}));
+    assert_eq!(error_message(&st), "Invalid URL: ftp://example.com/x. URL must start with \"http\" or \"https\".");
+    let st = run_http(http_node(4.2, json!({ "url": "https://example.com", "options": { "proxy": "http://proxy:3128" } })), json!({}));
+    assert_eq!(error_message(&st), "Proxies are not supported by this engine");
+}
+
+#[test]
+fn http_redirects_per_version_and_option() {
+    let base = http_server();
+    let follow = |version: f64, options: Value, method: &str| {
+        let got = http_out(http_node(version, json!({ "method": method, "url": format!("{base}/redirect?to=/echo"), "options": options })));
+        got[0].get("path").is_some()
+    };
+    assert!(!follow(3.0, json!({}), "GET"), "v3 does not follow by default");
+    assert!(follow(3.0, json!({ "redirect": { "redirect": { "followRedirects": true } } }), "GET"));
+    assert!(follow(4.2, json!({}), "GET"), "v4 follows by default");
+    assert!(!follow(4.2, json!({ "redirect": { "redirect": { "followRedirects": false } } }), "GET"));
+    // a 303 after a POST is fetched with GET
+    let got = http_out(http_node(4.2, json!({ "method": "POST", "url": format!("{base}/redirect?to=/echo&code=303"), "sendBody": true, "bodyParameters": { "parameters": [{ "name": "a", "value": "1" }] }, "options": {} })));
+    assert_eq!((got[0]["method"].as_str(), got[0]["body"].as_str()), (Some("GET"), Some("")));
+    let hops = "/redirect?to=/redirect%3Fto%3D/redirect%253Fto%253D/redirect%25253Fto%25253D/echo";
+    assert!(http_out(http_node(4.2, json!({ "url": format!("{base}{hops}"), "options": {} })))[0].get("path").is_some());
+    let st = run_http(http_node(4.2, json!({ "url": format!("{base}{hops}"), "options": { "redirect": { "redirect": { "maxRedirects": 3 } } } })), json!({}));
+    assert_eq!(error_message(&st), "Maximum number of redirects exceeded");
+}
+
+#[test]
+fn http_credentials_of_each_generic_type() {
+    let base = http_server();
+    let creds = json!({
+        "httpBasicAuth": { "user": "u", "password": "p" },
+        "httpBearerAuth": { "token": "t0k" },
+        "httpQueryAuth": { "name": "key", "value": "s3" },
+        "httpCustomAuth": { "json": "{\"headers\": {\"x-c\": \"1\"}, \"qs\": {\"c\": \"2\"}}" },
+        "httpDigestAuth": { "user": "dana", "password": "pw" },
+        "oAuth2Api": { "oauthTokenData": { "access_token": "oa" } },
+    });
+    let with = |ty: &str, path: &str| {
+        let mut h = http_node(4.2, json!({ "url": format!("{base}{path}"), "authentication": "genericCredentialType", "genericAuthType": ty, "options": {} }));
+        h["credentials"] = json!({ ty: { "id": "1", "name": ty } });
+        let st = run_http(h, creds.clone());
+        assert_eq!(st.status, ExecutionStatus::Success, "{ty}: {:?}", st.error);
+        out(&st, "HTTP", 0).remove(0)
+    };
+    assert_eq!(with("httpBasicAuth", "/echo")["headers"]["authorization"], "Basic dTpw");
+    assert_eq!(with("httpBearerAuth", "/echo")["headers"]["authorization"], "Bearer t0k");
+    assert_eq!(with("oAuth2Api", "/echo")["headers"]["authorization"], "Bearer oa");
+    assert_eq!(with("httpQueryAuth", "/echo")["query"], "key=s3");
+    let c = with("httpCustomAuth", "/echo");
+    assert_eq!((c["headers"]["x-c"].as_str(), c["query"].as_str()), (Some("1"), Some("c=2")));
+    assert_eq!(with("httpDigestAuth", "/digest"), json!({ "digest": "ok" }));
+    // a credential restricted to other domains is refused
+    let mut h = http_node(4.2, json!({ "url": format!("{base}/echo"), "authentication": "genericCredentialType", "genericAuthType": "httpBearerAuth", "options": {} }));
+    h["credentials"] = json!({ "httpBearerAuth": { "id": "1", "name": "b" } });
+    let st = run_http(h, json!({ "httpBearerAuth": { "token": "t", "allowedHttpRequestDomains": "domains", "allowedDomains": "example.com" } }));
+    assert!(error_message(&st).starts_with("Domain not allowed: This credential is restricted from accessing"), "{}", error_message(&st));
+}
+
+#[test]
+fn http_pagination_by_next_url_status_code_and_page_limit() {
+    let base = http_server();
+    let pages = |pagination: Value| {
+        let got = http_out(http_node(4.1, json!({ "url": format!("{base}/pages"), "options": { "pagination": { "pagination": pagination } } })));
+        got.iter().map(|p| p["page"].as_u64().unwrap_or(0)).collect::<Vec<_>>()
+    };
+    let next = json!("={{ $response.headers[\"next-url\"] }}");
+    assert_eq!(pages(json!({ "paginationMode": "responseContainsNextURL", "nextURL": next, "paginationCompleteWhen": "receiveSpecificStatusCodes", "statusCodesWhenComplete": "404" })), vec![1, 2, 3]);
+    assert_eq!(pages(json!({ "paginationMode": "responseContainsNextURL", "nextURL": next, "limitPagesFetched": true, "maxRequests": 2 })), vec![1, 2]);
+    assert_eq!(pages(json!({ "parameters": { "parameters": [{ "name": "page", "value": "={{ $pageCount + 1 }}" }] }, "paginationCompleteWhen": "other", "completeExpression": "={{ $response.body[0].page >= 2 }}" })), vec![1, 2]);
+    // pages that never end are stopped when they repeat
+    let mut h = http_node(4.1, json!({ "url": format!("{base}/text"), "options": { "pagination": { "pagination": { "parameters": { "parameters": [{ "name": "x", "value": "0" }] } } } } }));
+    h["onError"] = json!("continueRegularOutput");
+    let got = http_out(h);
+    assert_eq!(got.last().unwrap()["error"]["message"], "The returned response was identical 5x, so requests got stopped");
+    assert_eq!(got.last().unwrap()["error"]["name"], "NodeOperationError");
+    // a next URL that is no URL
+    let mut h = http_node(4.1, json!({ "url": format!("{base}/pages"), "options": { "pagination": { "pagination": { "paginationMode": "responseContainsNextURL", "limitPagesFetched": true, "maxRequests": "={{ 2 }}" } } } }));
+    h["onError"] = json!("continueRegularOutput");
+    let got = http_out(h);
+    assert_eq!(got, vec![json!({ "error": { "message": "'' is not a valid URL.", "name": "NodeOperationError", "description": "Make sure the \"Next URL\" parameter evaluates to a valid URL.", "context": {} } })]);
+}
+
+#[test]
+fn http_timeout_option_stops_a_slow_request() {
+    let base = http_server();
+    let st = run_http(http_node(4.2, json!({ "url": format!("{base}/slow"), "options": { "timeout": 200 } })), json!({}));
+    assert!(error_message(&st).starts_with("The connection timed out after 200 ms"), "{}", error_message(&st));
+}
+
+#[test]
+fn http_v1_and_v2_parameters() {
+    let base = http_server();
+    // UI parameters: repeated query names become a list, header names lower case
+    let got = http_out(http_node(1.0, json!({
+        "url": format!("{base}/echo"),
+        "queryParametersUi": { "parameter": [{ "name": "t", "value": "a" }, { "name": "t", "value": "b" }] },
+        "headerParametersUi": { "parameter": [{ "name": "X-One", "value": "1" }] },
+        "options": { "useQueryString": true }
+    })));
+    assert_eq!(got[0]["query"], "t=a&t=b");
+    assert_eq!(got[0]["headers"]["x-one"], "1");
+    // JSON parameters
+    let got = http_out(http_node(2.0, json!({ "requestMethod": "POST", "url": format!("{base}/echo"), "jsonParameters": true, "bodyParametersJson": "{\"a\": 1}", "options": {} })));
+    assert_eq!(got[0]["body"], "{\"a\":1}");
+    let st = run_http(http_node(1.0, json!({ "requestMethod": "POST", "url": format!("{base}/echo"), "jsonParameters": true, "bodyParametersJson": "{a: 1}", "options": {} })), json!({}));
+    assert_eq!(error_message(&st), "The data in \"Body Parameters\" is no valid JSON. Set Body Content Type to \"RAW/Custom\" for XML or other types of payloads");
+    // response formats
+    assert_eq!(http_out(http_node(1.0, json!({ "url": format!("{base}/text"), "responseFormat": "string", "dataPropertyName": "txt", "options": {} }))), vec![json!({ "txt": "hello" })]);
+    assert_eq!(http_out(http_node(2.0, json!({ "url": format!("{base}/pages"), "options": { "splitIntoItems": true } }))), vec![json!({ "page": 1 })]);
+    assert_eq!(http_out(http_node(1.0, json!({ "url": format!("{base}/status/404"), "options": { "ignoreResponseCode": true } }))), vec![json!({ "error": "nope" })]);
+    let st = run_http(http_node(1.0, json!({ "url": format!("{base}/image.png"), "responseFormat": "file", "options": {} })), json!({}));
+    let b = st.run_data["HTTP"][0].output(0).unwrap()[0].binary.as_ref().map(|b| Value::clone(b)).unwrap_or_default();
+    assert_eq!((b["data"]["fileName"].as_str(), b["data"]["mimeType"].as_str()), (Some("image.png"), Some("image/png")));
+}
