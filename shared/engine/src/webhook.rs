@@ -545,23 +545,43 @@ pub fn format_pem(key: &str) -> String {
     format!("{header}\n{}\n{footer}\n", lines.join("\n"))
 }
 
+enum PemKind {
+    Rsa,
+    Ec,
+    Ed,
+}
+
+enum JwtKey {
+    Secret(String),
+    Pem(PemKind, String),
+}
+
+/// A `jwtAuth` credential's key: its passphrase, or the PEM key in `pem_field`.
+fn jwt_key(c: &Value, alg: jsonwebtoken::Algorithm, pem_field: &str) -> JwtKey {
+    if c.get("keyType").and_then(Value::as_str).unwrap_or("passphrase") == "passphrase" {
+        return JwtKey::Secret(c.get("secret").and_then(Value::as_str).unwrap_or_default().to_owned());
+    }
+    let kind = match alg {
+        jsonwebtoken::Algorithm::ES256 | jsonwebtoken::Algorithm::ES384 => PemKind::Ec,
+        jsonwebtoken::Algorithm::EdDSA => PemKind::Ed,
+        _ => PemKind::Rsa,
+    };
+    JwtKey::Pem(kind, format_pem(c.get(pem_field).and_then(Value::as_str).unwrap_or_default()))
+}
+
 /// Verifies a token with a `jwtAuth` credential (passphrase or PEM public
 /// key, the credential's algorithm); claims `exp`/`nbf` are checked when present.
 pub fn verify_jwt(c: &Value, token: &str) -> std::result::Result<Value, String> {
     use jsonwebtoken::{decode, DecodingKey, Validation};
     let alg = jwt_algorithm(c)?;
-    let key_type = c.get("keyType").and_then(Value::as_str).unwrap_or("passphrase");
-    let key = if key_type == "passphrase" {
-        DecodingKey::from_secret(c.get("secret").and_then(Value::as_str).unwrap_or_default().as_bytes())
-    } else {
-        let pem = format_pem(c.get("publicKey").and_then(Value::as_str).unwrap_or_default());
-        let pem = pem.as_bytes();
-        match alg {
-            jsonwebtoken::Algorithm::ES256 | jsonwebtoken::Algorithm::ES384 => DecodingKey::from_ec_pem(pem),
-            jsonwebtoken::Algorithm::EdDSA => DecodingKey::from_ed_pem(pem),
-            _ => DecodingKey::from_rsa_pem(pem),
+    let key = match jwt_key(c, alg, "publicKey") {
+        JwtKey::Secret(s) => DecodingKey::from_secret(s.as_bytes()),
+        JwtKey::Pem(kind, pem) => match kind {
+            PemKind::Ec => DecodingKey::from_ec_pem(pem.as_bytes()),
+            PemKind::Ed => DecodingKey::from_ed_pem(pem.as_bytes()),
+            PemKind::Rsa => DecodingKey::from_rsa_pem(pem.as_bytes()),
         }
-        .map_err(|e| format!("invalid public key: {e}"))?
+        .map_err(|e| format!("invalid public key: {e}"))?,
     };
     let mut validation = Validation::new(alg);
     validation.required_spec_claims.clear();
@@ -587,18 +607,14 @@ fn jwt_message(e: &jsonwebtoken::errors::Error) -> String {
 pub fn sign_jwt(c: &Value, payload: &Value) -> std::result::Result<String, String> {
     use jsonwebtoken::{encode, EncodingKey, Header};
     let alg = jwt_algorithm(c)?;
-    let key_type = c.get("keyType").and_then(Value::as_str).unwrap_or("passphrase");
-    let key = if key_type == "passphrase" {
-        EncodingKey::from_secret(c.get("secret").and_then(Value::as_str).unwrap_or_default().as_bytes())
-    } else {
-        let pem = format_pem(c.get("privateKey").and_then(Value::as_str).unwrap_or_default());
-        let pem = pem.as_bytes();
-        match alg {
-            jsonwebtoken::Algorithm::ES256 | jsonwebtoken::Algorithm::ES384 => EncodingKey::from_ec_pem(pem),
-            jsonwebtoken::Algorithm::EdDSA => EncodingKey::from_ed_pem(pem),
-            _ => EncodingKey::from_rsa_pem(pem),
+    let key = match jwt_key(c, alg, "privateKey") {
+        JwtKey::Secret(s) => EncodingKey::from_secret(s.as_bytes()),
+        JwtKey::Pem(kind, pem) => match kind {
+            PemKind::Ec => EncodingKey::from_ec_pem(pem.as_bytes()),
+            PemKind::Ed => EncodingKey::from_ed_pem(pem.as_bytes()),
+            PemKind::Rsa => EncodingKey::from_rsa_pem(pem.as_bytes()),
         }
-        .map_err(|e| format!("invalid private key: {e}"))?
+        .map_err(|e| format!("invalid private key: {e}"))?,
     };
     let mut payload = payload.clone();
     // jsonwebtoken wants an object; n8n's `jwt.sign` adds `iat`.

@@ -125,8 +125,7 @@ impl Executor {
             }
             let mut item = key(pk, "recurrence");
             item.insert("last".into(), s(now.to_string()));
-            table.count();
-            table.client.put_item().table_name(&table.name).set_item(Some(item)).send().await.map_err(store::StoreError::dynamo)?;
+            table.put(item).await?;
         }
         let mut req = StartRequest::new(
             WorkflowRef::Version { workflow_id: tick.workflow_id.clone(), version_id: tick.version_id.clone() },
@@ -146,19 +145,10 @@ impl Executor {
         let table = self.inner.data.executions.table();
         let mut item = key(tick_pk(tick), format!("{}#{offset:02}", tick.scheduled_time));
         item.insert("expiresAt".into(), AttributeValue::N((db::now_secs() + TICK_TTL_SECS).to_string()));
-        table.count();
-        match table
-            .client
-            .put_item()
-            .table_name(&table.name)
-            .set_item(Some(item))
-            .condition_expression("attribute_not_exists(pk)")
-            .send()
-            .await
-        {
-            Ok(_) => Ok(true),
-            Err(e) if db::is_condition_failed(&e) => Ok(false),
-            Err(e) => Err(store::StoreError::dynamo(e).into()),
+        match table.put_new(item).await {
+            Ok(()) => Ok(true),
+            Err(store::StoreError::Conflict(_)) => Ok(false),
+            Err(e) => Err(e.into()),
         }
     }
 }

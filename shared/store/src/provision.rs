@@ -32,6 +32,20 @@ pub async fn provision(clients: &AwsClients, config: &mut Config, prefix: &str) 
     provision_scheduler(clients, config, prefix).await
 }
 
+/// A queue's ARN (what event sources and schedules name it by).
+pub async fn queue_arn(sqs: &aws_sdk_sqs::Client, queue_url: &str) -> Result<String, StoreError> {
+    Ok(sqs
+        .get_queue_attributes()
+        .queue_url(queue_url)
+        .attribute_names(QueueAttributeName::QueueArn)
+        .send()
+        .await
+        .map_err(StoreError::sqs)?
+        .attributes
+        .and_then(|a| a.get(&QueueAttributeName::QueueArn).cloned())
+        .unwrap_or_default())
+}
+
 /// The EventBridge Scheduler group published schedules go in (the SAM
 /// template's `ScheduleGroup`), targeting the Runs queue.
 async fn provision_scheduler(clients: &AwsClients, config: &mut Config, prefix: &str) -> Result<(), StoreError> {
@@ -43,17 +57,7 @@ async fn provision_scheduler(clients: &AwsClients, config: &mut Config, prefix: 
         Err(e) => return Err(sched(&e)),
     }
     let runs = config.queue_url(crate::deployment::QueueId::Runs)?.to_owned();
-    let queue_arn = clients
-        .sqs
-        .get_queue_attributes()
-        .queue_url(&runs)
-        .attribute_names(QueueAttributeName::QueueArn)
-        .send()
-        .await
-        .map_err(StoreError::sqs)?
-        .attributes
-        .and_then(|a| a.get(&QueueAttributeName::QueueArn).cloned())
-        .unwrap_or_default();
+    let queue_arn = queue_arn(&clients.sqs, &runs).await?;
     config.scheduler = Some(crate::config::SchedulerTarget {
         group,
         role_arn: format!("arn:aws:iam::123456789012:role/{prefix}-scheduler"),

@@ -11,4 +11,5 @@ pub mod mcp;
 pub mod step;
 pub mod sweep;
 pub mod threads;
+pub mod web;
 pub mod webhook;

@@ -653,16 +653,7 @@ impl Executions {
         item.insert("body".into(), b(packed));
         // Only its caller reads it, within seconds.
         item.insert("expiresAt".into(), db::n(db::now_secs() + 86_400));
-        self.table.count();
-        self.table
-            .client
-            .put_item()
-            .table_name(&self.table.name)
-            .set_item(Some(item))
-            .send()
-            .await
-            .map_err(StoreError::dynamo)?;
-        Ok(())
+        self.table.put(item).await
     }
 
     /// The status and, when written for `token`, the response: one

@@ -379,16 +379,7 @@ impl Webhooks {
             "record".into(),
             s(serde_json::to_string(record).map_err(|e| StoreError::Invalid(e.to_string()))?),
         );
-        self.table.count();
-        self.table
-            .client
-            .put_item()
-            .table_name(&self.table.name)
-            .set_item(Some(item))
-            .send()
-            .await
-            .map_err(StoreError::dynamo)?;
-        Ok(())
+        self.table.put(item).await
     }
 
     /// Points the draft's test endpoints at `nodes` (the saved draft):
