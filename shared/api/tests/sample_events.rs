@@ -59,6 +59,16 @@ async fn http_samples_authenticate_and_reach_their_handlers() {
 }
 
 #[tokio::test]
+async fn the_webhook_sample_reaches_the_webhook_handler_without_an_api_key() {
+    let app = app().await;
+    let resp = api::handlers::webhook::handle(&app, http_request("webhook")).await;
+    // No workflow listens to POST orders/42 in a fresh environment.
+    assert_eq!(resp.status(), 404, "{:?}", resp.body());
+    let body = std::str::from_utf8(resp.body().as_ref()).unwrap().to_owned();
+    assert!(body.contains("POST orders/42") && body.contains("not registered"), "{body}");
+}
+
+#[tokio::test]
 async fn the_gateway_sample_connects_and_records_the_connection() {
     let app = app().await;
     let event: ApiGatewayWebsocketProxyRequest = serde_json::from_str(&sample("gateway")).unwrap();

@@ -15,11 +15,14 @@ pub mod credentials;
 pub mod data;
 pub mod error;
 pub mod expr;
+pub mod form;
 pub mod host;
 pub mod nodes;
 mod pack;
 pub mod partial;
 pub mod run;
+pub mod schedule;
+pub mod webhook;
 pub mod workflow;
 
 pub use data::{ExecutionState, ExecutionStatus, Item, Items, NodeError, OutputItems, RunData, TaskData};

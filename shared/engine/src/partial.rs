@@ -137,6 +137,7 @@ impl Engine {
             run_index: run,
             execution_id: &state.execution_id,
             mode: &settings.mode,
+            public_url: settings.public_url.as_deref(),
         };
         let mut out = ResolvedParameters { parameters: n.parameters.clone(), resolved: Value::Null, failed_expressions: vec![], empty_resolutions: vec![] };
         out.resolved = walk(&n.parameters, "", &mut expr, &proxy, &mut out.failed_expressions, &mut out.empty_resolutions);

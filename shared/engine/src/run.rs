@@ -49,6 +49,9 @@ pub struct EngineSettings {
     /// Run data stays complete (a read decodes it again) in a fraction of the
     /// memory. Off when expressions can look back at other nodes.
     pub pack_run_data_from: usize,
+    /// Base URL webhooks and forms are served under (`$execution.resumeUrl`
+    /// is `<public_url>/webhook-waiting/<execution id>`); `None`: empty URLs.
+    pub public_url: Option<String>,
     /// A frozen "now" for expressions, Code and nodes that read the clock
     /// (tests that expect a fixed instant); `None`: the system clock.
     pub clock: Option<chrono::DateTime<chrono::Utc>>,
@@ -67,6 +70,7 @@ impl Default for EngineSettings {
             http_timeout: Duration::from_secs(300),
             lean_run_data: false,
             pack_run_data_from: 1000,
+            public_url: None,
             clock: None,
         }
     }
@@ -106,6 +110,9 @@ pub struct RunOptions {
     pub trigger: Option<String>,
     /// Items the trigger receives (default `[{json:{}}]`).
     pub trigger_items: Option<Vec<Item>>,
+    /// The trigger output they leave on (a Webhook listening to several
+    /// methods has one output per method).
+    pub trigger_output: usize,
     pub cancel: Option<CancelToken>,
     pub timeout: Option<Duration>,
     pub execution_id: Option<String>,
@@ -203,7 +210,10 @@ impl Engine {
             st.static_data = sd.clone();
         }
         let items = opts.trigger_items.clone().unwrap_or_else(|| vec![Item::new(json!({}))]);
-        st.stack.push_back(StackEntry { node: start.name.clone(), inputs: vec![Some(Arc::new(items))], source: vec![], resume: false });
+        // Triggers emit their input k on output k.
+        let mut inputs = vec![None; opts.trigger_output + 1];
+        inputs[opts.trigger_output] = Some(Arc::new(items));
+        st.stack.push_back(StackEntry { node: start.name.clone(), inputs, source: vec![], resume: false });
         let env = self.env(opts.cancel.clone(), opts.timeout, graph);
         let stats = self.drive(graph, &mut st, &env, opts.destination.as_deref(), opts.progress.as_ref());
         Ok((st, stats))
@@ -398,9 +408,14 @@ impl Engine {
         };
         st.last_node_executed = Some(node.name.clone());
         let outputs: Vec<Items> = match result {
-            Ok(NodeOutput::Wait(till)) => {
+            Ok(out @ (NodeOutput::Wait(_) | NodeOutput::Park(_))) => {
+                let (till, external) = match out {
+                    NodeOutput::Wait(t) => (t, false),
+                    NodeOutput::Park(t) => (t, true),
+                    NodeOutput::Data(_) => unreachable!("matched above"),
+                };
                 let remaining = (till - chrono::Utc::now()).to_std().unwrap_or(Duration::ZERO);
-                if remaining <= env.settings.max_inline_wait {
+                if !external && remaining <= env.settings.max_inline_wait {
                     if sleep_cancellable(remaining, env) {
                         return Step::Canceled;
                     }

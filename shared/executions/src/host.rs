@@ -196,41 +196,55 @@ struct StoreCredentials(Arc<Scope>);
 impl CredentialsProvider for StoreCredentials {
     fn get(&self, cred_type: &str, reference: &Value) -> Result<Value, String> {
         let s = &self.0;
-        let id = reference
-            .get("id")
-            .and_then(Value::as_str)
-            .filter(|i| !i.is_empty())
-            .ok_or_else(|| {
-                format!("the node selects no {cred_type} credential (reference without id)")
-            })?;
-        let meta = s
-            .handle
-            .block_on(s.data.credentials.get(id))
-            .map_err(|e| format!("credential {id}: {e}"))?
-            .ok_or_else(|| format!("credential {id} does not exist"))?;
-        let usable = meta.is_global
-            || meta.home_project_id == s.project_id
-            || meta
-                .shared_with_project_ids
-                .iter()
-                .any(|p| *p == s.project_id);
-        if !usable {
-            // Same answer as a missing one: the workflow's project cannot see it.
-            return Err(format!("credential {id} does not exist"));
-        }
-        if meta.kind != cred_type {
-            return Err(format!(
-                "credential {id} is of type {}, the node needs {cred_type}",
-                meta.kind
-            ));
-        }
-        let secret = s
-            .handle
-            .block_on(s.data.credentials.decrypt_secret(id))
-            .map_err(|e| format!("credential {id}: {e}"))?;
-        s.secrets.remember(secret.expose());
-        Ok(secret.expose().clone())
+        let secret = s.handle.block_on(project_credential(
+            &s.data,
+            &s.project_id,
+            cred_type,
+            reference,
+        ))?;
+        s.secrets.remember(&secret);
+        Ok(secret)
     }
+}
+
+/// The decrypted data of the credential a node's reference (`{id, name}`)
+/// selects, if the project may use it and it is of `cred_type`. A
+/// credential the project cannot see reads as missing.
+pub async fn project_credential(
+    data: &InstanceData,
+    project_id: &str,
+    cred_type: &str,
+    reference: &Value,
+) -> Result<Value, String> {
+    let id = reference
+        .get("id")
+        .and_then(Value::as_str)
+        .filter(|i| !i.is_empty())
+        .ok_or_else(|| format!("the node selects no {cred_type} credential (reference without id)"))?;
+    let meta = data
+        .credentials
+        .get(id)
+        .await
+        .map_err(|e| format!("credential {id}: {e}"))?
+        .ok_or_else(|| format!("credential {id} does not exist"))?;
+    let usable = meta.is_global
+        || meta.home_project_id == project_id
+        || meta.shared_with_project_ids.iter().any(|p| *p == project_id);
+    if !usable {
+        return Err(format!("credential {id} does not exist"));
+    }
+    if meta.kind != cred_type {
+        return Err(format!(
+            "credential {id} is of type {}, the node needs {cred_type}",
+            meta.kind
+        ));
+    }
+    let secret = data
+        .credentials
+        .decrypt_secret(id)
+        .await
+        .map_err(|e| format!("credential {id}: {e}"))?;
+    Ok(secret.expose().clone())
 }
 
 struct StoreWorkflows(Arc<Scope>);

@@ -18,6 +18,15 @@
 //! - [`Sweeper::resume_due`] / [`Sweeper::mark_crashed`]: the minute sweep.
 //! - [`Executor::handle_queue_batch`]: the SQS consumer's body.
 //! - [`Executor::test_credential`]: a credential's connection test (`probe`).
+//! - [`Executor::handle_queue_batch`]: the SQS consumer's body (execution
+//!   messages, and schedule ticks: `ticks`).
+//! - [`Executor::waiting_on`] / [`Executor::resume_waiting`]: a webhook call
+//!   or form submission resumes a Wait node (`resume`).
+//!
+//! An execution an HTTP caller waits for (`StartRequest::respond`) stores
+//! its answer as soon as it has one (`respond`); a failed production run
+//! starts its error workflow (`error_workflow`). Finished executions expire
+//! after the configured retention (DynamoDB TTL); waiting ones never do.
 //!
 //! Delivery is at least once: a message for an execution that is finished,
 //! running under a live lease, or waiting and not yet due does nothing; a
@@ -27,16 +36,23 @@
 mod children;
 mod document;
 pub mod error;
+mod error_workflow;
 mod host;
 mod probe;
 mod progress;
 mod records;
+mod respond;
+mod resume;
 mod sweep;
+mod ticks;
 
 pub use error::ExecutionError;
-pub use host::HttpPolicy;
+pub use host::{project_credential, HttpPolicy};
 pub use store::data::executions::{ExecutionMode, ExecutionStatus};
+pub use document::Respond;
+pub use resume::{ResumeRefused, WaitingOn};
 pub use sweep::{SweepReport, Sweeper};
+pub use ticks::{ScheduleTick, TickMessage, TickOutcome};
 
 use crate::document::StartData;
 use crate::error::Result;
@@ -106,6 +122,8 @@ pub struct StartRequest {
     pub trigger: Option<String>,
     /// Items the trigger outputs (default one empty item).
     pub trigger_items: Option<Vec<Item>>,
+    /// The trigger output they leave on (a multi-method Webhook's method).
+    pub trigger_output: usize,
     /// Stop after this node (run-step): only it and its ancestors run.
     pub destination: Option<String>,
     /// With `destination`: where the target's input comes from instead of
@@ -115,6 +133,8 @@ pub struct StartRequest {
     /// the workflow's `settings.executionTimeout` applies too, the lower wins.
     pub timeout: Option<Duration>,
     pub retry_of: Option<String>,
+    /// An HTTP caller waits for the answer (webhook, form).
+    pub respond: Option<Respond>,
 }
 
 impl StartRequest {
@@ -125,10 +145,12 @@ impl StartRequest {
             pin_data: BTreeMap::new(),
             trigger: None,
             trigger_items: None,
+            trigger_output: 0,
             destination: None,
             step_seed: None,
             timeout: None,
             retry_of: None,
+            respond: None,
         }
     }
 }
@@ -219,6 +241,8 @@ pub struct ExecutorSettings {
     /// finish (the final write is always made); `None` stores it only at
     /// the end or when it parks.
     pub progress_interval: Option<Duration>,
+    /// Where webhooks are served (`$execution.resumeUrl`, error data URLs).
+    pub public_url: Option<String>,
 }
 
 impl Default for ExecutorSettings {
@@ -231,17 +255,21 @@ impl Default for ExecutorSettings {
             inline_wait: Duration::from_secs(65),
             retention_secs: None,
             progress_interval: Some(Duration::from_secs(1)),
+            public_url: None,
         }
     }
 }
 
 impl ExecutorSettings {
     /// The defaults, with what the configuration sets: the HTTP policy
-    /// (`INSTANCE_AI_HTTP_*`) and the progress interval.
+    /// (`INSTANCE_AI_HTTP_*`), the progress interval, retention and the
+    /// public URL.
     pub fn from_config(config: &Config) -> Self {
         ExecutorSettings {
             http: HttpPolicy::from_config(config),
             progress_interval: config.execution_progress_ms.map(Duration::from_millis),
+            retention_secs: config.execution_retention_secs,
+            public_url: config.public_url.clone(),
             ..ExecutorSettings::default()
         }
     }
@@ -360,7 +388,8 @@ impl Executor {
         &self.inner.settings
     }
 
-    fn data(&self) -> &InstanceData {
+    /// The repositories this executor runs over.
+    pub fn data(&self) -> &InstanceData {
         &self.inner.data
     }
 
@@ -406,9 +435,11 @@ impl Executor {
         let start = StartData {
             trigger: req.trigger,
             trigger_items: req.trigger_items,
+            trigger_output: req.trigger_output,
             destination_node: req.destination,
             step_seed: req.step_seed,
             timeout_secs: timeout.as_secs().max(1),
+            respond: req.respond,
         };
         let doc = document::initial(snapshot, &start, &req.pin_data)?;
         let exec = self
@@ -602,15 +633,25 @@ impl Executor {
     ) -> Vec<String> {
         let mut failed = Vec::new();
         for record in batch {
-            let msg = record
-                .body
-                .as_deref()
-                .map(serde_json::from_str::<RunMessage>);
-            let Some(Ok(msg)) = msg else {
-                // Kept for the dead-letter queue, where someone can look at it.
-                tracing::error!(message_id = %record.message_id, "malformed Runs message");
-                failed.push(record.message_id);
-                continue;
+            let msg = match record.body.as_deref().and_then(ticks::parse) {
+                Some(ticks::Message::Run(m)) => m,
+                Some(ticks::Message::Tick(t)) => {
+                    // Boxed, as `run_execution` is: keeps the consumer's future shallow.
+                    match Box::pin(self.handle_tick(&t.schedule_tick)).await {
+                        Ok(outcome) => tracing::info!(workflowId = %t.schedule_tick.workflow_id, ?outcome, "schedule tick"),
+                        Err(e) => {
+                            tracing::error!(workflowId = %t.schedule_tick.workflow_id, error = %e, "schedule tick failed; will be redelivered");
+                            failed.push(record.message_id);
+                        }
+                    }
+                    continue;
+                }
+                None => {
+                    // Kept for the dead-letter queue, where someone can look at it.
+                    tracing::error!(message_id = %record.message_id, "malformed Runs message");
+                    failed.push(record.message_id);
+                    continue;
+                }
             };
             match self.run_execution(msg.execution_id.as_str()).await {
                 Ok(RunResult::Ran(o)) => {
@@ -751,10 +792,15 @@ impl Executor {
             execution_timeout: Some(timeout),
             max_inline_wait: settings.inline_wait,
             mode: mode_str(exec.mode),
+            public_url: settings.public_url.clone(),
             ..EngineSettings::default()
         };
         settings.http.apply(&mut engine_settings);
         let secrets = host::Secrets::default();
+        let responder = start
+            .respond
+            .as_ref()
+            .and_then(|r| respond::Responder::new(&data.executions, id, r, &graph, &secrets));
         let handle = tokio::runtime::Handle::current();
         let children = Arc::new(children::Children::new(
             children::ChildScope {
@@ -808,6 +854,7 @@ impl Executor {
             },
             _ => None,
         };
+        let progress = respond::both(progress, responder.as_ref().and_then(|r| r.hook(&handle)));
         let cancel = CancelToken::new();
         let job = {
             let cancel = cancel.clone();
@@ -816,6 +863,7 @@ impl Executor {
                 pin_data: loaded.pin_data,
                 trigger: loaded.start.trigger,
                 trigger_items: loaded.start.trigger_items,
+                trigger_output: loaded.start.trigger_output,
                 cancel: Some(cancel.clone()),
                 timeout: Some(timeout),
                 execution_id: Some(id.to_owned()),
@@ -911,6 +959,9 @@ impl Executor {
             Ok(run) => run,
             Err(msg) => {
                 let doc = document::failed_before_run(&workflow, &start, &msg);
+                if let Some(r) = &responder {
+                    r.at_end(None, true).await;
+                }
                 return self.end(id, owner, ExecutionStatus::Error, &msg, doc, &secrets).await;
             }
         };
@@ -974,7 +1025,12 @@ impl Executor {
             let mut doc =
                 document::after_run(&workflow, &start, &state, error_value.as_ref(), true)?;
             secrets.scrub(&mut doc);
+            // A waiting execution never expires while it waits.
+            data.executions.set_expiry(id, None).await?;
             data.executions.save_data(id, &doc).await?;
+            if let Some(r) = &responder {
+                r.at_park(&state).await;
+            }
             if !records.park(id, owner, &wait_till).await? {
                 return Ok(RunResult::Skipped(SkipReason::LostLease));
             }
@@ -1005,15 +1061,35 @@ impl Executor {
             }));
         }
         let doc = document::after_run(&workflow, &start, &state, error_value.as_ref(), false)?;
-        self.end(
-            id,
-            owner,
-            status,
-            message.as_deref().unwrap_or_default(),
-            doc,
-            &secrets,
-        )
-        .await
+        if let Some(r) = &responder {
+            r.at_end(Some(&state), status != ExecutionStatus::Success).await;
+        }
+        let result = self
+            .end(
+                id,
+                owner,
+                status,
+                message.as_deref().unwrap_or_default(),
+                doc,
+                &secrets,
+            )
+            .await?;
+        if matches!(&result, RunResult::Ran(o) if o.status == ExecutionStatus::Error) {
+            let mut error = error_value.clone();
+            if let Some(e) = error.as_mut() {
+                secrets.scrub(e);
+            }
+            Box::pin(self.run_error_workflow(error_workflow::Failure {
+                execution_id: id,
+                mode: exec.mode,
+                workflow: &workflow,
+                error,
+                last_node: state.last_node_executed.clone(),
+                retry_of: exec.retry_of.clone(),
+            }))
+            .await;
+        }
+        Ok(result)
     }
 
     /// The engine input of a run-step seed; `Err` is the message the
@@ -1052,6 +1128,9 @@ impl Executor {
     ) -> Result<RunResult> {
         secrets.scrub(&mut doc);
         let message = secrets.scrub_str(message);
+        // Retention counts from the end (parts saved next carry the time).
+        let expires = self.inner.settings.retention_secs.map(|r| db::now_secs() + r);
+        self.inner.data.executions.set_expiry(id, expires).await?;
         self.inner.data.executions.save_data(id, &doc).await?;
         let error = (!message.is_empty()).then_some(message.as_str());
         if !self.records().finish(id, owner, status, error).await? {

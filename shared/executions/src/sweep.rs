@@ -122,6 +122,11 @@ impl Sweeper {
             execution_id: id.into(),
         })
         .map_err(|e| ExecutionError::Queue(e.to_string()))?;
+        self.enqueue_body(&body, delay).await
+    }
+
+    /// Sends any Runs message (an execution, a schedule tick), delayed up to 15 minutes.
+    pub(crate) async fn enqueue_body(&self, body: &str, delay: Duration) -> Result<()> {
         let url = self.queue_url.as_deref().ok_or_else(|| ExecutionError::Queue("this process has no Runs queue".into()))?;
         self.sqs
             .send_message()

@@ -65,6 +65,8 @@ pub struct Instance {
     /// Whether execution data (item values, upstream error details) may be
     /// shown to the assistant (`INSTANCE_AI_ALLOW_SENDING_PARAMETER_VALUES`).
     pub values: executions::view::Values,
+    /// Publish, unpublish, archive: the workflow's webhook paths and schedules.
+    pub activation: triggers::Activation,
 }
 
 /// `true` (default) lets the assistant read execution data.
@@ -76,11 +78,12 @@ impl Instance {
         let runs = config.queue_url(QueueId::Runs).map_err(|e| InstanceError::Internal(e.to_string()))?;
         let steps = config.queue_url(QueueId::Steps).ok().map(str::to_owned);
         let executor = Executor::new(data.clone(), clients.sqs.clone(), runs, ExecutorSettings::from_config(config)).notifying(steps);
+        let activation = triggers::Activation::new(data.clone(), triggers::Schedules::from_config(clients, config));
         let values = match config.var(ALLOW_VALUES_VARIABLE).map(str::trim) {
             None | Some("true") | Some("1") => executions::view::Values::Shown,
             Some("false") | Some("0") => executions::view::Values::Withheld,
             Some(other) => return Err(InstanceError::Invalid(format!("{ALLOW_VALUES_VARIABLE} is malformed: expected true or false, got {other:?}"))),
         };
-        Ok(Instance { data, executor, dispatch: Dispatch::Queue, values })
+        Ok(Instance { data, executor, dispatch: Dispatch::Queue, values, activation })
     }
 }

@@ -312,7 +312,8 @@ impl Instance {
     /// Archives (soft delete; unpublishes). `false` when it already was.
     pub async fn archive_workflow(&self, caller: &Caller, id: &str) -> Result<(WorkflowMeta, bool), InstanceError> {
         let (meta, _) = self.workflow_access(caller, id, "workflow:delete").await?;
-        let changed = self.data.workflows.archive(id).await?;
+        // Archiving unpublishes: the webhook paths and schedules go too.
+        let changed = self.activation.archive(id).await?;
         Ok((meta, changed))
     }
 
@@ -336,12 +337,13 @@ impl Instance {
                 "workflow {id} has no enabled trigger node; a published workflow needs one to run"
             )));
         }
-        Ok(self.data.workflows.publish(id, version_id).await?)
+        // Claims the webhook paths and creates the schedules, or refuses.
+        Ok(self.activation.publish(id, version_id).await?)
     }
 
     pub async fn unpublish_workflow(&self, caller: &Caller, id: &str) -> Result<WorkflowMeta, InstanceError> {
         let (meta, _) = self.workflow_access(caller, id, "workflow:publish").await?;
-        self.data.workflows.unpublish(id).await?;
+        self.activation.unpublish(id).await?;
         Ok(meta)
     }
 

@@ -210,6 +210,7 @@ pub enum FunctionId {
     Step,
     Executor,
     Sweep,
+    Webhook,
     Web,
     Credentials,
 }
@@ -415,6 +416,23 @@ pub const FUNCTIONS: &[FunctionDef] = &[
         uses_kms: false,
         calls_model: false,
     },
+    // Webhooks, forms and Wait resumes: public routes, authenticated by
+    // the workflow's own node settings (no API key). Starts executions on
+    // the Runs queue and waits for their answer below API Gateway's 30 s.
+    FunctionDef {
+        id: FunctionId::Webhook,
+        logical_id: "WebhookFunction",
+        package: "webhook",
+        timeout_secs: 30,
+        memory_mb: 512,
+        tables: &[r(Instance), rw(Executions)],
+        sends_to: &[QueueId::Runs],
+        consumes: &[],
+        inspects: &[],
+        manages_connections: false,
+        uses_kms: true,
+        calls_model: false,
+    },
     // The web page: static assets embedded in the binary, no table.
     FunctionDef {
         id: FunctionId::Web,
@@ -462,6 +480,8 @@ pub enum Method {
     Head,
     Patch,
     Delete,
+    /// Every method (webhooks: the node decides which it answers).
+    Any,
 }
 
 impl Method {
@@ -472,7 +492,12 @@ impl Method {
             Method::Head => "HEAD",
             Method::Patch => "PATCH",
             Method::Delete => "DELETE",
+            Method::Any => "ANY",
         }
+    }
+
+    pub fn matches(self, method: &str) -> bool {
+        self == Method::Any || self.as_str() == method
     }
 }
 
@@ -517,6 +542,14 @@ pub const ROUTES: &[RouteDef] = &[
     RouteDef { method: Method::Delete, path: "/instance-ai/credentials/{credentialId}", function: FunctionId::Credentials, edge: Edge::HttpApi },
     RouteDef { method: Method::Post, path: "/instance-ai/credentials/{credentialId}/test", function: FunctionId::Credentials, edge: Edge::HttpApi },
     RouteDef { method: Method::Get, path: "/instance-ai/credential-types", function: FunctionId::Credentials, edge: Edge::HttpApi },
+    // n8n's URL spaces: production and test webhooks, forms, and the resume
+    // URLs of waiting executions (`{proxy+}` is the rest of the path).
+    RouteDef { method: Method::Any, path: "/webhook/{proxy+}", function: FunctionId::Webhook, edge: Edge::HttpApi },
+    RouteDef { method: Method::Any, path: "/webhook-test/{proxy+}", function: FunctionId::Webhook, edge: Edge::HttpApi },
+    RouteDef { method: Method::Any, path: "/webhook-waiting/{proxy+}", function: FunctionId::Webhook, edge: Edge::HttpApi },
+    RouteDef { method: Method::Any, path: "/form/{proxy+}", function: FunctionId::Webhook, edge: Edge::HttpApi },
+    RouteDef { method: Method::Any, path: "/form-test/{proxy+}", function: FunctionId::Webhook, edge: Edge::HttpApi },
+    RouteDef { method: Method::Any, path: "/form-waiting/{proxy+}", function: FunctionId::Webhook, edge: Edge::HttpApi },
 ];
 
 /// WebSocket API route keys, all handled by the gateway function.
@@ -525,6 +558,17 @@ pub const WS_FUNCTION: FunctionId = FunctionId::Gateway;
 
 /// Scheduled invocations: (function, rate in seconds).
 pub const SCHEDULES: &[(FunctionId, u32)] = &[(FunctionId::Sweep, 60)];
+
+/// Functions that publish workflows, so create and delete the EventBridge
+/// Scheduler schedules of their Schedule Triggers (`SCHEDULER_*`,
+/// `RUNS_QUEUE_ARN`, `scheduler:*Schedule` and `iam:PassRole` on the
+/// scheduler's role). The schedules send their ticks to the Runs queue.
+pub const SCHEDULE_MANAGERS: &[FunctionId] = &[FunctionId::Mcp, FunctionId::Step];
+
+/// Functions told the public base URL (`INSTANCE_AI_PUBLIC_URL`): the
+/// executor evaluates `$execution.resumeUrl`. Functions behind the HTTP API
+/// cannot reference its URL (a template cycle); they read the request's host.
+pub const PUBLIC_URL_FUNCTIONS: &[FunctionId] = &[FunctionId::Executor];
 
 #[cfg(test)]
 mod tests {

@@ -13,3 +13,4 @@ pub mod step;
 pub mod sweep;
 pub mod threads;
 pub mod web;
+pub mod webhook;

@@ -301,7 +301,9 @@ pub struct ExecutionResultOut {
     pub error: Option<String>,
 }
 
-fn trigger_items(kind: TriggerKind, inputs: Option<Inputs>, node: &Value) -> Result<Vec<Item>, McpError> {
+/// The trigger's items and the output they leave on (a Webhook listening
+/// to several methods has one output per method).
+fn trigger_items(kind: TriggerKind, inputs: Option<Inputs>, node: &Value) -> Result<(Vec<Item>, usize), McpError> {
     let now = store::data::db::now_iso();
     let json = match (kind, inputs) {
         (TriggerKind::Webhook, inputs) => {
@@ -313,15 +315,24 @@ fn trigger_items(kind: TriggerKind, inputs: Option<Inputs>, node: &Value) -> Res
                     Some(i) => return Err(McpError::InvalidArguments(format!("the workflow starts with a Webhook trigger; inputs.type must be \"webhook\", not {:?}", i.kind))),
                 },
             );
-            json!({
-                "headers": wd.headers.unwrap_or_default(),
-                "params": {},
-                "query": wd.query.unwrap_or_default(),
-                "body": wd.body.unwrap_or_else(|| json!({})),
-                "webhookUrl": format!("/webhook/{}", node.pointer("/parameters/path").and_then(Value::as_str).unwrap_or("")),
-                "executionMode": "production",
-                "method": wd.method.unwrap_or(method_default),
-            })
+            // The item a real call makes (one home: engine::webhook).
+            let request = engine::webhook::IncomingRequest {
+                method: wd.method.unwrap_or(method_default).to_ascii_uppercase(),
+                headers: wd.headers.unwrap_or_default(),
+                query: wd.query.unwrap_or_default(),
+                body: wd.body.map(engine::webhook::RequestBody::Parsed).unwrap_or_default(),
+                ..Default::default()
+            };
+            let path = node.pointer("/parameters/path").and_then(Value::as_str).unwrap_or("");
+            let ctx = engine::webhook::TriggerContext {
+                webhook_url: Some(format!("/webhook/{}", path.trim_matches('/'))),
+                execution_mode: Some("production".into()),
+                jwt_payload: None,
+            };
+            let node: engine::Node = serde_json::from_value(node.clone()).map_err(|e| McpError::Invalid(e.to_string()))?;
+            let outputs = engine::webhook::webhook_output(&node, &request, &ctx).map_err(|e| McpError::InvalidArguments(e.to_string()))?;
+            let (output, items) = outputs.into_iter().enumerate().find(|(_, o)| !o.is_empty()).unwrap_or_default();
+            return Ok((items, output));
         }
         (TriggerKind::Chat, Some(Inputs { kind: InputType::Chat, chat_input: Some(text), .. })) => {
             let input = json!({"chatInput": text});
@@ -345,7 +356,7 @@ fn trigger_items(kind: TriggerKind, inputs: Option<Inputs>, node: &Value) -> Res
         }
         (TriggerKind::Manual, _) => json!({}),
     };
-    Ok(vec![Item::new(json)])
+    Ok((vec![Item::new(json)], 0))
 }
 
 fn status_str(s: ExecutionStatus) -> String {
@@ -372,7 +383,7 @@ pub async fn execute_workflow(ctx: &Ctx<'_>, a: ExecuteWorkflowArgs) -> Result<E
             "this workflow has no supported trigger (Webhook, Chat Trigger, Form Trigger, Manual Trigger, Schedule Trigger)".into(),
         ));
     };
-    let items = trigger_items(kind, a.inputs, node)?;
+    let (items, output) = trigger_items(kind, a.inputs, node)?;
     let mode = match (production, kind) {
         (false, _) => ExecutionMode::Manual,
         (true, TriggerKind::Webhook) => ExecutionMode::Webhook,
@@ -383,6 +394,7 @@ pub async fn execute_workflow(ctx: &Ctx<'_>, a: ExecuteWorkflowArgs) -> Result<E
     let mut req = StartRequest::new(workflow, mode);
     req.trigger = Some(node_name(node).to_owned());
     req.trigger_items = Some(items);
+    req.trigger_output = output;
     let outcome = runner::run(&ctx.server.instance.executor, ctx.server.instance.dispatch, req).await?;
     Ok(outcome_out(outcome))
 }

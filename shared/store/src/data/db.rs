@@ -392,6 +392,13 @@ impl Table {
         }
     }
 
+    /// Puts `item`, replacing what is there.
+    pub async fn put(&self, item: Item) -> Result<(), StoreError> {
+        self.count();
+        self.client.put_item().table_name(&self.name).set_item(Some(item)).send().await.map_err(StoreError::dynamo)?;
+        Ok(())
+    }
+
     /// Puts `item` (a new entity) on condition it does not exist yet.
     pub async fn put_new(&self, item: Item) -> Result<(), StoreError> {
         self.count();

@@ -17,6 +17,7 @@ pub mod keys;
 pub mod setup_skips;
 pub mod tags;
 pub mod users_projects;
+pub mod webhooks;
 pub mod workflows;
 pub mod workspace;
 
@@ -28,6 +29,7 @@ pub use folders::Folders;
 pub use tags::Tags;
 pub use setup_skips::SetupSkips;
 pub use users_projects::Projects;
+pub use webhooks::Webhooks;
 pub use workflows::Workflows;
 pub use workspace::Workspace;
 
@@ -50,6 +52,7 @@ pub struct InstanceData {
     pub agent: AgentRecords,
     pub workspace: Workspace,
     pub setup_skips: SetupSkips,
+    pub webhooks: Webhooks,
 }
 
 impl InstanceData {
@@ -75,10 +78,11 @@ impl InstanceData {
             workflows: Workflows::new(instance.clone(), projects.clone(), folders.clone(), tags.clone()),
             executions: Executions::new(table(TableId::Executions)?),
             credentials: Credentials::new(instance.clone(), projects.clone(), keys),
-            data_tables: DataTables::new(instance, table(TableId::DataRows)?),
+            data_tables: DataTables::new(instance.clone(), table(TableId::DataRows)?),
             agent: AgentRecords::new(table(TableId::Agent)?),
             workspace: Workspace::new(table(TableId::Agent)?),
             setup_skips: SetupSkips::new(table(TableId::Agent)?),
+            webhooks: Webhooks::new(instance.clone()),
             projects,
             folders,
             tags,

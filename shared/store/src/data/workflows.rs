@@ -25,6 +25,7 @@
 use super::db::{self, b, get_b, key, s, to_item, tx_check, tx_put, Item, Table, MAX_ITEM_PAYLOAD};
 use super::folders::{self, Folder, FolderRef, FolderResolution, Folders, ResolutionFailure};
 use super::tags::{Tag, Tags};
+use super::webhooks::Webhooks;
 use super::users_projects::{ProjectAccess, ProjectRole, Projects};
 use crate::error::StoreError;
 use aws_sdk_dynamodb::types::AttributeValue;
@@ -407,11 +408,22 @@ pub struct Workflows {
     projects: Projects,
     folders: Folders,
     tags: Tags,
+    /// Test webhook endpoints follow the draft (see `webhooks`).
+    webhooks: Webhooks,
 }
 
 impl Workflows {
     pub fn new(table: Table, projects: Projects, folders: Folders, tags: Tags) -> Self {
-        Workflows { table, projects, folders, tags }
+        let webhooks = Webhooks::new(table.clone());
+        Workflows { table, projects, folders, tags, webhooks }
+    }
+
+    /// Points the test webhook URLs at a saved draft. A failure is logged,
+    /// not returned: the version is saved, and the next save retries.
+    async fn sync_test_webhooks(&self, id: &str, version_id: &str, body: &WorkflowBody) {
+        if let Err(e) = self.webhooks.sync_test(id, version_id, &body.nodes).await {
+            tracing::warn!(workflowId = %id, error = %e, "test webhook paths not updated");
+        }
     }
 
     fn version_items(&self, info: &VersionInfo, body: &WorkflowBody) -> Result<Vec<Item>, StoreError> {
@@ -471,6 +483,7 @@ impl Workflows {
             tx.push(tx_put(t, item, None)?);
         }
         self.table.transact(tx, &format!("project {} does not exist", new.project_id)).await?;
+        self.sync_test_webhooks(&meta.id, &meta.version_id, &new.body).await;
         Ok(Workflow { meta, body: new.body, tags: Vec::new() })
     }
 
@@ -605,6 +618,7 @@ impl Workflows {
         self.table.batch_write(reqs).await?;
         // 3. Move the head (conditional on the version we started from).
         self.finish_claim(&cur.id, &cur.version_id, &head).await?;
+        self.sync_test_webhooks(&cur.id, &info.version_id, &body).await;
         let meta = WorkflowMeta {
             name,
             description,
@@ -849,6 +863,7 @@ impl Workflows {
         if !meta.is_archived {
             return Err(StoreError::Invalid(format!("workflow {id} must be archived before it is deleted")));
         }
+        self.webhooks.clear_test(id).await?;
         let items = self.table.query_prefix(&wf_pk(id), "", false).await?;
         let reqs = items
             .into_iter()
