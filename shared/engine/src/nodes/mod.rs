@@ -49,6 +49,7 @@ pub mod summarize;
 pub mod switch;
 pub mod wait;
 pub mod xml;
+pub mod markdown;
 
 /// What a node run produced.
 pub enum NodeOutput {
@@ -124,6 +125,7 @@ pub fn get(node_type: &str) -> Option<NodeFn> {
         "n8n-nodes-base.compareDatasets" => compare_datasets::execute,
         "n8n-nodes-base.renameKeys" => rename_keys::execute,
         "n8n-nodes-base.xml" => xml::execute,
+        "n8n-nodes-base.markdown" => markdown::execute,
         _ => return None,
     };
     Some(f)
@@ -234,6 +236,13 @@ impl<'a> NodeContext<'a> {
 
     pub fn continue_on_fail(&self) -> bool {
         self.node.on_error() != OnError::StopWorkflow
+    }
+
+    /// The node's credential of type `kind`, decrypted by the host.
+    pub fn credential(&self, kind: &str) -> Result<Value> {
+        let reference = self.node.credentials.as_ref().and_then(|c| c.get(kind)).cloned().unwrap_or(Value::Null);
+        let provider = self.env.host.credentials.clone().ok_or_else(|| EngineError::Host("no credentials provider configured".into()))?;
+        provider.get(kind, &reference).map_err(|e| EngineError::node(format!("Node does not have credentials of type {kind}: {e}")))
     }
 
     /// The current instant: the system clock, or `EngineSettings::clock` when frozen.

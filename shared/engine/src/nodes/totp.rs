@@ -10,9 +10,7 @@ use crate::error::{EngineError, Result};
 
 pub fn execute(ctx: &mut NodeContext<'_>) -> Result<NodeOutput> {
     let input = ctx.input(0);
-    let reference = ctx.node.credentials.as_ref().and_then(|c| c.get("totpApi")).cloned().unwrap_or(Value::Null);
-    let provider = ctx.env.host.credentials.clone().ok_or_else(|| EngineError::Host("no credentials provider configured".into()))?;
-    let creds = provider.get("totpApi", &reference).map_err(|e| EngineError::node(format!("Node does not have credentials of type totpApi: {e}")))?;
+    let creds = ctx.credential("totpApi")?;
     let label = creds.get("label").and_then(Value::as_str).unwrap_or("");
     if !label.contains(':') {
         return Err(EngineError::node("Malformed label - expected `issuer:username`"));
