@@ -67,7 +67,7 @@ impl Algo {
         Some(match base {
             "md4" => Algo::Md4,
             "md5" => Algo::Md5,
-            "sha1" => Algo::Sha1,
+            "sha1" | "sha1-2" => Algo::Sha1,
             "sha224" => Algo::Sha224,
             "sha256" => Algo::Sha256,
             "sha384" => Algo::Sha384,
@@ -351,6 +351,16 @@ mod tests {
         assert_eq!(hex::encode(Algo::Sha512.digest_info_prefix()), "3051300d060960864801650304020305000440");
         assert_eq!(hex::encode(Algo::Sha1.digest_info_prefix()), "3021300906052b0e03021a05000414");
         assert_eq!(hex::encode(Algo::Md5.digest_info_prefix()), "3020300c06082a864886f70d020505000410");
+    }
+
+    #[test]
+    fn every_catalog_algorithm_signs() {
+        let d = crate::catalog::describe("n8n-nodes-base.crypto").expect("crypto in the catalog");
+        let names: Vec<String> = d.properties.iter().filter(|p| p.name == "algorithm").flat_map(|p| p.options.iter().flatten()).filter_map(|o| o.get("value")?.as_str().map(String::from)).collect();
+        assert!(names.len() > 20);
+        for n in names {
+            assert!(Algo::parse(&n).is_some(), "{n}");
+        }
     }
 
     #[test]
