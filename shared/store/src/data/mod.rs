@@ -1,7 +1,8 @@
 //! The instance's data as repositories over DynamoDB: users and projects,
 //! folders, tags, workflows and their versions, executions and run data,
 //! credentials (envelope-encrypted secrets), data tables and their rows,
-//! and the agent's own thread-level records.
+//! the values Remove Duplicates saw in earlier executions, and the agent's
+//! own thread-level records.
 //!
 //! Each aggregate is one module with one repository type; they share the
 //! generic `pk`/`sk` (+ `gsi1`) tables of [`crate::deployment`]. Build them
@@ -14,6 +15,7 @@ pub mod db;
 pub mod executions;
 pub mod folders;
 pub mod keys;
+pub mod processed_data;
 pub mod tags;
 pub mod users_projects;
 pub mod workflows;
@@ -23,6 +25,7 @@ pub use credentials::Credentials;
 pub use data_tables::DataTables;
 pub use executions::Executions;
 pub use folders::Folders;
+pub use processed_data::ProcessedData;
 pub use tags::Tags;
 pub use users_projects::Projects;
 pub use workflows::Workflows;
@@ -44,6 +47,7 @@ pub struct InstanceData {
     pub credentials: Credentials,
     pub data_tables: DataTables,
     pub agent: AgentRecords,
+    pub processed_data: ProcessedData,
 }
 
 impl InstanceData {
@@ -69,6 +73,7 @@ impl InstanceData {
             workflows: Workflows::new(instance.clone(), projects.clone(), folders.clone(), tags.clone()),
             executions: Executions::new(table(TableId::Executions)?),
             credentials: Credentials::new(instance.clone(), projects.clone(), keys),
+            processed_data: ProcessedData::new(instance.clone()),
             data_tables: DataTables::new(instance, table(TableId::DataRows)?),
             agent: AgentRecords::new(table(TableId::Agent)?),
             projects,
