@@ -636,3 +636,174 @@ fn markdown_to_html_options() {
     assert_eq!(to_html("|a|b|\n|-|-|\n|1|2|", json!({})), "<p>|a|b|\n|-|-|\n|1|2|</p>");
     assert!(to_html("|a|b|\n|-|-|\n|1|2|", json!({ "tables": true })).starts_with("<table>"));
 }
+
+// ---- Compare Datasets -------------------------------------------------------
+
+const COMPARE: &str = "n8n-nodes-base.compareDatasets";
+
+/// Input A and input B into node "N"; its four outputs.
+fn compare(version: f64, params: Value, a: Value, b: Value) -> [Vec<Value>; 4] {
+    let nodes = vec![
+        node("Trigger", "n8n-nodes-base.manualTrigger", 1.0, json!({})),
+        node("A", "n8n-nodes-testing.testData", 1.0, json!({ "data": a })),
+        node("B", "n8n-nodes-testing.testData", 1.0, json!({ "data": b })),
+        node("N", COMPARE, version, params),
+    ];
+    let wf = json!({
+        "id": "wf-1",
+        "nodes": nodes,
+        "connections": {
+            "Trigger": { "main": [[{ "node": "A", "type": "main", "index": 0 }, { "node": "B", "type": "main", "index": 0 }]] },
+            "A": { "main": [[{ "node": "N", "type": "main", "index": 0 }]] },
+            "B": { "main": [[{ "node": "N", "type": "main", "index": 1 }]] },
+        },
+        "settings": { "executionOrder": "v1" },
+    });
+    let st = execute(&wf, Host::default());
+    assert_eq!(st.status, ExecutionStatus::Success, "{:?}", st.error);
+    [0, 1, 2, 3].map(|o| output(&st, "N", o))
+}
+
+#[test]
+fn compare_datasets_routes_and_resolves_differences_per_version() {
+    let a = json!([{ "id": 1, "v": "x" }, { "id": 2, "v": "y", "n": 3 }, { "id": 3, "v": "z" }]);
+    let b = json!([{ "id": 2, "v": "Y", "n": "3" }, { "id": 3, "v": "z" }, { "id": 4, "v": "w" }]);
+    let by_id = json!({ "mergeByFields": { "values": [{ "field1": "id", "field2": "id" }] } });
+    let [only_a, same, different, only_b] = compare(2.3, by_id.clone(), a.clone(), b.clone());
+    assert_eq!(only_a, [json!({ "id": 1, "v": "x" })]);
+    assert_eq!(same, [json!({ "id": 3, "v": "z" })]);
+    assert_eq!(only_b, [json!({ "id": 4, "v": "w" })]);
+    // From 2.1 both versions are kept by default, under inputA / inputB.
+    assert_eq!(different, [json!({ "keys": { "id": 2 }, "same": { "id": 2 }, "different": { "v": { "inputA": "y", "inputB": "Y" }, "n": { "inputA": 3, "inputB": "3" } } })]);
+    // Version 1: input B wins by default.
+    let [_, _, v1, _] = compare(1.0, by_id.clone(), a.clone(), b.clone());
+    assert_eq!(v1, [json!({ "id": 2, "v": "Y", "n": "3" })]);
+    // Fuzzy compare treats 3 and "3" as the same; a mix takes input A except for the named fields.
+    let mut mix = by_id.clone();
+    mix["resolve"] = json!("mix");
+    mix["preferWhenMix"] = json!("input1");
+    mix["exceptWhenMix"] = json!("v");
+    mix["fuzzyCompare"] = json!(true);
+    let [_, _, mixed, _] = compare(2.3, mix, a.clone(), b.clone());
+    assert_eq!(mixed, [json!({ "id": 2, "v": "Y", "n": 3 })]);
+    // Skipped fields do not make items different.
+    let mut skip = by_id;
+    skip["options"] = json!({ "skipFields": "v, n" });
+    let [_, same, different, _] = compare(2.3, skip, a, b);
+    assert_eq!(same.len(), 2);
+    assert!(different.is_empty());
+}
+
+// ---- Rename Keys ----------------------------------------------------------
+
+const RENAME: &str = "n8n-nodes-base.renameKeys";
+
+#[test]
+fn rename_keys_paths_and_regex() {
+    let input = json!([{ "a": { "b": 1 }, "c": 2, "user_name": "x", "nested": { "user_id": 3 } }]);
+    let keys = json!({ "keys": { "key": [{ "currentKey": "a.b", "newKey": "moved.deep" }, { "currentKey": "c", "newKey": "d" }] } });
+    assert_eq!(ok(RENAME, 1.0, keys, input.clone()), [json!({ "a": {}, "user_name": "x", "nested": { "user_id": 3 }, "moved": { "deep": 1 }, "d": 2 })]);
+    let regex = |depth: i64| json!({ "additionalOptions": { "regexReplacement": { "replacements": [{ "searchRegex": "^user_(\\w+)", "replaceRegex": "$1", "options": { "depth": depth } }] } } });
+    assert_eq!(ok(RENAME, 1.0, regex(-1), input.clone())[0], json!({ "a": { "b": 1 }, "c": 2, "name": "x", "nested": { "id": 3 } }));
+    assert_eq!(ok(RENAME, 1.0, regex(0), input.clone())[0]["nested"], json!({ "user_id": 3 }));
+    // n8n refuses patterns that can backtrack catastrophically (the node's InvalidRegex test workflow).
+    let risky = json!({ "additionalOptions": { "regexReplacement": { "replacements": [{ "searchRegex": "(a+)+b", "replaceRegex": "x" }] } } });
+    assert!(err(RENAME, 1.0, risky, input).contains("may cause performance issues"));
+}
+
+
+// ---- Date & Time ----------------------------------------------------------
+
+const DATE_TIME: &str = "n8n-nodes-base.dateTime";
+
+/// Node "N" in a workflow whose timezone is America/New_York.
+fn in_new_york(version: f64, params: Value, input: Value) -> Value {
+    let mut wf = workflow(DATE_TIME, version, params, input);
+    wf["settings"]["timezone"] = json!("America/New_York");
+    let st = execute(&wf, Host::default());
+    assert_eq!(st.status, ExecutionStatus::Success, "{:?}", st.error);
+    output(&st, "N", 0).into_iter().next().unwrap_or(Value::Null)
+}
+
+#[test]
+fn date_time_2_luxon_operations_in_the_workflow_timezone() {
+    let input = json!([{ "d": "2024-01-31T10:20:30.000Z", "s": "05/03/2024", "ts": 1709600000 }]);
+    let run = |p: Value| in_new_york(2.0, p, input.clone());
+    // Calendar arithmetic (31 January + 1 month is 29 February), results in the workflow's zone.
+    assert_eq!(run(json!({ "operation": "addToDate", "magnitude": "={{ $json.d }}", "timeUnit": "months", "duration": 1 })), json!({ "newDate": "2024-02-29T05:20:30.000-05:00" }));
+    // Formatting keeps the input's offset unless told to use the workflow's timezone.
+    let format = json!({ "operation": "formatDate", "date": "={{ $json.d }}", "format": "custom", "customFormat": "yyyy-MM-dd HH:mm ZZ" });
+    assert_eq!(run(format.clone()), json!({ "formattedDate": "2024-01-31 10:20 +00:00" }));
+    let mut in_zone = format;
+    in_zone["options"] = json!({ "timezone": true });
+    assert_eq!(run(in_zone), json!({ "formattedDate": "2024-01-31 05:20 -05:00" }));
+    assert_eq!(run(json!({ "operation": "formatDate", "date": "={{ $json.s }}", "format": "yyyy-MM-dd", "options": { "fromFormat": "dd/MM/yyyy" } })), json!({ "formattedDate": "2024-03-05" }));
+    assert_eq!(run(json!({ "operation": "formatDate", "date": "={{ $json.ts }}", "format": "X" })), json!({ "formattedDate": "1709600000" }));
+    assert_eq!(run(json!({ "operation": "roundDate", "date": "={{ $json.d }}", "mode": "roundDown", "toNearest": "week" })), json!({ "roundedDate": "2024-01-29T00:00:00.000-05:00" }));
+    assert_eq!(run(json!({ "operation": "extractDate", "date": "={{ $json.d }}", "part": "week" })), json!({ "datePart": 5 }));
+    let between = run(json!({ "operation": "getTimeBetweenDates", "startDate": "2024-01-01", "endDate": "={{ $json.d }}", "units": ["month", "day", "hour"] }));
+    assert_eq!(between["timeDifference"]["days"], 30);
+    assert!((between["timeDifference"]["hours"].as_f64().unwrap_or(0.0) - 5.3417).abs() < 0.001, "{between}");
+    // includeInputFields keeps the item.
+    let kept = run(json!({ "operation": "extractDate", "date": "={{ $json.d }}", "part": "year", "options": { "includeInputFields": true } }));
+    assert_eq!(kept["datePart"], 2024);
+    assert_eq!(kept["s"], "05/03/2024");
+}
+
+#[test]
+fn date_time_1_moment_format_and_calculate() {
+    let input = json!([{ "d": "2024-01-31T10:20:30.000Z", "s": "05/03/2024" }]);
+    let run = |p: Value| in_new_york(1.0, p, input.clone());
+    assert_eq!(run(json!({ "value": "={{ $json.d }}", "toFormat": "DD.MM.YYYY HH:mm", "options": { "toTimezone": "Europe/Berlin" } }))["data"], "31.01.2024 11:20");
+    assert_eq!(run(json!({ "value": "={{ $json.s }}", "toFormat": "YYYY-MM-DD", "options": { "fromFormat": "DD/MM/YYYY" } }))["data"], "2024-03-05");
+    let calc = run(json!({ "action": "calculate", "value": "={{ $json.d }}", "operation": "subtract", "duration": 2, "timeUnit": "weeks", "dataPropertyName": "earlier" }));
+    assert_eq!(calc["earlier"], "2024-01-17T10:20:30.000Z");
+    assert_eq!(calc["d"], "2024-01-31T10:20:30.000Z", "version 1 keeps the input fields");
+}
+
+// ---- XML ------------------------------------------------------------------
+
+const XML: &str = "n8n-nodes-base.xml";
+
+#[test]
+fn xml_builds_and_parses_like_xml2js() {
+    let doc = json!([{ "a": { "$": { "id": "1" }, "b": ["x", "y"], "_": "t" } }]);
+    let built = ok(XML, 1.0, json!({ "mode": "jsonToxml" }), doc.clone());
+    assert_eq!(built[0]["data"], "<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"yes\"?>\n<a id=\"1\">\n  <b>x</b>\n  <b>y</b>\n  t\n</a>");
+    let headless = ok(XML, 1.0, json!({ "mode": "jsonToxml", "options": { "headless": true, "rootName": "r" } }), json!([{ "k": 1, "m": 2 }]));
+    assert_eq!(headless[0]["data"], "<r>\n  <k>1</k>\n  <m>2</m>\n</r>");
+
+    let xml = json!([{ "data": "<Root a=\"1\"><B> x </B><B>y</B><c k=\"v\">t</c></Root>" }]);
+    assert_eq!(ok(XML, 1.0, json!({}), xml.clone()), [json!({ "Root": { "a": "1", "B": [" x ", "y"], "c": { "k": "v", "_": "t" } } })]);
+    let arrays = ok(XML, 1.0, json!({ "options": { "explicitArray": true, "mergeAttrs": false } }), xml.clone());
+    assert_eq!(arrays, [json!({ "Root": { "$": { "a": "1" }, "B": [" x ", "y"], "c": [{ "$": { "k": "v" }, "_": "t" }] } })]);
+    let flat = ok(XML, 1.0, json!({ "options": { "explicitRoot": false, "normalizeTags": true, "trim": true } }), xml);
+    assert_eq!(flat, [json!({ "a": "1", "b": ["x", "y"], "c": { "k": "v", "_": "t" } })]);
+    // Malformed XML fails the item.
+    err(XML, 1.0, json!({}), json!([{ "data": "<a><b></a>" }]));
+}
+
+// ---- HTML -----------------------------------------------------------------
+
+const HTML: &str = "n8n-nodes-base.html";
+
+#[test]
+fn html_extract_generate_and_table() {
+    let page = "<div><p class=\"p\"> One </p><p class=\"p\">Two <b>bold</b></p><a href=\"/x\">link</a><input name=\"q\" value=\"42\"></div>";
+    let input = json!([{ "data": page, "title": "Hi", "a_b": 1 }]);
+    let values = json!({ "values": [
+        { "key": "ps", "cssSelector": ".p", "returnArray": true },
+        { "key": "href", "cssSelector": "a", "returnValue": "attribute", "attribute": "href" },
+        { "key": "q", "cssSelector": "input", "returnValue": "value" },
+        { "key": "inner", "cssSelector": "p:nth-child(2)", "returnValue": "html" }
+    ] });
+    let got = ok(HTML, 1.2, json!({ "operation": "extractHtmlContent", "extractionValues": values }), input.clone());
+    assert_eq!(got, [json!({ "ps": ["One", "Two bold"], "href": "/x", "q": "42", "inner": "Two <b>bold</b>" })]);
+    // Without returnArray the matches' text is joined (cheerio's .text()).
+    let joined = ok(HTML, 1.0, json!({ "operation": "extractHtmlContent", "extractionValues": { "values": [{ "key": "ps", "cssSelector": ".p" }] }, "options": { "trimValues": true } }), input.clone());
+    assert_eq!(joined, [json!({ "ps": "One Two bold" })]);
+    assert_eq!(ok(HTML, 1.2, json!({ "operation": "generateHtmlTemplate", "html": "<h1>{{ $json.title }}</h1>" }), input.clone()), [json!({ "html": "<h1>Hi</h1>" })]);
+    let table = ok(HTML, 1.2, json!({ "operation": "convertToHtmlTable", "options": { "capitalize": true, "customStyling": true } }), json!([{ "a_b": 1, "c": "<x>" }]));
+    let t = table[0]["table"].as_str().unwrap_or_default();
+    assert!(t.starts_with("<table") && t.contains("<th>A B</th><th>C</th>") && t.contains("<td  >1</td>"), "{t}");
+}
