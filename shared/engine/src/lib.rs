@@ -8,6 +8,7 @@
 //! `catalog` (node descriptions, search, TypeScript types), `host` (traits
 //! the host implements: credentials, sub-workflows, data tables, files, DNS).
 
+pub mod binary;
 pub mod catalog;
 pub mod data;
 pub mod error;

@@ -169,6 +169,8 @@ fn start_mock(mocks: Vec<Mock>, rewrite: Arc<Mutex<Vec<(String, String)>>>) -> M
                     let m = if mocks[p].persist { mocks[p].clone() } else { mocks.remove(p) };
                     let code = StatusCode::from_u16(m.status).unwrap_or(StatusCode::OK);
                     let mut reply = (code, m.body).into_response();
+                    // like nock: no content type unless the record names one
+                    reply.headers_mut().remove(axum::http::header::CONTENT_TYPE);
                     let map = rewrite.lock().expect("lock").clone();
                     for (k, v) in &m.response_headers {
                         let v = map.iter().fold(v.clone(), |v, (from, to)| v.replace(from, to));

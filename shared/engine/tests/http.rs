@@ -114,9 +114,11 @@ fn connection_errors_name_the_host_but_not_the_query() {
     // Nothing listens on port 9: the request fails before any response.
     let st = run(json!({ "url": "http://127.0.0.1:9/path?api_key=query-secret-123", "options": {} }), None);
     assert_eq!(st.status, ExecutionStatus::Error);
-    let msg = st.error.map(|e| e.message).unwrap_or_default();
-    assert!(msg.contains("127.0.0.1:9"), "{msg}");
-    assert!(!msg.contains("query-secret-123") && !msg.contains("/path"), "{msg}");
+    let e = st.error.unwrap();
+    assert_eq!(e.message, "The service refused the connection - perhaps it is offline");
+    let detail = e.description.unwrap_or_default();
+    assert!(detail.contains("127.0.0.1:9"), "{detail}");
+    assert!(!detail.contains("query-secret-123") && !detail.contains("/path"), "{detail}");
 }
 
 #[test]

@@ -152,7 +152,7 @@ fn json_text_and_base64_files() {
     assert_eq!((bytes.as_slice(), entry["mimeType"].as_str(), entry["fileName"].as_str()), (&b"{\"k\":1}"[..], Some("application/json"), Some("file.json")));
     let st = run(json!([{}]), vec![node("Missing", "convertToFile", 1.1, json!({ "operation": "toText", "sourceProperty": "nope" }))]);
     assert_eq!(error(&st), "The value in \"nope\" is not set");
-    let st = run(json!([{}]), vec![node("X", "convertToFile", 1.1, json!({ "operation": "xlsx" }))]);
+    let st = run(json!([{}]), vec![node("X", "convertToFile", 1.1, json!({ "operation": "ods" }))]);
     assert!(error(&st).contains("not supported"));
     let st = run(json!([{}]), vec![node("X", "extractFromFile", 1.0, json!({ "operation": "pdf" }))]);
     assert!(error(&st).contains("not supported"));
@@ -161,6 +161,108 @@ fn json_text_and_base64_files() {
     assert_eq!((st.status, jsons(&st, "X")), (ExecutionStatus::Success, vec![]));
     let st = run(json!([{}]), vec![node("X", "extractFromFile", 1.0, json!({ "operation": "csv" }))]);
     assert_eq!(error(&st), "This operation expects the node's input data to contain a binary file 'data', but none was found [item 0]");
+}
+
+#[test]
+fn legacy_code_pages() {
+    // after n8n's ExtractFromFile/test/workflow.non_utf8_encoding.json (commit 946e79ebbdce):
+    // a text file written in windows1256 is read back; what the page lacks became '?'
+    let text = "Karlovy Vary město lázní Příliš žluťoučký kůň úpěl ďábelské ódy.";
+    let st = run(
+        json!([{ "text": text }]),
+        vec![
+            node("windows1256", "convertToFile", 1.1, json!({ "operation": "toText", "sourceProperty": "text", "binaryPropertyName": "myfile", "options": { "encoding": "windows1256" } })),
+            node("Extract from File", "extractFromFile", 1.0, json!({ "operation": "text", "binaryPropertyName": "myfile", "options": { "encoding": "windows1256" } })),
+        ],
+    );
+    assert_eq!(st.status, ExecutionStatus::Success, "{:?}", st.error);
+    let back = jsons(&st, "Extract from File")[0]["data"].as_str().unwrap().to_string();
+    assert!(back.starts_with("Karlovy Vary m?sto l") && back.contains('?') && back.chars().count() == text.chars().count(), "{back}");
+    let st = run(
+        json!([{ "text": "Привет" }]),
+        vec![
+            node("F", "convertToFile", 1.1, json!({ "operation": "toText", "sourceProperty": "text", "options": { "encoding": "koi8r" } })),
+            node("X", "extractFromFile", 1.0, json!({ "operation": "text", "options": { "encoding": "koi8r" } })),
+        ],
+    );
+    assert_eq!(file(&st, "F", "data").0, vec![0xF0, 0xD2, 0xC9, 0xD7, 0xC5, 0xD4]);
+    assert_eq!(jsons(&st, "X")[0]["data"], "Привет");
+}
+
+#[test]
+fn xlsx_round_trip() {
+    let rows = json!([{ "id": 1, "name": "a", "ok": true }, { "id": 2.5, "name": "b & <c>" }, { "name": "", "x": "only" }]);
+    let to = |opts: Value| node("X", "convertToFile", 1.1, json!({ "operation": "xlsx", "options": opts }));
+    let back = |opts: Value| node("R", "extractFromFile", 1.0, json!({ "operation": "xlsx", "options": opts }));
+    let st = run(rows.clone(), vec![to(json!({})), back(json!({}))]);
+    let (bytes, entry) = file(&st, "X", "data");
+    assert_eq!((&bytes[..2], entry["fileName"].as_str()), (&b"PK"[..], Some("File.xlsx")));
+    assert_eq!(entry["mimeType"], "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet");
+    assert_eq!(
+        jsons(&st, "R"),
+        vec![json!({ "id": 1, "name": "a", "ok": true }), json!({ "id": 2.5, "name": "b & <c>" }), json!({ "name": "", "x": "only" })]
+    );
+    let st = run(rows.clone(), vec![to(json!({ "sheetName": "Data", "compression": true })), back(json!({ "sheetName": "Data", "includeEmptyCells": true }))]);
+    assert_eq!(jsons(&st, "R")[1], json!({ "id": 2.5, "name": "b & <c>", "ok": "", "x": "" }));
+    let st = run(rows.clone(), vec![to(json!({})), back(json!({ "headerRow": false }))]);
+    assert_eq!(jsons(&st, "R")[0], json!({ "row": ["id", "name", "ok", "x"] }));
+    assert_eq!(jsons(&st, "R")[3], json!({ "row": [null, "", null, "only"] }));
+    let st = run(rows.clone(), vec![to(json!({})), back(json!({ "range": "B2:C3" }))]);
+    // B2:C3: the header row is row 2 ("a", TRUE), one data row
+    assert_eq!(jsons(&st, "R"), vec![json!({ "a": "b & <c>" })]);
+    let st = run(rows.clone(), vec![to(json!({})), back(json!({ "sheetName": "Nope" }))]);
+    assert_eq!(error(&st), "Spreadsheet does not contain sheet called \"Nope\"!");
+    // repeated and blank header cells get SheetJS's names
+    let st = run(
+        json!([{ "a": "x", "b": "y" }, { "a": "1", "b": "2" }]),
+        vec![to(json!({ "headerRow": false })), node("R", "extractFromFile", 1.0, json!({ "operation": "xlsx" }))],
+    );
+    assert_eq!(jsons(&st, "R"), vec![json!({ "x": "1", "y": "2" })]);
+}
+
+#[test]
+fn html_tables_both_ways() {
+    let rows = json!([{ "id": 1, "name": "a <b>" }, { "id": 2, "name": "c" }]);
+    let st = run(rows.clone(), vec![node("H", "convertToFile", 1.1, json!({ "operation": "html" })), node("R", "extractFromFile", 1.0, json!({ "operation": "html" }))]);
+    assert_eq!(jsons(&st, "R"), rows.as_array().unwrap().clone());
+    let page = "<html><body><p>x</p><table><tr><th>k</th><th colspan=\"2\">v</th></tr><tr><td> a  b </td><td>1.5</td><td>z</td></tr></table><table><tr><td>no</td></tr></table></body></html>";
+    let st = run(
+        json!([{ "page": page }]),
+        vec![
+            node("F", "convertToFile", 1.1, json!({ "operation": "toText", "sourceProperty": "page", "options": { "fileName": "p.html" } })),
+            node("R", "extractFromFile", 1.0, json!({ "operation": "html" })),
+        ],
+    );
+    assert_eq!(jsons(&st, "R"), vec![json!({ "k": "a b", "v": 1.5, "__EMPTY": "z" })]);
+}
+
+#[test]
+fn ical_events() {
+    let st = run(
+        json!([{ "t": "Stand-up, daily" }]),
+        vec![node("Cal", "convertToFile", 1.1, json!({
+            "operation": "iCal", "title": "={{ $json.t }}", "start": "2024-03-01T09:30:00+01:00", "end": "2024-03-01T10:00:00Z",
+            "additionalFields": { "uid": "u-1", "location": "Room; 2", "description": "line one\nline two",
+                "attendeesUi": { "attendeeValues": [{ "name": "Ann", "email": "ann@x.io", "rsvp": true }] },
+                "organizerUi": { "organizerValues": { "name": "Bob", "email": "bob@x.io" } }, "sequence": 2, "fileName": "m.ics" } })),
+        ],
+    );
+    let (bytes, entry) = file(&st, "Cal", "data");
+    assert_eq!((entry["fileName"].as_str(), entry["mimeType"].as_str()), (Some("m.ics"), Some("text/calendar")));
+    let ics = String::from_utf8(bytes).unwrap();
+    for line in [
+        "BEGIN:VCALENDAR\r\n", "UID:u-1\r\n", "SUMMARY:Stand-up\\, daily\r\n", "DTSTART:20240301T083000Z\r\n", "DTEND:20240301T100000Z\r\n",
+        "DESCRIPTION:line one\\nline two\r\n", "LOCATION:Room\\; 2\r\n", "STATUS:CONFIRMED\r\n", "ORGANIZER;CN=Bob:MAILTO:bob@x.io\r\n",
+        "ATTENDEE;RSVP=TRUE;CN=Ann:MAILTO:ann@x.io\r\n", "SEQUENCE:2\r\n", "END:VCALENDAR\r\n",
+    ] {
+        assert!(ics.contains(line), "{line:?} in {ics}");
+    }
+    let st = run(json!([{}]), vec![node("Cal", "convertToFile", 1.1, json!({ "operation": "iCal", "title": "Off", "start": "2024-03-01", "end": "2024-03-02", "allDay": true }))]);
+    let ics = String::from_utf8(file(&st, "Cal", "data").0).unwrap();
+    assert!(ics.contains("DTSTART;VALUE=DATE:20240301\r\n") && ics.contains("DTEND;VALUE=DATE:20240303\r\n"), "{ics}");
+    assert_eq!(file(&st, "Cal", "data").1["fileName"], "event.ics");
+    let st = run(json!([{}]), vec![node("Cal", "convertToFile", 1.1, json!({ "operation": "iCal", "start": "soon", "end": "later" }))]);
+    assert!(error(&st).contains("'Start' is not a valid date"));
 }
 
 #[test]
@@ -323,6 +425,26 @@ fn zip_and_gzip_round_trips() {
     assert!(items(&run_with(nodes, vec![], Host::default()), "None").is_empty());
     let st = run(json!([{}]), vec![node("Bad", "compression", 1.1, json!({ "operation": "decompress" }))]);
     assert!(error(&st).contains("expects the node's input data to contain a binary file 'data'"));
+}
+
+#[test]
+fn n8n_compression_workflow() {
+    // n8n's Compression/test/node/workflow.compression.json (commit 3985081fcddd): read a
+    // file, zip it (v1), unzip it with every parameter at its default
+    let dir = Arc::new(ScratchDir::new());
+    dir.write("/home/me/Desktop/lorem.txt", b"Lorem ipsum dolor sit amet", false).unwrap();
+    let host = Host { files: Some(dir), ..Default::default() };
+    let nodes = vec![
+        node("When clicking \"Execute Workflow\"", "manualTrigger", 1.0, json!({})),
+        node("Read Binary File", "readWriteFile", 1.0, json!({ "fileSelector": "/home/me/Desktop/lorem.txt", "options": {} })),
+        node("Compression", "compression", 1.0, json!({ "operation": "compress", "outputFormat": "zip", "fileName": "data.zip" })),
+        node("Compression1", "compression", 1.0, json!({})),
+    ];
+    let st = run_with(nodes, vec![], host);
+    assert_eq!(st.status, ExecutionStatus::Success, "{:?}", st.error);
+    assert_eq!(file(&st, "Compression", "data").1["fileName"], "data.zip");
+    let (text, entry) = file(&st, "Compression1", "file_0");
+    assert_eq!((text.as_slice(), entry["fileName"].as_str(), entry["mimeType"].as_str()), (&b"Lorem ipsum dolor sit amet"[..], Some("lorem.txt"), Some("text/plain")));
 }
 
 // ---- JWT / TOTP -------------------------------------------------------------------------

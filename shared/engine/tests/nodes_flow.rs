@@ -275,3 +275,326 @@ fn function_item_node_gets_the_json_as_item() {
     let st = run(&chain(vec![trigger(), two_items(), f]));
     assert_eq!(error_message(&st), "No data got returned. Always an object has to be returned!");
 }
+
+// ---- HTTP Request ------------------------------------------------------------------
+
+/// A local server for HTTP Request tests. `/echo` answers with what it got
+/// (`method`, `path`, `query`, `headers`, `body` as text); other paths:
+/// `/status/<code>`, `/text`, `/empty`, `/latin1`, `/image.png`, `/download`
+/// (content disposition), `/redirect?to=<path>&code=<status>`, `/digest`,
+/// `/slow`, `/pages?page=<n>` (three pages, a `next-url` header each).
+fn http_server() -> String {
+    use axum::body::Bytes;
+    use axum::http::{HeaderMap, Method, StatusCode, Uri};
+    use axum::response::IntoResponse;
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+        rt.block_on(async move {
+            let handler = |method: Method, uri: Uri, headers: HeaderMap, body: Bytes| async move {
+                let host = headers.get("host").and_then(|h| h.to_str().ok()).unwrap_or("").to_string();
+                let query: std::collections::HashMap<String, String> =
+                    url::form_urlencoded::parse(uri.query().unwrap_or("").as_bytes()).into_owned().collect();
+                let path = uri.path().to_string();
+                let json_reply = |code: u16, v: Value| (StatusCode::from_u16(code).unwrap_or(StatusCode::OK), axum::Json(v)).into_response();
+                match path.as_str() {
+                    "/echo" => {
+                        let hs: serde_json::Map<String, Value> = headers.iter().map(|(k, v)| (k.as_str().to_string(), json!(v.to_str().unwrap_or("")))).collect();
+                        json_reply(200, json!({ "method": method.as_str(), "path": path, "query": uri.query().unwrap_or(""), "headers": hs, "body": String::from_utf8_lossy(&body) }))
+                    }
+                    "/text" => ([("content-type", "text/plain")], "hello").into_response(),
+                    "/empty" => ([("content-type", "text/plain")], "").into_response(),
+                    "/latin1" => ([("content-type", "text/plain; charset=ISO-8859-1")], b"caf\xe9".to_vec()).into_response(),
+                    "/image.png" => ([("content-type", "image/png")], b"\x89PNG".to_vec()).into_response(),
+                    "/download" => ([("content-type", "application/pdf"), ("content-disposition", "attachment; filename=\"report.pdf\"")], b"%PDF".to_vec()).into_response(),
+                    "/redirect" => {
+                        let code = query.get("code").and_then(|c| c.parse().ok()).unwrap_or(302u16);
+                        let to = query.get("to").cloned().unwrap_or_else(|| "/echo".into());
+                        (StatusCode::from_u16(code).unwrap_or(StatusCode::FOUND), [("location", to)], "moved").into_response()
+                    }
+                    "/digest" => match headers.get("authorization").and_then(|v| v.to_str().ok()) {
+                        Some(a) if a.starts_with("Digest ") && a.contains("username=\"dana\"") && a.contains("response=\"") => json_reply(200, json!({ "digest": "ok" })),
+                        _ => (StatusCode::UNAUTHORIZED, [("www-authenticate", "Digest realm=\"test\", qop=\"auth\", nonce=\"abc123\", opaque=\"xyz\"")], "").into_response(),
+                    },
+                    "/slow" => {
+                        tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+                        json_reply(200, json!({}))
+                    }
+                    "/pages" => {
+                        let page: usize = query.get("page").and_then(|p| p.parse().ok()).unwrap_or(1);
+                        let next = format!("http://{host}/pages?page={}", page + 1);
+                        if page > 3 {
+                            return (StatusCode::NOT_FOUND, [("next-url", next)], axum::Json(json!([]))).into_response();
+                        }
+                        (StatusCode::OK, [("next-url", next)], axum::Json(json!([{ "page": page }]))).into_response()
+                    }
+                    p if p.starts_with("/status/") => json_reply(p[8..].parse().unwrap_or(500), json!({ "error": "nope" })),
+                    _ => json_reply(404, json!({ "error": "unknown path" })),
+                }
+            };
+            let app = axum::Router::new().fallback(handler);
+            let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+            tx.send(l.local_addr().expect("addr")).expect("send");
+            axum::serve(l, app).await.expect("serve");
+        });
+    });
+    format!("http://{}", rx.recv().expect("server address"))
+}
+
+/// Hands out the credentials a test gives, by type.
+struct TestCredentials(Value);
+impl engine::host::CredentialsProvider for TestCredentials {
+    fn get(&self, cred_type: &str, _reference: &Value) -> Result<Value, String> {
+        self.0.get(cred_type).cloned().ok_or_else(|| format!("no {cred_type}"))
+    }
+}
+
+fn http_node(version: f64, params: Value) -> Value {
+    node("HTTP", "n8n-nodes-base.httpRequest", version, params)
+}
+
+/// Runs `http` after the trigger, with private addresses allowed and `credentials` available.
+fn run_http(http: Value, credentials: Value) -> ExecutionState {
+    let settings = EngineSettings { allow_private_network: true, http_timeout: Duration::from_secs(10), ..Default::default() };
+    let host = Host { credentials: Some(std::sync::Arc::new(TestCredentials(credentials))), ..Default::default() };
+    run_with(&chain(vec![trigger(), http]), settings, host)
+}
+
+fn http_out(http: Value) -> Vec<Value> {
+    let st = run_http(http, json!({}));
+    assert_eq!(st.status, ExecutionStatus::Success, "{:?}", st.error);
+    out(&st, "HTTP", 0)
+}
+
+#[test]
+fn http_v4_query_headers_and_json_body_as_n8n_builds_them() {
+    let base = http_server();
+    let got = http_out(http_node(
+        4.2,
+        json!({
+            "method": "POST", "url": format!("{base}/echo"),
+            "sendQuery": true, "queryParameters": { "parameters": [{ "name": "a", "value": "1" }, { "name": "b", "value": "x y" }] },
+            "sendHeaders": true, "headerParameters": { "parameters": [{ "name": "X-Custom", "value": "v" }] },
+            "sendBody": true, "bodyParameters": { "parameters": [{ "name": "user.name", "value": "Ada" }, { "name": "n", "value": "5" }] },
+            "options": {}
+        }),
+    ));
+    let echo = &got[0];
+    assert_eq!(echo["method"], "POST");
+    assert_eq!(echo["query"], "a=1&b=x+y");
+    assert_eq!(echo["headers"]["x-custom"], "v");
+    assert_eq!(echo["headers"]["content-type"], "application/json");
+    assert!(echo["headers"]["accept"].as_str().unwrap_or("").starts_with("application/json,text/html"));
+    // v4: dotted names nest, values stay strings
+    assert_eq!(serde_json::from_str::<Value>(echo["body"].as_str().unwrap()).unwrap(), json!({ "user": { "name": "Ada" }, "n": "5" }));
+    // v3: names are taken as they are
+    let got = http_out(http_node(3.0, json!({ "method": "POST", "url": format!("{base}/echo"), "sendBody": true, "bodyParameters": { "parameters": [{ "name": "user.name", "value": "Ada" }] }, "options": {} })));
+    assert_eq!(serde_json::from_str::<Value>(got[0]["body"].as_str().unwrap()).unwrap(), json!({ "user.name": "Ada" }));
+}
+
+#[test]
+fn http_query_arrays_follow_the_array_format_option() {
+    let base = http_server();
+    let q = |format: Option<&str>| {
+        let mut options = json!({});
+        if let Some(f) = format {
+            options["queryParameterArrays"] = json!(f);
+        }
+        let got = http_out(http_node(4.2, json!({ "url": format!("{base}/echo"), "sendQuery": true, "specifyQuery": "json", "jsonQuery": "{\"id\": [1, 2], \"o\": {\"k\": \"v\"}}", "options": options })));
+        got[0]["query"].as_str().unwrap_or("").to_string()
+    };
+    assert_eq!(q(None), "id%5B0%5D=1&id%5B1%5D=2&o%5Bk%5D=v");
+    assert_eq!(q(Some("brackets")), "id%5B%5D=1&id%5B%5D=2&o%5Bk%5D=v");
+    assert_eq!(q(Some("repeat")), "id=1&id=2&o%5Bk%5D=v");
+}
+
+#[test]
+fn http_form_multipart_binary_and_raw_bodies() {
+    let base = http_server();
+    let echo = |params: Value| http_out(http_node(4.2, params)).remove(0);
+    let e = echo(json!({ "method": "POST", "url": format!("{base}/echo"), "sendBody": true, "contentType": "form-urlencoded", "bodyParameters": { "parameters": [{ "name": "a", "value": "1 2" }] }, "options": {} }));
+    assert_eq!(e["body"], "a=1+2");
+    assert_eq!(e["headers"]["content-type"], "application/x-www-form-urlencoded");
+    let e = echo(json!({ "method": "POST", "url": format!("{base}/echo"), "sendBody": true, "contentType": "form-urlencoded", "specifyBody": "string", "body": "x=1&y=2", "options": {} }));
+    assert_eq!(e["body"], "x=1&y=2");
+    let e = echo(json!({ "method": "POST", "url": format!("{base}/echo"), "sendBody": true, "contentType": "multipart-form-data", "bodyParameters": { "parameters": [{ "name": "field", "value": "value" }] }, "options": {} }));
+    assert!(e["headers"]["content-type"].as_str().unwrap_or("").starts_with("multipart/form-data; boundary="));
+    assert!(e["body"].as_str().unwrap_or("").contains("Content-Disposition: form-data; name=\"field\"\r\n\r\nvalue\r\n"), "{}", e["body"]);
+    let e = echo(json!({ "method": "POST", "url": format!("{base}/echo"), "sendBody": true, "contentType": "raw", "rawContentType": "text/xml", "body": "<a/>", "options": {} }));
+    assert_eq!((e["body"].as_str(), e["headers"]["content-type"].as_str()), (Some("<a/>"), Some("text/xml")));
+
+    // binary upload: the file of an item, with its MIME type
+    let file = node("File", "n8n-nodes-base.code", 2.0, json!({ "jsCode": "return [{json: {}, binary: {data: {data: 'aGVsbG8=', mimeType: 'text/plain', fileName: 'h.txt'}}}];" }));
+    let http = http_node(4.2, json!({ "method": "POST", "url": format!("{base}/echo"), "sendBody": true, "contentType": "binaryData", "inputDataFieldName": "data", "options": {} }));
+    let st = run_with(&chain(vec![trigger(), file, http]), EngineSettings { allow_private_network: true, ..Default::default() }, Host::default());
+    let e = &out(&st, "HTTP", 0)[0];
+    assert_eq!((e["body"].as_str(), e["headers"]["content-type"].as_str()), (Some("hello"), Some("text/plain")));
+}
+
+#[test]
+fn http_response_formats_as_n8n_outputs_them() {
+    let base = http_server();
+    assert_eq!(http_out(http_node(4.2, json!({ "url": format!("{base}/text"), "options": {} }))), vec![json!({ "data": "hello" })]);
+    assert_eq!(http_out(http_node(4.2, json!({ "url": format!("{base}/empty"), "options": {} }))), vec![json!({})]);
+    assert_eq!(http_out(http_node(4.2, json!({ "url": format!("{base}/latin1"), "options": {} }))), vec![json!({ "data": "café" })]);
+    let named = http_out(http_node(4.2, json!({ "url": format!("{base}/text"), "options": { "response": { "response": { "responseFormat": "text", "outputPropertyName": "page" } } } })));
+    assert_eq!(named, vec![json!({ "page": "hello" })]);
+    let full = http_out(http_node(4.2, json!({ "url": format!("{base}/status/201"), "options": { "response": { "response": { "fullResponse": true } } } })));
+    assert_eq!(full[0]["statusCode"], 201);
+    assert_eq!(full[0]["statusMessage"], "Created");
+    assert_eq!(full[0]["body"], json!({ "error": "nope" }));
+    assert_eq!(full[0]["headers"]["content-type"], "application/json");
+    // JSON format on a text body fails with n8n's advice
+    let st = run_http(http_node(4.2, json!({ "url": format!("{base}/text"), "options": { "response": { "response": { "responseFormat": "json" } } } })), json!({}));
+    assert_eq!(error_message(&st), "Response body is not valid JSON. Change \"Response Format\" to \"Text\"");
+}
+
+#[test]
+fn http_file_responses_become_binary_with_their_names() {
+    let base = http_server();
+    let binary = |params: Value| {
+        let st = run_http(http_node(4.2, params), json!({}));
+        assert_eq!(st.status, ExecutionStatus::Success, "{:?}", st.error);
+        st.run_data["HTTP"][0].output(0).unwrap()[0].binary.as_ref().map(|b| Value::clone(b)).unwrap_or_default()
+    };
+    // autodetected from the content type
+    let b = binary(json!({ "url": format!("{base}/image.png"), "options": {} }));
+    assert_eq!((b["data"]["fileName"].as_str(), b["data"]["mimeType"].as_str(), b["data"]["fileSize"].as_str()), (Some("image.png"), Some("image/png"), Some("4 B")));
+    // the content disposition names the file
+    let b = binary(json!({ "url": format!("{base}/download"), "options": { "response": { "response": { "responseFormat": "file", "outputPropertyName": "report" } } } }));
+    assert_eq!((b["report"]["fileName"].as_str(), b["report"]["fileType"].as_str()), (Some("report.pdf"), Some("pdf")));
+    assert_eq!(b["report"]["data"], "JVBERg==");
+}
+
+#[test]
+fn http_errors_read_like_n8n_and_continue_on_fail_keeps_the_error() {
+    let base = http_server();
+    let st = run_http(http_node(4.2, json!({ "url": format!("{base}/status/404"), "options": {} })), json!({}));
+    let e = st.error.clone().unwrap();
+    assert_eq!(e.message, "The resource you are requesting could not be found");
+    assert_eq!(e.description.as_deref(), Some("404 - {\"error\":\"nope\"}"));
+    assert_eq!(e.http_code.as_deref(), Some("404"));
+    let st = run_http(http_node(4.2, json!({ "url": format!("{base}/status/418"), "options": {} })), json!({}));
+    assert_eq!(error_message(&st), "Your request is invalid or could not be processed by the service");
+    // never error: the error body is the output
+    assert_eq!(http_out(http_node(4.2, json!({ "url": format!("{base}/status/500"), "options": { "response": { "response": { "neverError": true } } } }))), vec![json!({ "error": "nope" })]);
+    // continue on fail: the error object of the request
+    let mut h = http_node(4.2, json!({ "url": format!("{base}/status/503"), "options": {} }));
+    h["onError"] = json!("continueRegularOutput");
+    let got = http_out(h);
+    assert_eq!(got[0]["error"], json!({ "message": "503 - {\"error\":\"nope\"}", "name": "Error" }));
+    // URLs must be http(s)
+    let st = run_http(http_node(4.2, json!({ "url": "ftp://example.com/x", "options": {} })), json!({}));
+    assert_eq!(error_message(&st), "Invalid URL: ftp://example.com/x. URL must start with \"http\" or \"https\".");
+    let st = run_http(http_node(4.2, json!({ "url": "https://example.com", "options": { "proxy": "http://proxy:3128" } })), json!({}));
+    assert_eq!(error_message(&st), "Proxies are not supported by this engine");
+}
+
+#[test]
+fn http_redirects_per_version_and_option() {
+    let base = http_server();
+    let follow = |version: f64, options: Value, method: &str| {
+        let got = http_out(http_node(version, json!({ "method": method, "url": format!("{base}/redirect?to=/echo"), "options": options })));
+        got[0].get("path").is_some()
+    };
+    assert!(!follow(3.0, json!({}), "GET"), "v3 does not follow by default");
+    assert!(follow(3.0, json!({ "redirect": { "redirect": { "followRedirects": true } } }), "GET"));
+    assert!(follow(4.2, json!({}), "GET"), "v4 follows by default");
+    assert!(!follow(4.2, json!({ "redirect": { "redirect": { "followRedirects": false } } }), "GET"));
+    // a 303 after a POST is fetched with GET
+    let got = http_out(http_node(4.2, json!({ "method": "POST", "url": format!("{base}/redirect?to=/echo&code=303"), "sendBody": true, "bodyParameters": { "parameters": [{ "name": "a", "value": "1" }] }, "options": {} })));
+    assert_eq!((got[0]["method"].as_str(), got[0]["body"].as_str()), (Some("GET"), Some("")));
+    let hops = "/redirect?to=/redirect%3Fto%3D/redirect%253Fto%253D/redirect%25253Fto%25253D/echo";
+    assert!(http_out(http_node(4.2, json!({ "url": format!("{base}{hops}"), "options": {} })))[0].get("path").is_some());
+    let st = run_http(http_node(4.2, json!({ "url": format!("{base}{hops}"), "options": { "redirect": { "redirect": { "maxRedirects": 3 } } } })), json!({}));
+    assert_eq!(error_message(&st), "Maximum number of redirects exceeded");
+}
+
+#[test]
+fn http_credentials_of_each_generic_type() {
+    let base = http_server();
+    let creds = json!({
+        "httpBasicAuth": { "user": "u", "password": "p" },
+        "httpBearerAuth": { "token": "t0k" },
+        "httpQueryAuth": { "name": "key", "value": "s3" },
+        "httpCustomAuth": { "json": "{\"headers\": {\"x-c\": \"1\"}, \"qs\": {\"c\": \"2\"}}" },
+        "httpDigestAuth": { "user": "dana", "password": "pw" },
+        "oAuth2Api": { "oauthTokenData": { "access_token": "oa" } },
+    });
+    let with = |ty: &str, path: &str| {
+        let mut h = http_node(4.2, json!({ "url": format!("{base}{path}"), "authentication": "genericCredentialType", "genericAuthType": ty, "options": {} }));
+        h["credentials"] = json!({ ty: { "id": "1", "name": ty } });
+        let st = run_http(h, creds.clone());
+        assert_eq!(st.status, ExecutionStatus::Success, "{ty}: {:?}", st.error);
+        out(&st, "HTTP", 0).remove(0)
+    };
+    assert_eq!(with("httpBasicAuth", "/echo")["headers"]["authorization"], "Basic dTpw");
+    assert_eq!(with("httpBearerAuth", "/echo")["headers"]["authorization"], "Bearer t0k");
+    assert_eq!(with("oAuth2Api", "/echo")["headers"]["authorization"], "Bearer oa");
+    assert_eq!(with("httpQueryAuth", "/echo")["query"], "key=s3");
+    let c = with("httpCustomAuth", "/echo");
+    assert_eq!((c["headers"]["x-c"].as_str(), c["query"].as_str()), (Some("1"), Some("c=2")));
+    assert_eq!(with("httpDigestAuth", "/digest"), json!({ "digest": "ok" }));
+    // a credential restricted to other domains is refused
+    let mut h = http_node(4.2, json!({ "url": format!("{base}/echo"), "authentication": "genericCredentialType", "genericAuthType": "httpBearerAuth", "options": {} }));
+    h["credentials"] = json!({ "httpBearerAuth": { "id": "1", "name": "b" } });
+    let st = run_http(h, json!({ "httpBearerAuth": { "token": "t", "allowedHttpRequestDomains": "domains", "allowedDomains": "example.com" } }));
+    assert!(error_message(&st).starts_with("Domain not allowed: This credential is restricted from accessing"), "{}", error_message(&st));
+}
+
+#[test]
+fn http_pagination_by_next_url_status_code_and_page_limit() {
+    let base = http_server();
+    let pages = |pagination: Value| {
+        let got = http_out(http_node(4.1, json!({ "url": format!("{base}/pages"), "options": { "pagination": { "pagination": pagination } } })));
+        got.iter().map(|p| p["page"].as_u64().unwrap_or(0)).collect::<Vec<_>>()
+    };
+    let next = json!("={{ $response.headers[\"next-url\"] }}");
+    assert_eq!(pages(json!({ "paginationMode": "responseContainsNextURL", "nextURL": next, "paginationCompleteWhen": "receiveSpecificStatusCodes", "statusCodesWhenComplete": "404" })), vec![1, 2, 3]);
+    assert_eq!(pages(json!({ "paginationMode": "responseContainsNextURL", "nextURL": next, "limitPagesFetched": true, "maxRequests": 2 })), vec![1, 2]);
+    assert_eq!(pages(json!({ "parameters": { "parameters": [{ "name": "page", "value": "={{ $pageCount + 1 }}" }] }, "paginationCompleteWhen": "other", "completeExpression": "={{ $response.body[0].page >= 2 }}" })), vec![1, 2]);
+    // pages that never end are stopped when they repeat
+    let mut h = http_node(4.1, json!({ "url": format!("{base}/text"), "options": { "pagination": { "pagination": { "parameters": { "parameters": [{ "name": "x", "value": "0" }] } } } } }));
+    h["onError"] = json!("continueRegularOutput");
+    let got = http_out(h);
+    assert_eq!(got.last().unwrap()["error"]["message"], "The returned response was identical 5x, so requests got stopped");
+    assert_eq!(got.last().unwrap()["error"]["name"], "NodeOperationError");
+    // a next URL that is no URL
+    let mut h = http_node(4.1, json!({ "url": format!("{base}/pages"), "options": { "pagination": { "pagination": { "paginationMode": "responseContainsNextURL", "limitPagesFetched": true, "maxRequests": "={{ 2 }}" } } } }));
+    h["onError"] = json!("continueRegularOutput");
+    let got = http_out(h);
+    assert_eq!(got, vec![json!({ "error": { "message": "'' is not a valid URL.", "name": "NodeOperationError", "description": "Make sure the \"Next URL\" parameter evaluates to a valid URL.", "context": {} } })]);
+}
+
+#[test]
+fn http_timeout_option_stops_a_slow_request() {
+    let base = http_server();
+    let st = run_http(http_node(4.2, json!({ "url": format!("{base}/slow"), "options": { "timeout": 200 } })), json!({}));
+    assert!(error_message(&st).starts_with("The connection timed out after 200 ms"), "{}", error_message(&st));
+}
+
+#[test]
+fn http_v1_and_v2_parameters() {
+    let base = http_server();
+    // UI parameters: repeated query names become a list, header names lower case
+    let got = http_out(http_node(1.0, json!({
+        "url": format!("{base}/echo"),
+        "queryParametersUi": { "parameter": [{ "name": "t", "value": "a" }, { "name": "t", "value": "b" }] },
+        "headerParametersUi": { "parameter": [{ "name": "X-One", "value": "1" }] },
+        "options": { "useQueryString": true }
+    })));
+    assert_eq!(got[0]["query"], "t=a&t=b");
+    assert_eq!(got[0]["headers"]["x-one"], "1");
+    // JSON parameters
+    let got = http_out(http_node(2.0, json!({ "requestMethod": "POST", "url": format!("{base}/echo"), "jsonParameters": true, "bodyParametersJson": "{\"a\": 1}", "options": {} })));
+    assert_eq!(got[0]["body"], "{\"a\":1}");
+    let st = run_http(http_node(1.0, json!({ "requestMethod": "POST", "url": format!("{base}/echo"), "jsonParameters": true, "bodyParametersJson": "{a: 1}", "options": {} })), json!({}));
+    assert_eq!(error_message(&st), "The data in \"Body Parameters\" is no valid JSON. Set Body Content Type to \"RAW/Custom\" for XML or other types of payloads");
+    // response formats
+    assert_eq!(http_out(http_node(1.0, json!({ "url": format!("{base}/text"), "responseFormat": "string", "dataPropertyName": "txt", "options": {} }))), vec![json!({ "txt": "hello" })]);
+    assert_eq!(http_out(http_node(2.0, json!({ "url": format!("{base}/pages"), "options": { "splitIntoItems": true } }))), vec![json!({ "page": 1 })]);
+    assert_eq!(http_out(http_node(1.0, json!({ "url": format!("{base}/status/404"), "options": { "ignoreResponseCode": true } }))), vec![json!({ "error": "nope" })]);
+    let st = run_http(http_node(1.0, json!({ "url": format!("{base}/image.png"), "responseFormat": "file", "options": {} })), json!({}));
+    let b = st.run_data["HTTP"][0].output(0).unwrap()[0].binary.as_ref().map(|b| Value::clone(b)).unwrap_or_default();
+    assert_eq!((b["data"]["fileName"].as_str(), b["data"]["mimeType"].as_str()), (Some("image.png"), Some("image/png")));
+}

@@ -78,6 +78,20 @@
     return it && it.binary ? it.binary : {};
   });
   def('$itemIndex', () => H.itemIndex());
+  // n8n's older names for the same data
+  def('$data', () => G.$json);
+  def('$position', () => H.itemIndex());
+  def('$thisItemIndex', () => H.itemIndex());
+  def('$thisRunIndex', () => H.runIndex());
+  def('$thisItem', () => currentItem());
+  def('$executionId', () => {
+    const e = G.$execution;
+    return e && e.id;
+  });
+  def('$resumeWebhookUrl', () => {
+    const e = G.$execution;
+    return e && e.resumeUrl;
+  });
   def('$runIndex', () => H.runIndex());
   def('$parameter', () => cached('parameter', () => H.parameters()));
   def('$workflow', () => cached('workflow', () => H.workflow()));

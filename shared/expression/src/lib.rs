@@ -21,9 +21,11 @@
 //!   the `$…` globals as lazy getters over native callbacks into the
 //!   [`DataProxy`], and n8n's extension methods (`.isEmpty()`, `.toDateTime()`,
 //!   `.pluck()`, …). Calls of extension names are rewritten to dispatchers that
-//!   pick the method by the receiver's type as n8n's `extend()` does, so plain
-//!   reads like `$json.values` keep their JavaScript meaning. The three are
-//!   compiled to bytecode once per process.
+//!   pick the method by the receiver's type as n8n's `extend()` does (the
+//!   receiver wrapped so `null`/`undefined` reach the dispatcher), so plain
+//!   reads like `$json.values` keep their JavaScript meaning; `$if(a, b, c)`
+//!   becomes `a ? b : c` as in n8n. jmespath (`$jmespath`) is vendored too.
+//!   All of it is compiled to bytecode once per process.
 //! - Every call runs under [`Limits`]: an interrupt handler enforces the time
 //!   limit, the runtime's allocator the memory limit; after a timeout or
 //!   out-of-memory the runtime is rebuilt, so the evaluator stays usable.

@@ -220,6 +220,18 @@ pub fn rewrite_extension_calls(code: &str) -> String {
                 let optional_dot = c == b'?' && b.get(i + 1) == Some(&b'.') && !b.get(i + 2).is_some_and(u8::is_ascii_digit);
                 let ident = c.is_ascii_alphanumeric() || c == b'_' || c == b'$' || c >= 0x80;
                 let adjacent = i > 0 && (b[i - 1].is_ascii_alphanumeric() || b[i - 1] == b'_' || b[i - 1] == b'$' || b[i - 1] >= 0x80);
+                if ident && !adjacent && prev != b'.' {
+                    if let Some((ternary, end)) = if_as_ternary(code, i) {
+                        // n8n rewrites `$if(a, b, c)` to `a ? b : c`: only one branch runs
+                        chain = Some(out.len());
+                        chain_opt = false;
+                        out.push_str(&ternary);
+                        i = end;
+                        prev = b')';
+                        prev_word.clear();
+                        continue;
+                    }
+                }
                 if ident && !adjacent {
                     let after_word = prev.is_ascii_alphanumeric() || prev == b'_' || prev == b'$';
                     // a member name continues the chain; after `new` it started at `new`
@@ -247,6 +259,70 @@ pub fn rewrite_extension_calls(code: &str) -> String {
         }
     }
     out
+}
+
+/// `$if(test, then[, else])` at `at` as `((test) ? (then) : (else))`, with
+/// a missing `else` as `false` (n8n's rewrite), and the index after the call.
+/// `None` when it is not such a call (fewer than two arguments, spread).
+fn if_as_ternary(code: &str, at: usize) -> Option<(String, usize)> {
+    let rest = code.get(at..)?;
+    let after = rest.strip_prefix("$if")?;
+    if after.bytes().next().is_some_and(|c| c.is_ascii_alphanumeric() || c == b'_' || c == b'$') {
+        return None;
+    }
+    let open = at + 3 + (after.len() - after.trim_start().len());
+    if code.as_bytes().get(open) != Some(&b'(') {
+        return None;
+    }
+    let (args, close) = call_args(code, open)?;
+    if args.len() < 2 || args.len() > 3 || args.iter().any(|a| a.trim_start().starts_with("...") || a.trim().is_empty()) {
+        return None;
+    }
+    let arg = |n: usize| args.get(n).map(|a| rewrite_extension_calls(a.trim()));
+    let otherwise = arg(2).unwrap_or_else(|| "false".into());
+    Some((format!("(({}) ? ({}) : ({}))", arg(0)?, arg(1)?, otherwise), close + 1))
+}
+
+/// The top-level comma-separated arguments of the call whose `(` is at
+/// `open`, and the index of its `)`; strings, templates and nesting skipped.
+fn call_args(code: &str, open: usize) -> Option<(Vec<&str>, usize)> {
+    let b = code.as_bytes();
+    let mut depth = 0usize;
+    let mut start = open + 1;
+    let mut args = Vec::new();
+    let mut i = open + 1;
+    let mut prev = b'(';
+    while i < b.len() {
+        let c = b[i];
+        match c {
+            b'\'' | b'"' => i = skip_string(b, i),
+            b'`' => i = skip_template(b, i, &mut Vec::new()),
+            b'/' if b.get(i + 1) == Some(&b'/') || b.get(i + 1) == Some(&b'*') => return None,
+            b'/' if matches!(prev, b'(' | b',' | b'=' | b':' | b'[' | b'!' | b'&' | b'|' | b'?' | b'{' | b'}' | b';') => i = skip_regex(b, i),
+            b'(' | b'[' | b'{' => {
+                depth += 1;
+                i += 1;
+            }
+            b')' | b']' | b'}' if depth > 0 => {
+                depth -= 1;
+                i += 1;
+            }
+            b')' => {
+                args.push(code.get(start..i)?);
+                return Some((args, i));
+            }
+            b',' if depth == 0 => {
+                args.push(code.get(start..i)?);
+                start = i + 1;
+                i += 1;
+            }
+            _ => i += 1,
+        }
+        if !c.is_ascii_whitespace() {
+            prev = c;
+        }
+    }
+    None
 }
 
 /// Words after which `(`/`[` is not a call and a name starts a new expression.
@@ -370,6 +446,11 @@ mod tests {
         assert_eq!(prepare_code("return (a + b).round(2)"), "return __n8n_v((a + b)).__n8n_round(2)");
         assert_eq!(prepare_code("f(x.first(), y)"), "f(__n8n_v(x).__n8n_first(), y)");
         assert_eq!(prepare_code("items\n  .map(i => i)\n  .first()"), "__n8n_v(items\n  .map(i => i)\n  ).__n8n_first()");
+        assert_eq!(prepare_code("$if(a > 1, f(x, y), 'no, really')"), "((a > 1) ? (f(x, y)) : ('no, really'))");
+        assert_eq!(prepare_code("$if(a, $if(b, 1, 2))"), "((a) ? (((b) ? (1) : (2))) : (false))");
+        assert_eq!(prepare_code("$if(a, b).isEmpty()"), "__n8n_v(((a) ? (b) : (false))).__n8n_isEmpty()");
+        assert_eq!(prepare_code("$if(a)"), "$if(a)");
+        assert_eq!(prepare_code("x.$if(a, b)"), "x.$if(a, b)");
     }
 
     #[test]

@@ -176,6 +176,9 @@ fn if_and_if_empty() {
     // a missing third argument is `false`, as n8n's rewrite to `a ? b : false`
     assert_eq!(ok(&mut ev, "={{ $if($json.zero, 'yes') }}"), json!(false));
     assert_eq!(ok(&mut ev, "={{ $if($json.name, 'yes') }}"), json!("yes"));
+    // only the chosen branch runs (n8n rewrites $if to a ternary)
+    assert_eq!(ok(&mut ev, "={{ $if($json.name, 'ok', $json.missing.deep.path) }}"), json!("ok"));
+    assert_eq!(ok(&mut ev, "={{ $if($json.zero, $json.missing.deep, 'else') }}"), json!("else"));
     let e = err(&mut ev, "={{ $if(true) }}");
     assert!(e.contains("$if requires at least 2 parameters"), "{e}");
     assert_eq!(ok(&mut ev, "={{ $ifEmpty($json.empty, 'd') }}"), json!("d"));
@@ -190,6 +193,18 @@ fn if_and_if_empty() {
     assert!(e.contains("Invalid identifier: \"..\" is not allowed"), "{e}");
     assert_eq!(ok(&mut ev, "={{ zip(['a', 'b'], [1, 2]) }}"), json!({"a": 1, "b": 2}));
     assert_eq!(ok(&mut ev, "={{ average(1, 2, 3) + $max(1, 9) + not(false) }}"), json!(12));
+}
+
+#[test]
+fn older_data_names() {
+    let mut ev = evaluator();
+    let mut d = data();
+    d.execution = json!({ "id": "e1", "resumeUrl": "https://x/r" });
+    let mut e = |s: &str| ev.evaluate(s, &d).unwrap_or_else(|e| panic!("{s}: {e}"));
+    assert_eq!(e("={{ $data.name }}"), json!("Nathan"));
+    assert_eq!(e("={{ $thisItem.json.name }}"), json!("Nathan"));
+    assert_eq!(e("={{ [$position, $thisItemIndex, $thisRunIndex] }}"), json!([0, 0, 0]));
+    assert_eq!(e("={{ $executionId + ' ' + $resumeWebhookUrl }}"), json!("e1 https://x/r"));
 }
 
 #[test]

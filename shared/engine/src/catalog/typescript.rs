@@ -110,10 +110,13 @@ pub fn typescript(node_type: &str) -> Option<String> {
             let optional = d.properties.iter().find(|p| &p.name == k).is_some_and(|p| &p.default == v);
             fields.push(format!("  {k}{}: {};", if optional { "?" } else { "" }, literal(v)));
         }
+        let mut seen: Vec<&str> = vec![];
         for p in &d.properties {
-            if combo.iter().any(|(k, _)| k == &p.name) || !shows(p, combo) {
+            // a name described per version appears once (the first description wins)
+            if combo.iter().any(|(k, _)| k == &p.name) || !shows(p, combo) || seen.contains(&p.name.as_str()) {
                 continue;
             }
+            seen.push(&p.name);
             let doc = p.description.as_ref().map(|s| format!("  /** {s} */\n")).unwrap_or_default();
             fields.push(format!("{doc}  {}{}: {};", p.name, if p.required { "" } else { "?" }, ts_type(p)));
         }

@@ -31,6 +31,15 @@ pub(crate) fn read<'i>(item: &'i Item, prop: &str, i: usize) -> Result<(Vec<u8>,
     Ok((bytes, entry))
 }
 
+/// A number as JSON the way JavaScript prints it (integral values without `.0`).
+pub(crate) fn num_value(n: f64) -> Value {
+    if n.is_finite() && n.fract() == 0.0 && n.abs() < 9.007_199_254_740_992e15 {
+        Value::from(n as i64)
+    } else {
+        serde_json::Number::from_f64(n).map(Value::Number).unwrap_or(Value::Null)
+    }
+}
+
 /// n8n's `prepareBinaryData`: the entry for `bytes` named `file_name`.
 pub(crate) fn entry(bytes: &[u8], file_name: &str, mime: Option<&str>) -> Value {
     let ext = file_name.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase()).filter(|e| !e.is_empty());
@@ -127,36 +136,49 @@ pub(crate) fn pretty_bytes(n: usize) -> String {
     format!("{s} {}", UNITS[exp as usize])
 }
 
-/// Text → bytes in n8n's (iconv-lite) encoding names; the common ones only.
+/// Text → bytes in n8n's (iconv-lite) encoding names: the Unicode forms,
+/// latin1/ascii/base64/hex, and the legacy code pages `encoding_rs` knows;
+/// characters a code page lacks become `?`, as in iconv-lite.
 pub(crate) fn encode(text: &str, encoding: &str, bom: bool) -> Result<Vec<u8>> {
     let enc = normalize(encoding);
     let mut out = Vec::with_capacity(text.len() + 3);
+    let unicode_bom = bom && matches!(enc.as_str(), "utf8" | "cesu8" | "ucs2" | "utf16le" | "utf16");
     match enc.as_str() {
         "utf8" | "cesu8" => {
-            if bom {
+            if unicode_bom {
                 out.extend_from_slice(&[0xEF, 0xBB, 0xBF]);
             }
             out.extend_from_slice(text.as_bytes());
         }
-        "utf16le" | "ucs2" => {
-            if bom {
+        "utf16le" | "ucs2" | "utf16" => {
+            if unicode_bom {
                 out.extend_from_slice(&[0xFF, 0xFE]);
             }
-            for u in text.encode_utf16() {
-                out.extend_from_slice(&u.to_le_bytes());
-            }
+            text.encode_utf16().for_each(|u| out.extend_from_slice(&u.to_le_bytes()));
         }
-        "utf16be" => {
-            for u in text.encode_utf16() {
-                out.extend_from_slice(&u.to_be_bytes());
-            }
-        }
-        "latin1" | "binary" | "iso88591" | "ascii" => {
-            out.extend(text.chars().map(|c| if (c as u32) < 256 { c as u32 as u8 } else { b'?' }));
-        }
+        "utf16be" => text.encode_utf16().for_each(|u| out.extend_from_slice(&u.to_be_bytes())),
+        "utf32le" | "utf32" => text.chars().for_each(|c| out.extend_from_slice(&(c as u32).to_le_bytes())),
+        "utf32be" => text.chars().for_each(|c| out.extend_from_slice(&(c as u32).to_be_bytes())),
+        "latin1" | "binary" | "iso88591" => out.extend(text.chars().map(|c| if (c as u32) < 256 { c as u32 as u8 } else { b'?' })),
+        "ascii" => out.extend(text.chars().map(|c| if c.is_ascii() { c as u8 } else { b'?' })),
         "base64" => out = B64.decode(text.trim()).map_err(|e| EngineError::node(e.to_string()))?,
         "hex" => out = hex::decode(text.trim()).map_err(|e| EngineError::node(e.to_string()))?,
-        _ => return Err(unsupported(encoding)),
+        _ => {
+            let codec = code_page(&enc).ok_or_else(|| unsupported(encoding))?;
+            let mut encoder = codec.new_encoder();
+            let mut buf = vec![0u8; text.len() * 4 + 16];
+            let mut src = text;
+            loop {
+                let (r, read, written) = encoder.encode_from_utf8_without_replacement(src, &mut buf, true);
+                out.extend_from_slice(&buf[..written]);
+                src = &src[read..];
+                match r {
+                    encoding_rs::EncoderResult::InputEmpty => break,
+                    encoding_rs::EncoderResult::Unmappable(_) => out.push(b'?'),
+                    encoding_rs::EncoderResult::OutputFull => buf.resize(buf.len() * 2, 0),
+                }
+            }
+        }
     }
     Ok(out)
 }
@@ -164,27 +186,67 @@ pub(crate) fn encode(text: &str, encoding: &str, bom: bool) -> Result<Vec<u8>> {
 /// Bytes → text; `strip_bom` drops a leading byte-order mark.
 pub(crate) fn decode(bytes: &[u8], encoding: &str, strip_bom: bool) -> Result<String> {
     let enc = normalize(encoding);
+    let units16 = |le: bool| -> Vec<u16> {
+        bytes.chunks_exact(2).map(|c| if le { u16::from_le_bytes([c[0], c[1]]) } else { u16::from_be_bytes([c[0], c[1]]) }).collect()
+    };
+    let chars32 = |le: bool| -> String {
+        bytes
+            .chunks_exact(4)
+            .map(|c| {
+                let n = if le { u32::from_le_bytes([c[0], c[1], c[2], c[3]]) } else { u32::from_be_bytes([c[0], c[1], c[2], c[3]]) };
+                char::from_u32(n).unwrap_or('\u{fffd}')
+            })
+            .collect()
+    };
     let s = match enc.as_str() {
         "utf8" | "cesu8" => String::from_utf8_lossy(bytes).into_owned(),
-        "utf16le" | "ucs2" => {
-            let units: Vec<u16> = bytes.chunks_exact(2).map(|c| u16::from_le_bytes([c[0], c[1]])).collect();
-            String::from_utf16_lossy(&units)
-        }
-        "utf16be" => {
-            let units: Vec<u16> = bytes.chunks_exact(2).map(|c| u16::from_be_bytes([c[0], c[1]])).collect();
-            String::from_utf16_lossy(&units)
-        }
+        "utf16le" | "ucs2" => String::from_utf16_lossy(&units16(true)),
+        "utf16be" => String::from_utf16_lossy(&units16(false)),
+        // iconv's utf16: by BOM, little-endian without one
+        "utf16" => String::from_utf16_lossy(&units16(!bytes.starts_with(&[0xFE, 0xFF]))),
+        "utf32le" | "utf32" => chars32(!(enc == "utf32" && bytes.starts_with(&[0, 0, 0xFE, 0xFF]))),
+        "utf32be" => chars32(false),
         "latin1" | "binary" | "iso88591" => bytes.iter().map(|b| *b as char).collect(),
         "ascii" => bytes.iter().map(|b| (b & 0x7f) as char).collect(),
         "base64" => B64.encode(bytes),
         "hex" => hex::encode(bytes),
-        "win1252" | "windows1252" | "cp1252" => bytes.iter().map(|b| cp1252(*b)).collect(),
-        _ => return Err(unsupported(encoding)),
+        _ => {
+            let codec = code_page(&enc).ok_or_else(|| unsupported(encoding))?;
+            codec.decode_without_bom_handling(bytes).0.into_owned()
+        }
     };
     Ok(match (strip_bom, s.strip_prefix('\u{feff}')) {
         (true, Some(rest)) => rest.to_string(),
         _ => s,
     })
+}
+
+/// An iconv-lite code page name (normalized) as an `encoding_rs` encoding.
+fn code_page(enc: &str) -> Option<&'static encoding_rs::Encoding> {
+    let label = match enc {
+        "shiftjis" | "sjis" => "shift_jis".to_string(),
+        "eucjp" => "euc-jp".into(),
+        "euckr" | "cp949" => "euc-kr".into(),
+        "cp936" => "gbk".into(),
+        "cp950" | "big5hkscs" => "big5".into(),
+        "cp866" => "ibm866".into(),
+        "koi8r" => "koi8-r".into(),
+        "koi8u" => "koi8-u".into(),
+        "koi8ru" => "koi8-ru".into(),
+        "macroman" | "macintosh" => "macintosh".into(),
+        "maccyrillic" | "macukraine" => "x-mac-cyrillic".into(),
+        "tis620" => "tis-620".into(),
+        e => {
+            if let Some(n) = e.strip_prefix("windows").or_else(|| e.strip_prefix("win")).or_else(|| e.strip_prefix("cp")) {
+                format!("windows-{n}")
+            } else if let Some(n) = e.strip_prefix("iso8859") {
+                format!("iso-8859-{n}")
+            } else {
+                e.to_string()
+            }
+        }
+    };
+    encoding_rs::Encoding::for_label(label.as_bytes())
 }
 
 fn normalize(encoding: &str) -> String {
@@ -198,20 +260,8 @@ fn normalize(encoding: &str) -> String {
 
 fn unsupported(encoding: &str) -> EngineError {
     EngineError::node(format!(
-        "Encoding '{encoding}' is not supported (supported: utf8, utf16le, utf16be, latin1, ascii, windows1252, base64, hex)"
+        "Encoding '{encoding}' is not supported (supported: the Unicode forms, latin1, ascii, base64, hex, windows-125x/874, iso-8859-x, koi8, mac roman/cyrillic, cp866, Shift_JIS, EUC-JP, EUC-KR, GBK, GB18030, Big5)"
     ))
-}
-
-fn cp1252(b: u8) -> char {
-    const HIGH: [u16; 32] = [
-        0x20AC, 0x81, 0x201A, 0x0192, 0x201E, 0x2026, 0x2020, 0x2021, 0x02C6, 0x2030, 0x0160, 0x2039, 0x0152, 0x8D, 0x017D, 0x8F,
-        0x90, 0x2018, 0x2019, 0x201C, 0x201D, 0x2022, 0x2013, 0x2014, 0x02DC, 0x2122, 0x0161, 0x203A, 0x0153, 0x9D, 0x017E, 0x0178,
-    ];
-    if (0x80..0xA0).contains(&b) {
-        char::from_u32(HIGH[(b - 0x80) as usize] as u32).unwrap_or('?')
-    } else {
-        b as char
-    }
 }
 
 /// Runs `f` for every input item (one pass with no input item when there is
@@ -258,6 +308,13 @@ mod tests {
         assert_eq!(decode(&[0xEF, 0xBB, 0xBF, b'a'], "utf8", true).unwrap(), "a");
         assert_eq!(decode(&[0xEF, 0xBB, 0xBF, b'a'], "utf8", false).unwrap(), "\u{feff}a");
         assert_eq!(decode(&[0x80], "windows-1252", false).unwrap(), "€");
-        assert!(encode("a", "koi8-r", false).unwrap_err().to_string().contains("not supported"));
+        assert_eq!(decode(&[0x80], "latin1", false).unwrap(), "\u{80}", "latin1 is ISO-8859-1, not windows-1252");
+        // iconv-lite names; characters a code page lacks become '?'
+        assert_eq!(encode("Příliš ž", "windows1250", false).unwrap(), vec![b'P', 0xF8, 0xED, b'l', b'i', 0x9A, b' ', 0x9E]);
+        assert_eq!(encode("ř", "windows1256", false).unwrap(), b"?");
+        assert_eq!(decode(&encode("Привет", "koi8r", false).unwrap(), "koi8r", false).unwrap(), "Привет");
+        assert_eq!(decode(&encode("日本", "shiftjis", false).unwrap(), "shiftjis", false).unwrap(), "日本");
+        assert_eq!(decode(&encode("ab", "utf32le", false).unwrap(), "utf32le", false).unwrap(), "ab");
+        assert!(encode("a", "armscii8", false).unwrap_err().to_string().contains("not supported"));
     }
 }

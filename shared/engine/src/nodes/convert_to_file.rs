@@ -14,13 +14,20 @@ pub fn execute(ctx: &mut NodeContext<'_>) -> Result<NodeOutput> {
     let input = ctx.input(0);
     let op = ctx.param_str("operation", 0, "csv")?;
     let out = match op.as_str() {
-        "csv" | "html" => spreadsheet(ctx, &input, &op)?,
-        "xlsx" | "xls" | "ods" | "rtf" => {
+        "csv" | "html" | "xlsx" => spreadsheet(ctx, &input, &op)?,
+        "xls" | "ods" | "rtf" => {
             return Err(EngineError::node(format!(
-                "Convert to File: the '{op}' format is not supported by this engine (supported: csv, html, toJson, toText, toBinary)"
+                "Convert to File: the '{op}' format is not supported by this engine (supported: csv, html, xlsx, toJson, toText, toBinary)"
             )))
         }
-        "iCal" => return Err(EngineError::node("Convert to File: the 'iCal' operation is not supported by this engine")),
+        "iCal" => each_item(ctx, &input, |ctx, _item, i, out| {
+            let prop = ctx.param_str("binaryPropertyName", i, "data")?;
+            let fields = ctx.param("additionalFields", i, json!({}))?;
+            let ics = ical(ctx, i, &fields)?;
+            let name = fields.get("fileName").and_then(Value::as_str).filter(|n| !n.is_empty()).unwrap_or("event.ics").to_string();
+            out.push(binary::item_with(json!({}), &prop, binary::entry(ics.as_bytes(), &name, Some("text/calendar")), i));
+            Ok(())
+        })?,
         "toJson" => to_json(ctx, &input)?,
         "toText" => each_item(ctx, &input, |ctx, item, i, out| {
             let key = ctx.param_str("sourceProperty", i, "")?;
@@ -69,6 +76,109 @@ fn source_text(item: &Item, key: &str) -> Result<String> {
         Some(Value::String(s)) => Ok(s.clone()),
         Some(v) => Ok(v.to_string()),
     }
+}
+
+/// A date parameter as UTC (a string without offset is taken as UTC, the
+/// zone of the function, as n8n's moment reads it in the process zone).
+fn utc_date(v: &str, what: &str) -> Result<chrono::DateTime<chrono::Utc>> {
+    use chrono::{NaiveDate, NaiveDateTime, Utc};
+    let v = v.trim();
+    chrono::DateTime::parse_from_rfc3339(v)
+        .map(|d| d.with_timezone(&Utc))
+        .ok()
+        .or_else(|| NaiveDateTime::parse_from_str(v, "%Y-%m-%dT%H:%M:%S%.f").ok().map(|n| n.and_utc()))
+        .or_else(|| NaiveDateTime::parse_from_str(v, "%Y-%m-%d %H:%M:%S").ok().map(|n| n.and_utc()))
+        .or_else(|| NaiveDate::parse_from_str(v, "%Y-%m-%d").ok().and_then(|d| d.and_hms_opt(0, 0, 0)).map(|n| n.and_utc()))
+        .ok_or_else(|| EngineError::node(format!("'{what}' is not a valid date: '{v}'")))
+}
+
+/// iCalendar text escaping (RFC 5545 TEXT).
+fn ics_text(s: &str) -> String {
+    s.replace('\\', "\\\\").replace(';', "\\;").replace(',', "\\,").replace("\r\n", "\\n").replace('\n', "\\n")
+}
+
+/// Folds a content line at 75 octets (RFC 5545 3.1).
+fn ics_fold(line: &str, out: &mut String) {
+    let mut n = 0;
+    for c in line.chars() {
+        if n + c.len_utf8() > 75 {
+            out.push_str("\r\n ");
+            n = 1;
+        }
+        out.push(c);
+        n += c.len_utf8();
+    }
+    out.push_str("\r\n");
+}
+
+/// One event as the `ics` package n8n uses writes it.
+fn ical(ctx: &mut NodeContext<'_>, i: usize, f: &Value) -> Result<String> {
+    let title = ctx.param_str("title", i, "")?;
+    let all_day = ctx.param_bool("allDay", i, false)?;
+    let start = utc_date(&ctx.param_str("start", i, "")?, "Start")?;
+    let mut end = utc_date(&ctx.param_str("end", i, "")?, "End")?;
+    if all_day {
+        end += chrono::Duration::days(1);
+    }
+    let date = |d: &chrono::DateTime<chrono::Utc>| if all_day { format!(";VALUE=DATE:{}", d.format("%Y%m%d")) } else { format!(":{}", d.format("%Y%m%dT%H%M%SZ")) };
+    let text = |k: &str| f.get(k).map(super::js_string).filter(|s| !s.is_empty());
+    let mut lines: Vec<String> = vec![
+        "BEGIN:VCALENDAR".into(),
+        "VERSION:2.0".into(),
+        "CALSCALE:GREGORIAN".into(),
+        "PRODID:adamgibbons/ics".into(),
+        "METHOD:PUBLISH".into(),
+        "X-PUBLISHED-TTL:PT1H".into(),
+    ];
+    if let Some(c) = text("calName") {
+        lines.push(format!("X-WR-CALNAME:{}", ics_text(&c)));
+    }
+    lines.push("BEGIN:VEVENT".into());
+    lines.push(format!("UID:{}", text("uid").unwrap_or_else(|| uuid::Uuid::new_v4().to_string())));
+    lines.push(format!("SUMMARY:{}", ics_text(&title)));
+    lines.push(format!("DTSTAMP:{}", chrono::Utc::now().format("%Y%m%dT%H%M00Z")));
+    lines.push(format!("DTSTART{}", date(&start)));
+    lines.push(format!("DTEND{}", date(&end)));
+    if let Some(d) = text("description") {
+        lines.push(format!("DESCRIPTION:{}", ics_text(&d)));
+    }
+    if let Some(u) = text("url") {
+        lines.push(format!("URL:{u}"));
+    }
+    if let Some(g) = f.pointer("/geolocationUi/geolocationValues") {
+        lines.push(format!("GEO:{};{}", g.get("lat").map(super::js_string).unwrap_or_default(), g.get("lon").map(super::js_string).unwrap_or_default()));
+    }
+    if let Some(l) = text("location") {
+        lines.push(format!("LOCATION:{}", ics_text(&l)));
+    }
+    lines.push(format!("STATUS:{}", text("status").unwrap_or_else(|| "CONFIRMED".into())));
+    if let Some(o) = f.pointer("/organizerUi/organizerValues") {
+        let name = o.get("name").map(super::js_string).unwrap_or_default();
+        let email = o.get("email").map(super::js_string).unwrap_or_default();
+        lines.push(format!("ORGANIZER;CN={}:MAILTO:{email}", ics_text(&name)));
+    }
+    for a in f.pointer("/attendeesUi/attendeeValues").and_then(Value::as_array).into_iter().flatten() {
+        let name = a.get("name").map(super::js_string).unwrap_or_default();
+        let email = a.get("email").map(super::js_string).unwrap_or_default();
+        let rsvp = if a.get("rsvp").and_then(Value::as_bool).unwrap_or(false) { "TRUE" } else { "FALSE" };
+        lines.push(format!("ATTENDEE;RSVP={rsvp};CN={}:MAILTO:{email}", ics_text(&name)));
+    }
+    if let Some(b) = text("busyStatus") {
+        lines.push(format!("X-MICROSOFT-CDO-BUSYSTATUS:{b}"));
+    }
+    if let Some(r) = text("recurrenceRule") {
+        lines.push(format!("RRULE:{}", r.trim_start_matches("RRULE:")));
+    }
+    if let Some(n) = f.get("sequence").and_then(Value::as_f64) {
+        lines.push(format!("SEQUENCE:{}", n as i64));
+    }
+    lines.push("END:VEVENT".into());
+    lines.push("END:VCALENDAR".into());
+    let mut out = String::new();
+    for l in &lines {
+        ics_fold(l, &mut out);
+    }
+    Ok(out)
 }
 
 /// A base64 string (or `data:` URI) as bytes, as n8n's `createBinaryFromJson`.
@@ -224,6 +334,13 @@ fn spreadsheet(ctx: &mut NodeContext<'_>, input: &[Item], op: &str) -> Result<Ve
             text.push_str(&cells.join(&delim));
         }
         (text.into_bytes(), "text/csv")
+    } else if op == "xlsx" {
+        let sheet = match ctx.param_str("options.sheetName", 0, "")? {
+            s if s.is_empty() => "Sheet".to_string(),
+            s => s,
+        };
+        let compress = ctx.param_bool("options.compression", 0, false)?;
+        (super::xlsx::write(&grid, &sheet, compress)?, binary::mime_for("xlsx"))
     } else {
         (html_table(&grid).into_bytes(), "text/html")
     };
@@ -255,7 +372,7 @@ fn html_table(grid: &[Vec<Value>]) -> String {
     for (r, row) in grid.iter().enumerate() {
         s.push_str("<tr>");
         for (c, v) in row.iter().enumerate() {
-            let id = format!("sjs-{}{}", column_name(c), r + 1);
+            let id = format!("sjs-{}{}", super::xlsx::column_name(c), r + 1);
             let text = escape_html(&cell_text(v));
             let (t, raw) = match v {
                 Value::Null => {
@@ -272,17 +389,4 @@ fn html_table(grid: &[Vec<Value>]) -> String {
     }
     s.push_str("</table></body></html>");
     s
-}
-
-fn column_name(mut c: usize) -> String {
-    let mut s = Vec::new();
-    loop {
-        s.push(b'A' + (c % 26) as u8);
-        if c < 26 {
-            break;
-        }
-        c = c / 26 - 1;
-    }
-    s.reverse();
-    String::from_utf8(s).unwrap_or_default()
 }

@@ -73,7 +73,6 @@ fn token(ctx: &mut NodeContext<'_>, i: usize) -> Result<String> {
     Ok(t)
 }
 
-
 fn json_object(v: Value, what: &str) -> Result<Value> {
     let v = match v {
         Value::String(s) if s.trim().is_empty() => json!({}),

@@ -21,6 +21,7 @@ pub mod jwt;
 pub mod rss;
 pub mod totp;
 pub mod training;
+pub mod xlsx;
 pub mod code;
 pub mod compare_datasets;
 pub mod conditions;
@@ -238,13 +239,6 @@ impl<'a> NodeContext<'a> {
         self.node.on_error() != OnError::StopWorkflow
     }
 
-    /// The node's credential of type `kind`, decrypted by the host.
-    pub fn credential(&self, kind: &str) -> Result<Value> {
-        let reference = self.node.credentials.as_ref().and_then(|c| c.get(kind)).cloned().unwrap_or(Value::Null);
-        let provider = self.env.host.credentials.clone().ok_or_else(|| EngineError::Host("no credentials provider configured".into()))?;
-        provider.get(kind, &reference).map_err(|e| EngineError::node(format!("Node does not have credentials of type {kind}: {e}")))
-    }
-
     /// The current instant: the system clock, or `EngineSettings::clock` when frozen.
     pub fn now(&self) -> chrono::DateTime<chrono::Utc> {
         self.env.settings.clock.unwrap_or_else(chrono::Utc::now)
@@ -335,6 +329,13 @@ impl<'a> NodeContext<'a> {
 
     pub fn fail(&self, message: impl Into<String>) -> EngineError {
         EngineError::node(message)
+    }
+
+    /// The decrypted credential of `cred_type` the node selects, from the host.
+    pub fn credential(&self, cred_type: &str) -> Result<Value> {
+        let reference = self.node.credentials.as_ref().and_then(|c| c.get(cred_type)).cloned().unwrap_or(Value::Null);
+        let provider = self.env.host.credentials.clone().ok_or_else(|| EngineError::Host("no credentials provider configured".into()))?;
+        provider.get(cred_type, &reference).map_err(|e| EngineError::node(format!("Node does not have credentials of type {cred_type}: {e}")))
     }
 }
 
