@@ -18,6 +18,14 @@ use super::{NodeContext, NodeOutput};
 use crate::data::item_from;
 use crate::error::{EngineError, Result};
 
+/// A literal pattern of this module, compiled once.
+macro_rules! re {
+    ($pattern:expr) => {{
+        static RE: std::sync::LazyLock<Regex> = std::sync::LazyLock::new(|| Regex::new($pattern).expect("the module's literal patterns are valid"));
+        &*RE
+    }};
+}
+
 pub fn execute(ctx: &mut NodeContext<'_>) -> Result<NodeOutput> {
     let input = ctx.input(0);
     let mode = ctx.param_str("mode", 0, "htmlToMarkdown")?;
@@ -188,8 +196,8 @@ struct H2m<'o> {
     text: String,
     url_defs: Vec<String>,
     preserved: HashSet<ego_tree::NodeId>,
-    line_start: Regex,
-    global: Regex,
+    line_start: &'static Regex,
+    global: &'static Regex,
 }
 
 /// node-html-parser's `removeWhitespace`: whitespace-only text is dropped.
@@ -311,10 +319,6 @@ fn split_lines(s: &str) -> Vec<(&str, &str)> {
     out
 }
 
-fn regex(pattern: &str) -> Regex {
-    // Only literal patterns of this module reach here.
-    Regex::new(pattern).unwrap_or_else(|_| Regex::new("$^").unwrap_or_else(|_| unreachable!()))
-}
 
 impl<'o> H2m<'o> {
     fn new(o: &'o H2mOptions) -> Self {
@@ -323,8 +327,8 @@ impl<'o> H2m<'o> {
             text: String::new(),
             url_defs: vec![],
             preserved: HashSet::new(),
-            line_start: regex(r"(?m)^(\s*?)((?:\+\s)|(?:[=>-])|(?:#{1,6}\s))|(?:(\d+)(\.\s))"),
-            global: regex(r"[\\`*_~\[\]]"),
+            line_start: re!(r"(?m)^(\s*?)((?:\+\s)|(?:[=>-])|(?:#{1,6}\s))|(?:(\d+)(\.\s))"),
+            global: re!(r"[\\`*_~\[\]]"),
         }
     }
 
@@ -621,27 +625,27 @@ impl<'o> H2m<'o> {
                 if blank {
                     return PostResult::Remove;
                 }
-                let joined = regex(r"([^\r\n])(?:\r?\n)+").replace_all(content.trim(), format!("${{1}}  \n{}", "   ".repeat(indent)).as_str()).into_owned();
-                PostResult::Text(regex(r"(?m)(\S+?)[^\S\r\n]+$").replace_all(&joined, "${1}  ").into_owned())
+                let joined = re!(r"([^\r\n])(?:\r?\n)+").replace_all(content.trim(), format!("${{1}}  \n{}", "   ".repeat(indent)).as_str()).into_owned();
+                PostResult::Text(re!(r"(?m)(\S+?)[^\S\r\n]+$").replace_all(&joined, "${1}  ").into_owned())
             }
-            Post::Blockquote => PostResult::Text(regex(r"(?m)^(>*)[^\S\r\n]?").replace_all(trim_newlines(content), ">${1} ").into_owned()),
+            Post::Blockquote => PostResult::Text(re!(r"(?m)^(>*)[^\S\r\n]?").replace_all(trim_newlines(content), ">${1} ").into_owned()),
             Post::InlineCode => {
-                let longest = regex("`+").find_iter(content).map(|m| m.len()).max().unwrap_or(0);
+                let longest = re!("`+").find_iter(content).map(|m| m.len()).max().unwrap_or(0);
                 let delim = "`".repeat(longest + 1);
                 let pad = if delim.len() > 1 { " " } else { "" };
                 PostResult::Text(format!("{delim}{pad}{content}{pad}{delim}"))
             }
-            Post::IndentCode => PostResult::Text(regex("(?m)^").replace_all(content, "    ").into_owned()),
-            Post::Link => PostResult::Text(regex(r"(?:\r?\n)+").replace_all(content, " ").into_owned()),
+            Post::IndentCode => PostResult::Text(re!("(?m)^").replace_all(content, "    ").into_owned()),
+            Post::Link => PostResult::Text(re!(r"(?:\r?\n)+").replace_all(content, " ").into_owned()),
             Post::Caption => {
-                let caption = regex(r"(?:\r?\n)+").replace_all(content, " ").trim().to_string();
+                let caption = re!(r"(?:\r?\n)+").replace_all(content, " ").trim().to_string();
                 if let (false, Some(slot)) = (caption.is_empty(), &meta.caption) {
                     *slot.borrow_mut() = Some(format!("__{caption}__"));
                 }
                 PostResult::Remove
             }
             Post::Row => {
-                if regex(r" \|\s*$").is_match(content) {
+                if re!(r" \|\s*$").is_match(content) {
                     PostResult::Text(content.to_string())
                 } else {
                     PostResult::Remove
@@ -649,14 +653,14 @@ impl<'o> H2m<'o> {
             }
             Post::TableCell => {
                 let c = trim_newlines(content).replacen('|', "\\|", 1);
-                PostResult::Text(regex(r"(?:\r?\n)+").replace_all(&c, " ").trim().to_string())
+                PostResult::Text(re!(r"(?:\r?\n)+").replace_all(&c, " ").trim().to_string())
             }
             Post::Table => self.table(content, meta),
         }
     }
 
     fn table(&self, content: &str, meta: &Meta) -> PostResult {
-        let edge = regex(r"^(?:\|\s+)?(.+)\s*\|\s*$");
+        let edge = re!(r"^(?:\|\s+)?(.+)\s*\|\s*$");
         let mut rows: Vec<Vec<String>> = vec![];
         let mut widths: Vec<usize> = vec![];
         for (line, _) in split_lines(content) {
@@ -818,7 +822,7 @@ pub fn html_to_markdown(html: &str, o: &H2mOptions) -> String {
     let mut v = H2m::new(o);
     // node-html-parser keeps a leading doctype as text (which the library
     // then deletes), so a space after it survives as the output's first character.
-    if let Some(m) = regex(r"(?i)^<!doctype[^>]*>([ \t])").captures(html) {
+    if let Some(m) = re!(r"(?i)^<!doctype[^>]*>([ \t])").captures(html) {
         if m.get(1).is_some() {
             v.text.push(' ');
         }
@@ -916,7 +920,7 @@ fn escape_attr(s: &str) -> String {
 fn header_id(raw: &str, o: &M2hOptions, counts: &mut HashMap<String, usize>) -> String {
     let mut m = raw.to_string();
     if o.customized_header_id {
-        if let Some(c) = regex(r"\{([^{]+?)\}\s*$").captures(&m).and_then(|c| c.get(1)) {
+        if let Some(c) = re!(r"\{([^{]+?)\}\s*$").captures(&m).and_then(|c| c.get(1)) {
             m = c.as_str().to_string();
         }
     }
@@ -924,7 +928,7 @@ fn header_id(raw: &str, o: &M2hOptions, counts: &mut HashMap<String, usize>) -> 
     let mut title = if o.raw_prefix_header_id { m } else { format!("{prefix}{m}") };
     title = if o.gh_compatible_header_id {
         let t = title.replace(' ', "-").replace("&amp;", "");
-        regex(r##"[&+$,/:;=?@"#{}|^¨~\[\]`\\*)(%.!'<>]"##).replace_all(&t, "").to_lowercase()
+        re!(r##"[&+$,/:;=?@"#{}|^¨~\[\]`\\*)(%.!'<>]"##).replace_all(&t, "").to_lowercase()
     } else if o.raw_header_id {
         title.replace(' ', "-").replace("&amp;", "&").replace(['"', '\''], "-").to_lowercase()
     } else {
@@ -960,8 +964,8 @@ fn heading_source(src: &str) -> String {
 
 /// showdown's autolinking of bare URLs (`simplifiedAutoLink`) and `@mentions`.
 fn linkify(text: &str, o: &M2hOptions, out: &mut String) {
-    let url = regex(r"(?i)\b(?:https?://|ftp://|www\.)[^\s<>]+");
-    let mention = regex(r"(^|\s)@([A-Za-z0-9_-]+)");
+    let url = re!(r"(?i)\b(?:https?://|ftp://|www\.)[^\s<>]+");
+    let mention = re!(r"(^|\s)@([A-Za-z0-9_-]+)");
     let mut pieces: Vec<(usize, usize, String)> = vec![];
     if o.simplified_auto_link {
         for m in url.find_iter(text) {
@@ -995,7 +999,7 @@ fn linkify(text: &str, o: &M2hOptions, out: &mut String) {
 }
 
 pub fn markdown_to_html(md: &str, o: &M2hOptions) -> String {
-    use pulldown_cmark::{CodeBlockKind, CowStr, Event, HeadingLevel, Options, Parser, Tag, TagEnd};
+    use pulldown_cmark::{CodeBlockKind, CowStr, Event, Options, Parser, Tag, TagEnd};
 
     // showdown reads `#Title` as a heading unless a space is required.
     let source = if o.require_space_before_heading {
@@ -1007,7 +1011,7 @@ pub fn markdown_to_html(md: &str, o: &M2hOptions) -> String {
                 if line.trim_start().starts_with("```") || line.trim_start().starts_with("~~~") {
                     fenced = !fenced;
                 }
-                match regex(r"^(#{1,6})([^#\s])").captures(line) {
+                match re!(r"^(#{1,6})([^#\s])").captures(line) {
                     Some(c) if !fenced => format!("{} {}", &c[1], &line[c[1].len()..]),
                     _ => line.to_string(),
                 }
@@ -1037,7 +1041,6 @@ pub fn markdown_to_html(md: &str, o: &M2hOptions) -> String {
                 let id = if o.no_header_id { String::new() } else { format!(" id=\"{}\"", escape_attr(&header_id(&heading_source(&source[range.clone()]), o, &mut counts))) };
                 events.push(Event::Html(CowStr::from(format!("<h{n}{id}>"))));
                 heading_end = Some(format!("</h{n}>\n"));
-                let _ = HeadingLevel::H1;
             }
             Event::End(TagEnd::Heading(_)) => {
                 events.push(Event::Html(CowStr::from(heading_end.take().unwrap_or_else(|| "</h1>\n".into()))));
@@ -1071,7 +1074,7 @@ pub fn markdown_to_html(md: &str, o: &M2hOptions) -> String {
                 // showdown's ellipsis (on by default).
                 let mut text = t.replace("...", "…");
                 if o.customized_header_id && heading_end.is_some() {
-                    text = regex(r"\s?\{[^{]+?\}\s*$").replace(&text, "").into_owned();
+                    text = re!(r"\s?\{[^{]+?\}\s*$").replace(&text, "").into_owned();
                 }
                 if in_link == 0 && (o.simplified_auto_link || o.gh_mentions) {
                     let mut html = String::new();
