@@ -7,8 +7,8 @@
 //! `Handle::block_on`, which is allowed there (never on a runtime worker).
 
 use engine::host::{
-    CredentialsProvider, DataTableProvider, Host, RowFilter, SubExecutionRecorder, SystemResolver,
-    WorkflowProvider,
+    CredentialsProvider, DataTableProvider, Host, ProcessedDataStore, RowFilter,
+    SubExecutionRecorder, SystemResolver, WorkflowProvider,
 };
 use engine::EngineSettings;
 use serde_json::{json, Map, Value};
@@ -175,11 +175,71 @@ pub(crate) fn host(scope: Scope, sub_executions: Arc<dyn SubExecutionRecorder>) 
         credentials: Some(Arc::new(StoreCredentials(scope.clone()))),
         workflows: Some(Arc::new(StoreWorkflows(scope.clone()))),
         sub_executions: Some(sub_executions),
-        data_tables: Some(Arc::new(StoreDataTables(scope))),
+        data_tables: Some(Arc::new(StoreDataTables(scope.clone()))),
         // the file nodes work in a scratch folder of this execution only
         files: Some(Arc::new(engine::nodes::disk::ScratchDir::new())),
         resolver: Arc::new(SystemResolver),
-        processed_data: None,
+        processed_data: Some(Arc::new(StoreProcessedData(scope))),
+    }
+}
+
+/// Remove Duplicates' history, for workflows of the running project only.
+struct StoreProcessedData(Arc<Scope>);
+
+impl StoreProcessedData {
+    fn check(&self, workflow_id: &str) -> Result<(), String> {
+        let s = &self.0;
+        if workflow_id.trim().is_empty() {
+            return Err(
+                "save the workflow first: values seen in previous executions are kept per workflow"
+                    .into(),
+            );
+        }
+        let meta = s
+            .handle
+            .block_on(s.data.workflows.meta(workflow_id))
+            .map_err(|e| format!("workflow {workflow_id}: {e}"))?;
+        match meta {
+            Some(m) if m.project_id == s.project_id => Ok(()),
+            // Same answer as a missing one: another project's workflow.
+            _ => Err(format!("workflow {workflow_id} does not exist")),
+        }
+    }
+}
+
+impl ProcessedDataStore for StoreProcessedData {
+    fn load(&self, workflow_id: &str, context: &str) -> Result<Option<(Value, u64)>, String> {
+        self.check(workflow_id)?;
+        let s = &self.0;
+        s.handle
+            .block_on(s.data.processed_data.load(workflow_id, context))
+            .map_err(|e| e.to_string())
+    }
+
+    fn save(
+        &self,
+        workflow_id: &str,
+        context: &str,
+        value: &Value,
+        expected: Option<u64>,
+    ) -> Result<bool, String> {
+        self.check(workflow_id)?;
+        let s = &self.0;
+        s.handle
+            .block_on(
+                s.data
+                    .processed_data
+                    .save(workflow_id, context, value, expected),
+            )
+            .map_err(|e| e.to_string())
+    }
+
+    fn delete(&self, workflow_id: &str, context: &str) -> Result<(), String> {
+        self.check(workflow_id)?;
+        let s = &self.0;
+        s.handle
+            .block_on(s.data.processed_data.delete(workflow_id, context))
+            .map_err(|e| e.to_string())
     }
 }
 

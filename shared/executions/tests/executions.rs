@@ -1212,4 +1212,41 @@ async fn finished_executions_expire_whole_and_waiting_ones_do_not() {
         let t = expiry(item).unwrap_or_else(|| panic!("{} expires", sk(item)));
         assert!((now + 3500..=now + 3700).contains(&t), "{}: {t}", sk(item));
     }
+#[tokio::test]
+async fn remove_duplicates_remembers_values_across_executions() {
+    let c = ctx().await;
+    let items = node(
+        "Items",
+        "n8n-nodes-base.code",
+        2.0,
+        json!({ "jsCode": "return [{ json: { id: 1 } }, { json: { id: 2 } }, { json: { id: 1 } }];" }),
+    );
+    let dedupe = node(
+        "Dedupe",
+        "n8n-nodes-base.removeDuplicates",
+        2.0,
+        json!({ "operation": "removeItemsSeenInPreviousExecutions", "dedupeValue": "={{ $json.id }}" }),
+    );
+    let wf = c.workflow(&chain(vec![trigger(), items, dedupe])).await;
+    let run = || async {
+        let o = c
+            .executor
+            .execute_and_wait(manual(&wf), Duration::from_secs(30), Dispatch::Inline)
+            .await
+            .unwrap();
+        assert_eq!(o.status, ExecutionStatus::Success, "{o:?}");
+        let doc = c.run_data(o.execution_id.as_str()).await;
+        (output(&doc, "Dedupe", 0), output(&doc, "Dedupe", 1))
+    };
+    // First run: all new; as in n8n, repeats within one run stay, grouped by value.
+    let (kept, discarded) = run().await;
+    assert_eq!(kept, vec![json!({"id": 1}), json!({"id": 1}), json!({"id": 2})]);
+    assert!(discarded.is_empty(), "{discarded:?}");
+    // Second run: everything was seen before.
+    let (kept, discarded) = run().await;
+    assert!(kept.is_empty(), "{kept:?}");
+    assert_eq!(discarded.len(), 3);
+    // The node's own record (scope "node" by default).
+    let stored = c.data.processed_data.load(&wf, "n:Dedupe").await.unwrap();
+    assert!(stored.is_some_and(|(_, version)| version == 1), "one write: the second run added nothing");
 }

@@ -299,7 +299,8 @@ pub fn parameter_errors(d: &NodeDescription, params: &Map<String, Value>, versio
             continue;
         }
         let v = params.get(&p.name);
-        let empty = match v {
+        // n8n fills an absent parameter with its default, so only an empty value is missing.
+        let empty = match v.or(Some(&p.default)) {
             None | Some(Value::Null) => true,
             Some(Value::String(s)) => s.trim().is_empty(),
             _ => false,
@@ -605,6 +606,25 @@ mod tests {
         let creds: Vec<Finding> = r.warnings().into_iter().filter(|f| f.code == "MISSING_CREDENTIALS").collect();
         assert_eq!(creds.len(), 1, "{:?}", r.findings);
         assert_eq!((creds[0].category, creds[0].parameter_path.as_deref()), (Category::Credentials, Some("credentials.httpHeaderAuth")));
+    fn parameters_are_checked_against_the_nodes_version() {
+        let node = |name: &str, ty: &str, v: f64, params: Value| json!({"name": name, "type": ty, "typeVersion": v, "position": [0, 0], "parameters": params});
+        let w = wf(
+            json!([
+                node("Start", "n8n-nodes-base.manualTrigger", 1.0, json!({})),
+                node("Old", "n8n-nodes-base.dateTime", 1.0, json!({"action": "calculate", "value": "2024-01-01", "duration": 2, "timeUnit": "days"})),
+                node("New", "n8n-nodes-base.dateTime", 2.0, json!({"operation": "addToDate", "magnitude": "={{ $now }}", "duration": 2, "timeUnit": "days"})),
+                node("Mixed", "n8n-nodes-base.dateTime", 2.0, json!({"operation": "formatDate", "date": "2024-01-01", "format": "YYYY"})),
+                node("Hash", "n8n-nodes-base.crypto", 2.0, json!({"action": "hash", "type": "SHA1", "value": "x"}))
+            ]),
+            json!({"Start": {"main": [[{"node": "Old", "type": "main", "index": 0}, {"node": "New", "type": "main", "index": 0},
+                                       {"node": "Mixed", "type": "main", "index": 0}, {"node": "Hash", "type": "main", "index": 0}]]}}),
+        );
+        let r = validate(&w, false);
+        let all = r.errors.join("\n");
+        assert!(!all.contains("\"Old\"") && !all.contains("\"New\""), "{all}");
+        // Version 2 formats with Luxon presets, and dropped SHA1.
+        assert!(all.contains("node \"Mixed\", parameter format"), "{all}");
+        assert!(all.contains("node \"Hash\", parameter type"), "{all}");
     }
 
     #[test]

@@ -52,6 +52,7 @@ pub mod switch;
 pub mod triggers;
 pub mod wait;
 pub mod xml;
+pub mod markdown;
 
 /// What a node run produced.
 pub enum NodeOutput {
@@ -131,6 +132,7 @@ pub fn get(node_type: &str) -> Option<NodeFn> {
         "n8n-nodes-base.compareDatasets" => compare_datasets::execute,
         "n8n-nodes-base.renameKeys" => rename_keys::execute,
         "n8n-nodes-base.xml" => xml::execute,
+        "n8n-nodes-base.markdown" => markdown::execute,
         _ => return None,
     };
     Some(f)

@@ -1,7 +1,8 @@
 //! The instance's data as repositories over DynamoDB: users and projects,
 //! folders, tags, workflows and their versions, executions and run data,
 //! credentials (envelope-encrypted secrets), data tables and their rows,
-//! the agent's own thread-level records and the per-thread workspace.
+//! the values Remove Duplicates saw in earlier executions, the agent's own
+//! thread-level records and the per-thread workspace.
 //!
 //! Each aggregate is one module with one repository type; they share the
 //! generic `pk`/`sk` (+ `gsi1`) tables of [`crate::deployment`]. Build them
@@ -15,6 +16,7 @@ pub mod executions;
 pub mod folders;
 pub mod keys;
 pub mod setup_skips;
+pub mod processed_data;
 pub mod tags;
 pub mod users_projects;
 pub mod webhooks;
@@ -26,6 +28,7 @@ pub use credentials::Credentials;
 pub use data_tables::DataTables;
 pub use executions::Executions;
 pub use folders::Folders;
+pub use processed_data::ProcessedData;
 pub use tags::Tags;
 pub use setup_skips::SetupSkips;
 pub use users_projects::Projects;
@@ -53,6 +56,7 @@ pub struct InstanceData {
     pub workspace: Workspace,
     pub setup_skips: SetupSkips,
     pub webhooks: Webhooks,
+    pub processed_data: ProcessedData,
 }
 
 impl InstanceData {
@@ -78,7 +82,8 @@ impl InstanceData {
             workflows: Workflows::new(instance.clone(), projects.clone(), folders.clone(), tags.clone()),
             executions: Executions::new(table(TableId::Executions)?),
             credentials: Credentials::new(instance.clone(), projects.clone(), keys),
-            data_tables: DataTables::new(instance.clone(), table(TableId::DataRows)?),
+            processed_data: ProcessedData::new(instance.clone()),
+            data_tables: DataTables::new(instance, table(TableId::DataRows)?),
             agent: AgentRecords::new(table(TableId::Agent)?),
             workspace: Workspace::new(table(TableId::Agent)?),
             setup_skips: SetupSkips::new(table(TableId::Agent)?),

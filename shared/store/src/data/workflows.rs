@@ -17,6 +17,7 @@
 //! - successor claim `sk=next#<versionId>`
 //! - version `sk=ver#<versionId>`: authors, timestamp, autosaved, name (ids are time-ordered)
 //! - body `sk=body#<versionId>`: the workflow JSON, DEFLATE-compressed, at most ~350 KB compressed
+//! - Remove Duplicates' history `sk=processed#<context>` (see [`super::processed_data`])
 //!
 //! Listing reads a project's heads through the index and filters in memory
 //! (name/description substring, folder, status): fine for thousands of
