@@ -18,6 +18,7 @@ pub mod nodes;
 mod pack;
 pub mod partial;
 pub mod run;
+mod schedule;
 pub mod workflow;
 
 pub use data::{ExecutionState, ExecutionStatus, Item, Items, NodeError, OutputItems, RunData, TaskData};
