@@ -185,11 +185,13 @@ setTimeout(() => order.push('timeout 20'), 20);
 setImmediate(() => order.push('immediate'));
 Promise.resolve().then(() => order.push('microtask'));
 let ticks = 0;
-const id = setInterval(() => { ticks++; if (ticks === 3) clearInterval(id); }, 5);
+const ticked = new Promise((done) => {
+  const id = setInterval(() => { ticks++; if (ticks === 3) { clearInterval(id); done(); } }, 5);
+});
 const cancelled = setTimeout(() => order.push('never'), 1);
 clearTimeout(cancelled);
 const started = Date.now();
-await wait(40);
+await Promise.all([wait(40), ticked]);
 return [{ json: { order, ticks, waited: Date.now() - started >= 35 } }];
 "#;
     let st = run(&chain(vec![trigger(), all(js)]));
