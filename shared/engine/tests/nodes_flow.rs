@@ -788,3 +788,156 @@ fn merge_v1_modes() {
     assert_eq!(merged(1.0, json!({ "mode": "passThrough", "output": "input2" }), a.clone(), b.clone()).len(), 3);
     assert_eq!(merged(1.0, json!({ "mode": "wait" }), a.clone(), b.clone()), vec![json!({})]);
 }
+
+// ---------------------------------------------------------------- Set / Edit Fields
+
+fn set_node(version: f64, params: Value) -> Value {
+    node("Set", "n8n-nodes-base.set", version, params)
+}
+
+fn set_out(version: f64, params: Value, input: Value) -> Vec<Value> {
+    let st = run(&chain(vec![trigger(), data(input), set_node(version, params)]));
+    assert_eq!(st.status, ExecutionStatus::Success, "{}", error_message(&st));
+    out(&st, "Set", 0)
+}
+
+fn set_error(version: f64, params: Value, input: Value) -> (String, String) {
+    let st = run(&chain(vec![trigger(), data(input), set_node(version, params)]));
+    assert_eq!(st.status, ExecutionStatus::Error);
+    (error_message(&st), error_description(&st))
+}
+
+#[test]
+fn set_v1_and_v2_typed_values() {
+    let values = json!({
+        "string": [{ "name": "s", "value": "={{ $json.n }}" }, { "name": "list[1]", "value": "x" }],
+        "number": [{ "name": "deep.n", "value": "={{ '7' }}" }],
+        "boolean": [{ "name": "b", "value": "={{ 'false' }}" }],
+    });
+    let input = json!([{ "n": 3, "list": ["a"] }]);
+    // booleans are JavaScript truthiness, strings keep the expression's type,
+    // paths go through lodash `set` (array indexes included)
+    let v1 = set_out(1.0, json!({ "values": values.clone(), "options": {} }), input.clone());
+    assert_eq!(v1, vec![json!({ "n": 3, "list": ["a", "x"], "b": true, "deep": { "n": "7" }, "s": 3 })]);
+    // v2 turns numeric strings into numbers
+    let v2 = set_out(2.0, json!({ "values": values.clone(), "options": {} }), input.clone());
+    assert_eq!(v2[0]["deep"], json!({ "n": 7 }));
+    let only = set_out(2.0, json!({ "keepOnlySet": true, "values": values.clone(), "options": { "dotNotation": false } }), input.clone());
+    assert_eq!(only, vec![json!({ "b": true, "deep.n": 7, "s": 3, "list[1]": "x" })]);
+}
+
+#[test]
+fn set_v3_field_types_and_conversion_errors() {
+    let fields = |list: Value| json!({ "mode": "manual", "fields": { "values": list }, "include": "none", "options": {} });
+    let got = set_out(3.2, fields(json!([
+        { "name": "s", "type": "stringValue", "stringValue": "={{ { a: 1 } }}" },
+        { "name": "n", "type": "numberValue", "numberValue": " 12 " },
+        { "name": "t", "type": "booleanValue", "booleanValue": "true" },
+        { "name": "one", "type": "booleanValue", "booleanValue": "={{ 1 }}" },
+        { "name": "a", "type": "arrayValue", "arrayValue": "['x', 2]" },
+        { "name": "o", "type": "objectValue", "objectValue": "{ key: 'v' }" },
+        { "name": "e", "type": "objectValue", "objectValue": "={ \"n\": {{ $json.n }}, \"obj\": {{ $json.o }} }" },
+        { "name": "nul", "type": "numberValue", "numberValue": "={{ null }}" },
+    ])), json!([{ "n": 5, "o": { "k": true } }]));
+    assert_eq!(got, vec![json!({ "s": "{\"a\":1}", "n": 12, "t": true, "one": true, "a": ["x", 2], "o": { "key": "v" }, "e": { "n": 5, "obj": { "k": true } }, "nul": null })]);
+    let (msg, desc) = set_error(3.2, fields(json!([{ "name": "n", "type": "numberValue", "numberValue": "abc" }])), json!([{}]));
+    assert_eq!(msg, "'n' expects a number but we got 'abc' [item 0]");
+    assert!(desc.contains("Ignore Type Conversion Errors"), "{desc}");
+    let (msg, _) = set_error(3.2, fields(json!([{ "name": "b", "type": "booleanValue", "booleanValue": "={{ [1, 2] }}" }])), json!([{}]));
+    assert_eq!(msg, "'b' expects a boolean but we got array [item 0]");
+    // v3.1 refuses null for a string; v3.0 writes "null"
+    let null_string = json!([{ "name": "s", "type": "stringValue", "stringValue": "={{ null }}" }]);
+    assert_eq!(set_error(3.1, fields(null_string.clone()), json!([{}])).0, "'s' expects a string but we got 'null' [item 0]");
+    assert_eq!(set_out(3.0, fields(null_string.clone()), json!([{}])), vec![json!({ "s": "null" })]);
+    assert_eq!(set_out(3.2, fields(null_string), json!([{}])), vec![json!({ "s": null })]);
+    // ignoring conversion errors keeps the value as it came
+    let lenient = json!({ "mode": "manual", "fields": { "values": [{ "name": "n", "type": "numberValue", "numberValue": "abc" }] }, "include": "none", "options": { "ignoreConversionErrors": true } });
+    assert_eq!(set_out(3.2, lenient, json!([{}])), vec![json!({ "n": "abc" })]);
+    let (msg, _) = set_error(3.2, fields(json!([{ "name": "e", "type": "objectValue", "objectValue": "={ nope {{ 1 }}" }])), json!([{}]));
+    assert_eq!(msg, "The entry \"e\" inside 'Fields to Set' in item 0 contains invalid JSON");
+}
+
+#[test]
+fn set_include_modes_per_version() {
+    let input = json!([{ "a": 1, "b": { "c": 2, "d": 3 }, "x.y": 4 }]);
+    let v32 = |include: &str, extra: Value| {
+        let mut p = json!({ "mode": "manual", "fields": { "values": [{ "name": "new", "type": "stringValue", "stringValue": "v" }] }, "include": include, "options": {} });
+        p.as_object_mut().unwrap().extend(extra.as_object().cloned().unwrap_or_default());
+        set_out(3.2, p, input.clone())
+    };
+    assert_eq!(v32("all", json!({}))[0], json!({ "a": 1, "b": { "c": 2, "d": 3 }, "x.y": 4, "new": "v" }));
+    assert_eq!(v32("none", json!({}))[0], json!({ "new": "v" }));
+    // selected dotted fields land under their last name
+    assert_eq!(v32("selected", json!({ "includeFields": "a, b.c" }))[0], json!({ "a": 1, "c": 2, "new": "v" }));
+    assert_eq!(v32("except", json!({ "excludeFields": "b.d,a" }))[0], json!({ "b": { "c": 2 }, "x.y": 4, "new": "v" }));
+    assert_eq!(v32("except", json!({ "excludeFields": "['x.y']", "options": { "dotNotation": false } }))[0], json!({ "a": 1, "b": { "c": 2, "d": 3 }, "new": "v" }));
+    // v3.3+: other fields only with includeOtherFields
+    let v34 = |extra: Value| {
+        let mut p = json!({ "mode": "manual", "assignments": { "assignments": [{ "id": "1", "name": "b.e", "type": "number", "value": "={{ $json.a + 1 }}" }] }, "options": {} });
+        p.as_object_mut().unwrap().extend(extra.as_object().cloned().unwrap_or_default());
+        set_out(3.4, p, input.clone())
+    };
+    assert_eq!(v34(json!({}))[0], json!({ "b": { "e": 2 } }));
+    assert_eq!(v34(json!({ "includeOtherFields": true }))[0], json!({ "a": 1, "b": { "c": 2, "d": 3, "e": 2 }, "x.y": 4 }));
+    assert_eq!(v34(json!({ "includeOtherFields": true, "include": "selected", "includeFields": "a" }))[0], json!({ "a": 1, "b": { "e": 2 } }));
+    let (msg, _) = set_error(3.2, json!({ "mode": "manual", "fields": { "values": [] }, "include": "some" }), input.clone());
+    assert_eq!(msg, "The include option \"some\" is not known!");
+}
+
+#[test]
+fn set_binary_handling_per_version_and_binary_fields() {
+    let file = json!({ "data": "aGk=", "mimeType": "text/plain", "fileName": "a.txt" });
+    let wf = |version: f64, params: Value| {
+        let code = node("Code", "n8n-nodes-base.code", 2.0, json!({ "jsCode": format!("return [{{ json: {{ a: 1 }}, binary: {{ data: {file} }} }}];") }));
+        chain(vec![trigger(), code, set_node(version, params)])
+    };
+    let binary_keys = |st: &ExecutionState| -> Vec<String> {
+        st.run_data["Set"][0].output(0).unwrap()[0].binary.as_ref().and_then(|b| b.as_object().map(|m| m.keys().cloned().collect())).unwrap_or_default()
+    };
+    let base = json!({ "mode": "manual", "assignments": { "assignments": [] }, "includeOtherFields": true, "options": {} });
+    // up to 3.3 binary data is kept only with the Include Binary File option
+    assert!(binary_keys(&run(&wf(3.3, base.clone()))).is_empty());
+    let mut with = base.clone();
+    with["options"] = json!({ "includeBinary": true });
+    assert_eq!(binary_keys(&run(&wf(3.3, with))), vec!["data".to_string()]);
+    // 3.4 keeps it unless stripped, and never without other fields
+    assert_eq!(binary_keys(&run(&wf(3.4, base.clone()))), vec!["data".to_string()]);
+    let mut strip = base.clone();
+    strip["options"] = json!({ "stripBinary": true });
+    assert!(binary_keys(&run(&wf(3.4, strip))).is_empty());
+    // a binary assignment copies an input file under a new name
+    let copy = json!({ "mode": "manual", "assignments": { "assignments": [{ "id": "1", "name": "copy", "type": "binary", "value": "data" }] }, "options": {} });
+    assert_eq!(binary_keys(&run(&wf(3.4, copy))), vec!["copy".to_string()]);
+    let missing = json!({ "mode": "manual", "assignments": { "assignments": [{ "id": "1", "name": "copy", "type": "binary", "value": "nope" }] }, "options": {} });
+    assert_eq!(error_message(&run(&wf(3.4, missing))), "The item has no binary field 'nope' [item 0]");
+}
+
+#[test]
+fn set_json_mode_fills_templates_and_repairs_json() {
+    let input = json!([{ "name": "Ann", "tags": ["a", "b"] }]);
+    let raw = |json_output: &str, extra: Value| {
+        let mut p = json!({ "mode": "raw", "jsonOutput": json_output, "includeOtherFields": true, "options": {} });
+        p.as_object_mut().unwrap().extend(extra.as_object().cloned().unwrap_or_default());
+        set_out(3.4, p, input.clone())
+    };
+    assert_eq!(raw("={ \"who\": \"{{ $json.name }}\", \"tags\": {{ $json.tags }} }", json!({}))[0], json!({ "name": "Ann", "tags": ["a", "b"], "who": "Ann" }));
+    // n8n's repair: single quotes, bare keys, trailing commas
+    assert_eq!(raw("{ k: 'v', }", json!({ "includeOtherFields": false }))[0], json!({ "k": "v" }));
+    let st = run(&chain(vec![trigger(), data(input.clone()), set_node(3.4, json!({ "mode": "raw", "jsonOutput": "[1, 2]" }))]));
+    assert_eq!(error_message(&st), "The 'JSON Output' in item 0 does not contain a valid JSON object");
+    let st = run(&chain(vec![trigger(), data(input.clone()), set_node(3.4, json!({ "mode": "raw", "jsonOutput": "={ \"a\": {{ 1 }" }))]));
+    assert_eq!(error_message(&st), "The 'JSON Output' in item 0 contains invalid JSON");
+}
+
+#[test]
+fn set_continue_on_fail_and_duplicates() {
+    let params = json!({ "mode": "manual", "assignments": { "assignments": [{ "id": "1", "name": "n", "type": "number", "value": "={{ $json.v }}" }] }, "options": {} });
+    let mut s = set_node(3.4, params.clone());
+    s["onError"] = json!("continueRegularOutput");
+    let st = run(&chain(vec![trigger(), data(json!([{ "v": "1" }, { "v": "x" }])), s]));
+    assert_eq!(out(&st, "Set", 0), vec![json!({ "n": 1 }), json!({ "error": "'n' expects a number but we got 'x' [item 1]" })]);
+    let mut dup = params;
+    dup["duplicateItem"] = json!(true);
+    dup["duplicateCount"] = json!(2);
+    assert_eq!(set_out(3.4, dup, json!([{ "v": 1 }])).len(), 3);
+}
