@@ -21,7 +21,7 @@ REQS="$REPO_ROOT/infra/local/requirements.txt"
 STAMP="$VENV/.requirements.sha256"
 want="$(sha256sum "$REQS" | cut -d' ' -f1)"
 if [ ! -x "$VENV/bin/python" ] || [ "$(cat "$STAMP" 2>/dev/null)" != "$want" ]; then
-  log "installing moto, cfn-lint, aws-sam-cli, cargo-lambda and mcp into $VENV"
+  log "installing moto, cfn-lint, aws-sam-cli, cargo-lambda, mcp and playwright into $VENV"
   python3 -m venv "$VENV"
   "$VENV/bin/pip" install --quiet --disable-pip-version-check --upgrade pip
   "$VENV/bin/pip" install --quiet --disable-pip-version-check -r "$REQS"
@@ -36,8 +36,18 @@ export AWS_ACCESS_KEY_ID="${AWS_ACCESS_KEY_ID:-testing}"
 export AWS_SECRET_ACCESS_KEY="${AWS_SECRET_ACCESS_KEY:-testing}"
 export SAM_CLI_TELEMETRY=0
 
-# The MCP end-to-end tests drive the server with the official Python SDK client.
+# The MCP end-to-end tests drive the server with the official Python SDK
+# client; the web page's tests drive Debian's chromium with Playwright.
 export INSTANCE_AI_PYTHON="$VENV/bin/python"
+if ! command -v chromium >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    log "installing Debian's chromium for the browser tests"
+    apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+  else
+    log "chromium is missing: install Debian's chromium (apt-get install chromium) for the web page's browser tests"
+  fi
+fi
+export INSTANCE_AI_CHROMIUM="${INSTANCE_AI_CHROMIUM:-$(command -v chromium || echo /usr/bin/chromium)}"
 
 # moto_server on a free port, stopped when the calling script exits.
 MOTO_PORT="${MOTO_PORT:-$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')}"

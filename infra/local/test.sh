@@ -38,5 +38,7 @@ done
 code="$(curl -s -o "$INSTANCE_AI_HOME/run-smoke.body" -w '%{http_code}' -X POST "http://127.0.0.1:$PORT/instance-ai/chat/t1" -d '{"message":"hi"}')"
 [ "$code" = 401 ] && grep -q '"code":"unauthorized"' "$INSTANCE_AI_HOME/run-smoke.body" || { log "run.sh: expected a 401 JSON error, got $code"; exit 1; }
 grep -q "API key for local: ia_" "$INSTANCE_AI_HOME/run-smoke.log" || { log "run.sh did not print an API key"; exit 1; }
+page="$(curl -fs "http://127.0.0.1:$PORT/" || true)"
+grep -q '<script type="module" src="/assets/app\.' <<<"$page" || { log "run.sh: GET / does not serve the web page"; exit 1; }
 kill "$RUN_PID"; wait "$RUN_PID" 2>/dev/null || true
-echo "run.sh smoke: 3 passed, 0 failed"
+echo "run.sh smoke: 4 passed, 0 failed"

@@ -1,7 +1,11 @@
-//! Stop: while streaming (seen within 1 s), while suspended (finished at
-//! once), twice (one run-finish), after the end (a no-op). The timed tests
-//! read the WebSocket (pushed frames: the time measured is the agent's, not
-//! the SSE tail's poll interval); the suspended case reads SSE.
+//! Stop: while streaming (seen at the next cancel poll, long before the
+//! answer would end), while suspended (finished at once), twice (one
+//! run-finish), after the end (a no-op). The timed tests read the WebSocket
+//! (pushed frames: the time measured is the agent's, not the SSE tail's poll
+//! interval); the suspended case reads SSE. Their bound (3 s) is far below
+//! what running on would take (the answer streams for 8 s, the slow tool
+//! sleeps 60 s) and far above the 200 ms poll, so a loaded CI machine cannot
+//! fail them and an ignored cancel cannot pass them.
 
 mod agent_common;
 
@@ -11,7 +15,7 @@ use serde_json::json;
 use std::time::{Duration, Instant};
 
 #[tokio::test]
-async fn cancel_while_streaming_finishes_within_a_second() {
+async fn cancel_while_streaming_finishes_long_before_the_answer_would() {
     let cloud = cloud(Setup::default()).await;
     let t = thread();
     let mut feed = cloud.events(ALICE, &t).await;
@@ -23,7 +27,7 @@ async fn cancel_while_streaming_finishes_within_a_second() {
     assert_eq!(body["cancelled"], true);
     let frames = feed.until_type(EventType::RunFinish, WAIT).await;
     let took = asked.elapsed();
-    assert!(took < Duration::from_secs(1), "run-finish {took:?} after cancel");
+    assert!(took < Duration::from_secs(3), "run-finish {took:?} after cancel");
     assert_eq!(payload(frames.last().unwrap()), json!({"status": "cancelled", "reason": "user_cancelled"}));
     // The text streamed so far is kept as a block; nothing follows the finish.
     assert!(!find(&feed.seen, EventType::TextBlock).is_empty());
@@ -46,7 +50,7 @@ async fn cancel_while_a_tool_runs_settles_it_as_cancelled() {
     let asked = Instant::now();
     cloud.cancel(ALICE, &t).await;
     let frames = feed.until_type(EventType::RunFinish, WAIT).await;
-    assert!(asked.elapsed() < Duration::from_secs(1), "{:?}", asked.elapsed());
+    assert!(asked.elapsed() < Duration::from_secs(3), "{:?}", asked.elapsed());
     let result = payload(find(&frames, EventType::ToolResult)[0]);
     assert_eq!(result["toolCallId"], call["toolCallId"]);
     assert_eq!(result["result"]["cancelled"], true);

@@ -40,6 +40,7 @@ async fn serve() -> Result<(), String> {
         .await
         .map_err(|e| e.to_string())?;
     println!("Instance AI local cloud on {}", running.base_url());
+    println!("  Web page: {}/ (sign in with an API key below)", running.base_url());
     println!("  WebSocket: {}?token=<api key>", running.ws_url());
     for (user, key) in &running.keys {
         println!("  API key for {user}: {key}");

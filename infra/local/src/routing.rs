@@ -1,7 +1,7 @@
 //! Route matching with API Gateway's path syntax (`/chat/{threadId}`).
 
 use std::collections::HashMap;
-use store::deployment::{RouteDef, ROUTES};
+use store::deployment::{Edge, RouteDef, ROUTES};
 
 /// What a request path matched.
 pub enum RouteMatch {
@@ -17,7 +17,9 @@ pub fn match_route(method: &str, path: &str) -> RouteMatch {
     let mut path_matched = false;
     for route in ROUTES {
         if let Some(params) = match_path(route.path, path) {
-            if route.method.as_str() == method {
+            // A Function URL has no routes: every method reaches the
+            // function (a CORS preflight too), which answers for itself.
+            if route.method.as_str() == method || route.edge == Edge::StreamingUrl {
                 return RouteMatch::Found { route, params };
             }
             path_matched = true;

@@ -124,6 +124,16 @@ fn function(def: &FunctionDef) -> Value {
         }]}));
     }
 
+    if ROUTES.iter().any(|r| r.function == def.id && r.edge == Edge::StreamingUrl) {
+        env.insert("INSTANCE_AI_WEB_ORIGIN".into(), r#ref("WebOrigin"));
+    }
+    if ROUTES.iter().any(|r| r.function == def.id && r.path == "/") {
+        // The page connects to the SSE Function URL (another origin).
+        if let Some(sse) = ROUTES.iter().find(|r| r.edge == Edge::StreamingUrl) {
+            env.insert("INSTANCE_AI_EVENTS_URL".into(), get_att(&format!("{}Url", sse.function.def().logical_id), "FunctionUrl"));
+        }
+    }
+
     let mut events = Map::new();
     for (i, route) in ROUTES.iter().filter(|r| r.function == def.id && r.edge == Edge::HttpApi).enumerate() {
         events.insert(
@@ -166,15 +176,10 @@ fn function(def: &FunctionDef) -> Value {
         props.insert("Events".into(), Value::Object(events));
     }
     if ROUTES.iter().any(|r| r.function == def.id && r.edge == Edge::StreamingUrl) {
-        // HTTP APIs cannot stream a Lambda response; a Function URL can.
-        props.insert(
-            "FunctionUrlConfig".into(),
-            json!({"AuthType": "NONE", "InvokeMode": "RESPONSE_STREAM", "Cors": {
-                "AllowOrigins": ["*"],
-                "AllowHeaders": ["authorization", "last-event-id"],
-                "AllowMethods": ["GET"],
-            }}),
-        );
+        // HTTP APIs cannot stream a Lambda response; a Function URL can. It
+        // has no CORS block: preflights reach the handler, which answers
+        // them for the page's origin (api::cors), as the local cloud does.
+        props.insert("FunctionUrlConfig".into(), json!({"AuthType": "NONE", "InvokeMode": "RESPONSE_STREAM"}));
     }
     json!({
         "Type": "AWS::Serverless::Function",
@@ -297,6 +302,7 @@ pub fn render() -> String {
             "ModelProvider": {"Type": "String", "Default": "", "Description": "INSTANCE_AI_MODEL, e.g. bedrock:anthropic.claude-sonnet-4 or anthropic:claude-sonnet-4-5"},
             "MaxStepsPerRun": {"Type": "Number", "Default": 50, "MinValue": 1, "Description": "INSTANCE_AI_MAX_STEPS"},
             "LogLevel": {"Type": "String", "Default": "info", "Description": "RUST_LOG filter"},
+            "WebOrigin": {"Type": "String", "Default": "*", "Description": "INSTANCE_AI_WEB_ORIGIN: the web page's origin allowed to read the SSE Function URL (the WebUrl output without its path, or your domain); * allows any (keys travel in a header, never in cookies)"},
         },
         "Globals": {"Function": {
             "Runtime": "provided.al2023",
@@ -307,6 +313,7 @@ pub fn render() -> String {
         "Resources": resources,
         "Outputs": {
             "HttpApiUrl": {"Description": "HTTP API (chat, confirm, cancel, threads, mcp, healthz)", "Value": sub("https://${HttpApi}.execute-api.${AWS::Region}.${AWS::URLSuffix}/")},
+            "WebUrl": {"Description": "The web page (sign in with an API key)", "Value": sub("https://${HttpApi}.execute-api.${AWS::Region}.${AWS::URLSuffix}/")},
             "EventsUrl": {"Description": "SSE stream: GET <url>instance-ai/events/{threadId}", "Value": get_att("EventsFunctionUrl", "FunctionUrl")},
             "WebSocketUrl": {"Description": "WebSocket API (connect with ?token=<api key>)", "Value": sub("wss://${WebSocketApi}.execute-api.${AWS::Region}.${AWS::URLSuffix}/${Stage}")},
         },

@@ -159,13 +159,12 @@ pub struct CancelOutcome {
     pub cancelled: bool,
 }
 
-/// Stop: a suspended chain is finished at once; a queued or running one gets
-/// the flag its step polls; a finished one is left alone. Idempotent.
+/// Stop: every chain of the thread's current (or last) run is stopped, the
+/// orchestrator first. Idempotent.
 pub async fn cancel(rt: &Runtime, thread: &ThreadId, user: &UserId) -> Result<CancelOutcome, AgentError> {
-    let not_found = || AgentError::NotFound(format!("thread {thread} not found"));
-    let (owner, active, last) = rt.runs.slot(thread).await?.ok_or_else(not_found)?;
+    let (owner, active, last) = rt.runs.slot(thread).await?.ok_or_else(|| thread_not_found(thread))?;
     if &owner != user {
-        return Err(not_found());
+        return Err(thread_not_found(thread));
     }
     let Some(run) = active.or(last) else { return Ok(CancelOutcome { run_id: None, cancelled: false }) };
     let mut chains = rt.runs.chains(&run).await?;
@@ -174,29 +173,104 @@ pub async fn cancel(rt: &Runtime, thread: &ThreadId, user: &UserId) -> Result<Ca
     let writer = Mutex::new(rt.writer(thread));
     let mut acted = false;
     for chain in chains {
-        match chain.state {
-            ChainState::Finishing | ChainState::Finished => {}
-            ChainState::Suspended => {
-                let ckpt = Checkpoint::decode(chain.checkpoint.as_deref())?;
-                let open: Vec<String> = chain.open_tools.keys().cloned().collect();
-                let ending = Ending { status: RunStatus::Cancelled, reason: Some("user_cancelled".into()), result: None };
-                let done = finish_chain(rt, &writer, &chain, ChainState::Suspended, Some(chain.step), ckpt, open, Settle::Cancelled, ending)
-                    .await?;
-                if done {
-                    if let Some(req) = &chain.suspended_request {
-                        rt.suspensions.cancel(req).await?;
-                    }
-                    acted = true;
-                } else {
-                    // A decision won the race and re-queued it: flag it instead.
-                    acted |= rt.runs.request_cancel(&chain.run_id, &chain.agent_id).await?;
-                }
-            }
-            ChainState::Queued | ChainState::Running => {
-                acted |= rt.runs.request_cancel(&chain.run_id, &chain.agent_id).await?;
-            }
-        }
+        acted |= cancel_chain(rt, &writer, &chain).await?;
     }
     tracing::info!(runId = %run, threadId = %thread, acted, "cancel handled");
     Ok(CancelOutcome { run_id: Some(run.0), cancelled: acted })
+}
+
+fn thread_not_found(thread: &ThreadId) -> AgentError {
+    AgentError::NotFound(format!("thread {thread} not found"))
+}
+
+/// `NotFound` unless `user` owns `thread` (a stranger's thread looks missing).
+async fn owned_slot(rt: &Runtime, thread: &ThreadId, user: &UserId) -> Result<(), AgentError> {
+    match rt.runs.slot(thread).await? {
+        Some((owner, _, _)) if &owner == user => Ok(()),
+        _ => Err(thread_not_found(thread)),
+    }
+}
+
+/// Stops one chain: a suspended one is finished at once (its pending
+/// request cancelled); a queued or running one gets the flag its step polls
+/// between model chunks and tool calls; a finished one is left alone.
+/// `true` when it acted.
+async fn cancel_chain(rt: &Runtime, writer: &Mutex<store::EventWriter>, chain: &store::runs::Chain) -> Result<bool, AgentError> {
+    match chain.state {
+        ChainState::Finishing | ChainState::Finished => Ok(false),
+        ChainState::Suspended => {
+            let ckpt = Checkpoint::decode(chain.checkpoint.as_deref())?;
+            let open: Vec<String> = chain.open_tools.keys().cloned().collect();
+            let ending = Ending { status: RunStatus::Cancelled, reason: Some("user_cancelled".into()), result: None };
+            let done =
+                finish_chain(rt, writer, chain, ChainState::Suspended, Some(chain.step), ckpt, open, Settle::Cancelled, ending).await?;
+            if done {
+                if let Some(req) = &chain.suspended_request {
+                    rt.suspensions.cancel(req).await?;
+                }
+                Ok(true)
+            } else {
+                // A decision won the race and re-queued it: flag it instead.
+                Ok(rt.runs.request_cancel(&chain.run_id, &chain.agent_id).await?)
+            }
+        }
+        ChainState::Queued | ChainState::Running => Ok(rt.runs.request_cancel(&chain.run_id, &chain.agent_id).await?),
+    }
+}
+
+/// The run and agent of a background task of `thread`.
+pub async fn find_task(rt: &Runtime, thread: &ThreadId, task_id: &str) -> Result<Option<(RunId, AgentId)>, AgentError> {
+    let Some(item) = rt.runs.get_record(&format!("thread#{thread}"), &format!("task#{task_id}")).await? else {
+        return Ok(None);
+    };
+    let field = |name: &str| store::data::db::get_s(&item, name).map(str::to_owned);
+    Ok(field("runId").zip(field("agentId")).map(|(r, a)| (RunId(r), AgentId(a))))
+}
+
+/// What stopping one background task did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TaskCancel {
+    NotFound,
+    AlreadyFinished,
+    Cancelled,
+}
+
+/// Stops one background task of `thread` — where the spec's three cancel
+/// surfaces converge: the per-task stop button
+/// (`POST /chat/:threadId/tasks/:taskId/cancel`, [`cancel_task`]), the
+/// orchestrator's `task-control(action="cancel-task")`, and the global Stop
+/// ([`cancel`], which stops every chain of the run the same way).
+pub async fn cancel_background_task(
+    rt: &Runtime,
+    writer: &Mutex<store::EventWriter>,
+    thread: &ThreadId,
+    task_id: &str,
+) -> Result<TaskCancel, AgentError> {
+    let Some((run, agent)) = find_task(rt, thread, task_id).await? else { return Ok(TaskCancel::NotFound) };
+    let Some(chain) = rt.runs.chain(&run, &agent).await? else { return Ok(TaskCancel::NotFound) };
+    let acted = cancel_chain(rt, writer, &chain).await?;
+    tracing::info!(runId = %run, threadId = %thread, task_id, acted, "background task cancel handled");
+    Ok(if acted { TaskCancel::Cancelled } else { TaskCancel::AlreadyFinished })
+}
+
+/// What the per-task stop did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskCancelOutcome {
+    pub task_id: String,
+    /// False when the task had already finished (a no-op).
+    pub cancelled: bool,
+}
+
+/// `POST /instance-ai/chat/:threadId/tasks/:taskId/cancel`: the owner's
+/// per-task stop. A task this thread does not have is 404. Idempotent.
+pub async fn cancel_task(rt: &Runtime, thread: &ThreadId, user: &UserId, task_id: &str) -> Result<TaskCancelOutcome, AgentError> {
+    owned_slot(rt, thread, user).await?;
+    let writer = Mutex::new(rt.writer(thread));
+    let cancelled = match cancel_background_task(rt, &writer, thread, task_id).await? {
+        TaskCancel::NotFound => return Err(AgentError::NotFound(format!("background task {task_id} not found in thread {thread}"))),
+        TaskCancel::AlreadyFinished => false,
+        TaskCancel::Cancelled => true,
+    };
+    Ok(TaskCancelOutcome { task_id: task_id.to_owned(), cancelled })
 }

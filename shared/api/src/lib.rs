@@ -5,12 +5,14 @@
 
 pub mod app;
 pub mod auth;
+pub mod cors;
 pub mod error;
 pub mod handlers;
 pub mod http_util;
 pub mod lambda;
 pub mod logging;
 pub mod sse;
+pub mod web;
 
 pub use app::App;
 pub use error::ApiError;

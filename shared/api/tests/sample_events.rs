@@ -92,3 +92,15 @@ async fn the_sweep_sample_is_an_eventbridge_event() {
     assert_eq!(event["detail-type"], "Scheduled Event");
     api::handlers::sweep::handle(&app).await.unwrap();
 }
+
+#[tokio::test]
+async fn the_web_sample_serves_the_page_under_a_strict_csp() {
+    let app = app().await;
+    let resp = api::handlers::web::handle(&app, http_request("web")).await;
+    assert_eq!(resp.status(), 200);
+    assert!(resp.headers()["content-type"].to_str().unwrap().starts_with("text/html"));
+    let csp = resp.headers()["content-security-policy"].to_str().unwrap();
+    assert!(csp.contains("script-src 'self'") && !csp.contains("unsafe-inline"), "{csp}");
+    let html = std::str::from_utf8(resp.body()).unwrap();
+    assert!(html.contains("/assets/app.") && html.contains("type=\"module\""), "{html}");
+}

@@ -58,6 +58,9 @@ pub struct Message {
     /// Id of the last event folded into this message.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_event_id: Option<u64>,
+    /// Assistant only: the run's latest task checklist (`tasks-update`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tasks: Option<Vec<crate::events::TaskItem>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -69,6 +72,9 @@ pub struct AgentNode {
     pub status: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task_id: Option<String>,
+    /// A background agent's title (`agent-spawned.title`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
     pub text_content: String,
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub reasoning: String,
@@ -128,6 +134,33 @@ pub struct MessagesPage {
     pub next_before: Option<String>,
 }
 
+/// One thread in `GET /instance-ai/threads`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ThreadSummary {
+    pub thread_id: String,
+    /// From `thread-title-updated`; `None` until the first run completes.
+    pub title: Option<String>,
+    /// The first line of the thread's first message (shown until a title).
+    pub preview: Option<String>,
+    /// Epoch seconds.
+    pub created_at: u64,
+    /// Epoch ms of the last run start or finish.
+    pub last_activity_at: u64,
+    pub has_active_run: bool,
+}
+
+/// `GET /instance-ai/threads[?limit=N&before=<cursor>]`: the caller's
+/// threads, most recently active first.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ThreadList {
+    pub threads: Vec<ThreadSummary>,
+    /// More (older) threads exist: ask again with `?before=<this>`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_before: Option<String>,
+}
+
 // -------------------------------------------------------------------- folds
 
 use crate::events::{EventPayload, RunStatus, StoredEvent};
@@ -153,6 +186,7 @@ struct RunBuild {
     created_at: Option<u64>,
     message_group_id: Option<String>,
     finished: Option<RunStatus>,
+    tasks: Option<Vec<crate::events::TaskItem>>,
     agents: Vec<String>,
     nodes: HashMap<String, AgentBuild>,
     last_event_id: u64,
@@ -164,6 +198,7 @@ fn new_node(agent_id: &str, role: &str) -> AgentNode {
         role: role.to_owned(),
         status: "active".into(),
         task_id: None,
+        title: None,
         text_content: String::new(),
         reasoning: String::new(),
         tool_calls: Vec::new(),
@@ -256,6 +291,7 @@ impl RunBuild {
             status: Some(status.into()),
             agent_tree: tree,
             last_event_id: Some(self.last_event_id),
+            tasks: self.tasks,
         };
         RunFold { run_id: self.run_id, user: self.user, assistant }
     }
@@ -296,6 +332,7 @@ pub fn fold_runs(events: &[StoredEvent]) -> Vec<RunFold> {
                 created_at: e.ts,
                 message_group_id: None,
                 finished: None,
+                tasks: None,
                 agents: Vec::new(),
                 nodes: HashMap::new(),
                 last_event_id: 0,
@@ -319,6 +356,7 @@ pub fn fold_runs(events: &[StoredEvent]) -> Vec<RunFold> {
                     status: None,
                     agent_tree: None,
                     last_event_id: Some(stored.seq),
+                    tasks: None,
                 });
                 run.node(agent);
             }
@@ -363,6 +401,7 @@ pub fn fold_runs(events: &[StoredEvent]) -> Vec<RunFold> {
                 if !run.nodes.contains_key(agent) {
                     let mut node = new_node(agent, &p.role);
                     node.task_id = p.task_id.clone();
+                    node.title = p.title.clone();
                     run.nodes.insert(agent.to_owned(), AgentBuild { node, parent: Some(p.parent_id.clone()) });
                     run.agents.push(agent.to_owned());
                 }
@@ -384,6 +423,7 @@ pub fn fold_runs(events: &[StoredEvent]) -> Vec<RunFold> {
                 let node = run.node(agent);
                 node.error = Some(p.content.clone());
             }
+            EventPayload::TasksUpdate(p) => run.tasks = Some(p.tasks.clone()),
             _ => {}
         }
     }

@@ -44,6 +44,8 @@ pub const VARIABLES: &[Variable] = &[
     Variable { name: "INSTANCE_AI_HTTP_ALLOW_PRIVATE_NETWORK", purpose: "`true` lets HTTP Request nodes reach private, loopback and link-local addresses (only the allowed hosts when those are set); off, the SSRF guard refuses them", default: Some("false") },
     Variable { name: "INSTANCE_AI_EXECUTION_PROGRESS_MS", purpose: "a running execution's run data is stored at most once per this many milliseconds as nodes finish (`0`: only when it ends or waits)", default: Some("1000") },
     Variable { name: "INSTANCE_AI_ALLOWED_ORIGINS", purpose: "comma-separated browser origins allowed to call `/mcp` (requests without `Origin` are always allowed)", default: None },
+    Variable { name: "INSTANCE_AI_WEB_ORIGIN", purpose: "comma-separated origins of the web page (`https://{api}.execute-api.{region}.amazonaws.com`, `*` for any) that may read the SSE endpoint across origins (CORS); unset: same origin only", default: None },
+    Variable { name: "INSTANCE_AI_EVENTS_URL", purpose: "the web page's base URL of the SSE endpoint (in AWS its Function URL, set by the template); unset: the page's own origin", default: None },
     Variable { name: "INSTANCE_AI_APPROVAL_POLICY", purpose: "admin policy per gated agent action, comma-separated `action=mode` (`mode`: `require_approval`, `always_allow` or `blocked`; `*=mode` sets the default; actions are listed in `agent::tools::policy::ACTIONS`, e.g. `workflows.publish=blocked,runWorkflow=always_allow`)", default: Some("*=require_approval") },
     Variable { name: "INSTANCE_AI_LOG_FORMAT", purpose: "`json` (default in Lambda) or `text`", default: Some("json") },
     Variable { name: "RUST_LOG", purpose: "log filter (`info`, `store=debug`, ...)", default: Some("info") },
@@ -65,6 +67,10 @@ pub struct Config {
     pub bootstrap_keys: Vec<(String, String)>,
     pub port: u16,
     pub allowed_origins: Vec<String>,
+    /// Origins of the web page allowed by CORS on the SSE endpoint (`*`: any).
+    pub web_origins: Vec<String>,
+    /// Base URL of the SSE endpoint the web page connects to (`None`: same origin).
+    pub events_url: Option<String>,
     pub http_allowed_hosts: Vec<String>,
     pub http_allow_private_network: bool,
     /// `None`: progress of running executions is not stored.
@@ -93,6 +99,8 @@ impl fmt::Debug for Config {
             .field("kms_key_id", &self.kms_key_id)
             .field("bootstrap_keys", &self.bootstrap_keys.len())
             .field("port", &self.port)
+            .field("web_origins", &self.web_origins)
+            .field("events_url", &self.events_url)
             .field("http_allowed_hosts", &self.http_allowed_hosts)
             .field("http_allow_private_network", &self.http_allow_private_network)
             .field("execution_progress_ms", &self.execution_progress_ms)
@@ -151,6 +159,15 @@ impl Config {
         let allowed_origins = get("INSTANCE_AI_ALLOWED_ORIGINS")
             .map(|v| v.split(',').map(|s| s.trim().to_owned()).filter(|s| !s.is_empty()).collect())
             .unwrap_or_default();
+        let web_origins: Vec<String> = get("INSTANCE_AI_WEB_ORIGIN")
+            .map(|v| v.split(',').map(|s| s.trim().trim_end_matches('/').to_owned()).filter(|s| !s.is_empty()).collect())
+            .unwrap_or_default();
+        if let Some(bad) = web_origins.iter().find(|o| o.as_str() != "*" && !(o.starts_with("http://") || o.starts_with("https://"))) {
+            return Err(malformed("INSTANCE_AI_WEB_ORIGIN", format!("expected origins like https://app.example.com or *, got {bad:?}")));
+        }
+        let events_url = get("INSTANCE_AI_EVENTS_URL")
+            .map(|v| parse_url("INSTANCE_AI_EVENTS_URL", v).map(|u| u.trim_end_matches('/').to_owned()))
+            .transpose()?;
         let http_allowed_hosts = get("INSTANCE_AI_HTTP_ALLOWED_HOSTS")
             .map(|v| v.split(',').map(|s| s.trim().to_owned()).filter(|s| !s.is_empty()).collect())
             .unwrap_or_default();
@@ -198,6 +215,8 @@ impl Config {
             bootstrap_keys,
             port,
             allowed_origins,
+            web_origins,
+            events_url,
             http_allowed_hosts,
             http_allow_private_network,
             execution_progress_ms,

@@ -210,6 +210,7 @@ pub enum FunctionId {
     Step,
     Executor,
     Sweep,
+    Web,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -411,6 +412,21 @@ pub const FUNCTIONS: &[FunctionDef] = &[
         uses_kms: false,
         calls_model: false,
     },
+    // The web page: static assets embedded in the binary, no table.
+    FunctionDef {
+        id: FunctionId::Web,
+        logical_id: "WebFunction",
+        package: "web",
+        timeout_secs: 5,
+        memory_mb: 128,
+        tables: &[],
+        sends_to: &[],
+        consumes: &[],
+        inspects: &[],
+        manages_connections: false,
+        uses_kms: false,
+        calls_model: false,
+    },
 ];
 
 impl FunctionId {
@@ -466,6 +482,10 @@ pub const ROUTES: &[RouteDef] = &[
     RouteDef { method: Method::Get, path: "/mcp", function: FunctionId::Mcp, edge: Edge::HttpApi },
     RouteDef { method: Method::Head, path: "/mcp", function: FunctionId::Mcp, edge: Edge::HttpApi },
     RouteDef { method: Method::Get, path: "/instance-ai/events/{threadId}", function: FunctionId::Events, edge: Edge::StreamingUrl },
+    RouteDef { method: Method::Get, path: "/instance-ai/threads", function: FunctionId::Threads, edge: Edge::HttpApi },
+    RouteDef { method: Method::Post, path: "/instance-ai/chat/{threadId}/tasks/{taskId}/cancel", function: FunctionId::Cancel, edge: Edge::HttpApi },
+    RouteDef { method: Method::Get, path: "/", function: FunctionId::Web, edge: Edge::HttpApi },
+    RouteDef { method: Method::Get, path: "/assets/{asset}", function: FunctionId::Web, edge: Edge::HttpApi },
 ];
 
 /// WebSocket API route keys, all handled by the gateway function.

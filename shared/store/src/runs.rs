@@ -4,7 +4,9 @@
 //!
 //! Keys:
 //! - slot: attributes `activeRunId` / `lastRunId` / `title` on the thread
-//!   item `(thread#<t>, meta)` (owned by [`crate::threads`]);
+//!   item `(thread#<t>, meta)` (owned by [`crate::threads`]); taking and
+//!   releasing the slot also stamps `lastActivityAt` and the thread's place
+//!   in its owner's list (`gsi1`, see [`crate::threads::Threads::list`]);
 //! - chain: `(run#<r>, agent#<a>)` — state, claimed step number, lease,
 //!   cancel flag, open tool calls, the checkpoint (compressed);
 //! - history: `(thread#<t>, history)` — the conversation the next run starts from;
@@ -200,13 +202,18 @@ impl Runs {
             .table_name(self.table_name())
             .set_key(Some(thread_key(&chain.thread_id)))
             .update_expression(
-                "SET userId = :u, threadId = :t, createdAt = if_not_exists(createdAt, :now), activeRunId = :r, lastRunId = :r",
+                "SET userId = :u, threadId = :t, createdAt = if_not_exists(createdAt, :now), activeRunId = :r, lastRunId = :r, \
+                 lastActivityAt = :ms, gsi1pk = :upk, gsi1sk = :usk, preview = if_not_exists(preview, :pv)",
             )
             .condition_expression("(attribute_not_exists(pk) OR userId = :u) AND attribute_not_exists(activeRunId)")
             .expression_attribute_values(":u", s(&chain.user_id.0))
             .expression_attribute_values(":t", s(&chain.thread_id.0))
             .expression_attribute_values(":now", n(now / 1000))
             .expression_attribute_values(":r", s(&chain.run_id.0))
+            .expression_attribute_values(":ms", n(now))
+            .expression_attribute_values(":upk", s(crate::threads::list_pk(&chain.user_id)))
+            .expression_attribute_values(":usk", s(crate::threads::list_sk(now, &chain.thread_id)))
+            .expression_attribute_values(":pv", s(crate::threads::preview_of(message)))
             .send()
             .await;
         match taken {
@@ -233,15 +240,18 @@ impl Runs {
 
     /// Gives the thread's slot back if `run` holds it (idempotent).
     pub async fn release_slot(&self, thread: &ThreadId, run: &RunId) -> Result<(), StoreError> {
+        let now = now_ms();
         self.table.count();
         let result = self
             .client()
             .update_item()
             .table_name(self.table_name())
             .set_key(Some(thread_key(thread)))
-            .update_expression("REMOVE activeRunId")
+            .update_expression("SET lastActivityAt = :ms, gsi1sk = :usk REMOVE activeRunId")
             .condition_expression("activeRunId = :r")
             .expression_attribute_values(":r", s(&run.0))
+            .expression_attribute_values(":ms", n(now))
+            .expression_attribute_values(":usk", s(crate::threads::list_sk(now, thread)))
             .send()
             .await;
         match result {

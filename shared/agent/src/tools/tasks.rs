@@ -5,11 +5,11 @@
 
 use super::{Audience, Decision, Gate, Tool, ToolContext, ToolOutcome};
 use crate::background::{self, PlannedTask};
+use crate::run::TaskCancel;
 use futures::future::BoxFuture;
 use protocol::events::{ConfirmationRequest, EventPayload, InputType, Severity, TaskItem, TaskList, TaskStatus, TasksUpdate};
-use protocol::ids::AgentId;
 use serde_json::{json, Map, Value};
-use store::data::db::{get_s, key, n, s};
+use store::data::db::{key, n, s};
 
 // ------------------------------------------------------------ create-tasks
 
@@ -216,36 +216,33 @@ impl Tool for TaskControl {
                     }
                     ToolOutcome::Done(json!({"saved": true}))
                 }
-                "cancel-task" | "correct-task" => {
+                "cancel-task" => {
                     let task_id = args.get("taskId").and_then(Value::as_str).unwrap_or_default();
-                    let Some((run, agent)) = find_task(ctx, task_id).await else {
+                    match crate::run::cancel_background_task(ctx.rt, ctx.writer, ctx.thread_id, task_id).await {
+                        Ok(TaskCancel::Cancelled) => ToolOutcome::Done(json!({"result": format!("Background task {task_id} cancelled.")})),
+                        Ok(TaskCancel::AlreadyFinished) => {
+                            ToolOutcome::Done(json!({"result": format!("Background task {task_id} already completed.")}))
+                        }
+                        Ok(TaskCancel::NotFound) => ToolOutcome::Done(json!({"result": format!("Background task {task_id} was not found.")})),
+                        Err(e) => ToolOutcome::Failed(e.to_string()),
+                    }
+                }
+                "correct-task" => {
+                    let task_id = args.get("taskId").and_then(Value::as_str).unwrap_or_default();
+                    let Ok(Some((run, agent))) = crate::run::find_task(ctx.rt, ctx.thread_id, task_id).await else {
                         return ToolOutcome::Done(json!({"result": format!("Background task {task_id} was not found.")}));
                     };
-                    if action == "cancel-task" {
-                        match ctx.rt.runs.request_cancel(&run, &agent).await {
-                            Ok(true) => ToolOutcome::Done(json!({"result": format!("Background task {task_id} cancelled.")})),
-                            Ok(false) => ToolOutcome::Done(json!({"result": format!("Background task {task_id} already completed.")})),
-                            Err(e) => ToolOutcome::Failed(e.to_string()),
-                        }
-                    } else {
-                        let text = args.get("correction").and_then(Value::as_str).unwrap_or_default();
-                        match ctx.rt.runs.add_correction(&run, &agent, text).await {
-                            Ok(true) => ToolOutcome::Done(json!({"result": format!("Correction sent to background task {task_id}.")})),
-                            Ok(false) => ToolOutcome::Done(json!({"result": format!("Background task {task_id} already completed.")})),
-                            Err(e) => ToolOutcome::Failed(e.to_string()),
-                        }
+                    let text = args.get("correction").and_then(Value::as_str).unwrap_or_default();
+                    match ctx.rt.runs.add_correction(&run, &agent, text).await {
+                        Ok(true) => ToolOutcome::Done(json!({"result": format!("Correction sent to background task {task_id}.")})),
+                        Ok(false) => ToolOutcome::Done(json!({"result": format!("Background task {task_id} already completed.")})),
+                        Err(e) => ToolOutcome::Failed(e.to_string()),
                     }
                 }
                 other => ToolOutcome::Failed(format!("unknown action {other:?}")),
             }
         })
     }
-}
-
-/// The run and agent of a background task of this thread.
-async fn find_task(ctx: &ToolContext<'_>, task_id: &str) -> Option<(protocol::ids::RunId, AgentId)> {
-    let item = ctx.rt.runs.get_record(&format!("thread#{}", ctx.thread_id), &format!("task#{task_id}")).await.ok()??;
-    Some((protocol::ids::RunId(get_s(&item, "runId")?.to_owned()), AgentId(get_s(&item, "agentId")?.to_owned())))
 }
 
 // ------------------------------------------------------------ complete-checkpoint

@@ -7,7 +7,9 @@
 //! ephemeral frames. Only durable frames carry `id:`. Idle streams get
 //! keep-alive comments. The stream ends cleanly before the Lambda deadline
 //! (the client reconnects with `Last-Event-ID`) and stops as soon as the
-//! client disconnects (the body is dropped, the channel closes).
+//! client disconnects (the body is dropped, the channel closes). Answers
+//! carry CORS for the web page's origin ([`crate::cors`]): in AWS this is a
+//! Function URL on another origin than the page.
 
 use crate::sse::SseBody;
 use crate::{ApiError, App};
@@ -63,14 +65,21 @@ pub async fn handle(app: &App, req: Request) -> Response<SseBody> {
 }
 
 pub async fn handle_with(app: &App, req: Request, options: SseOptions) -> Response<SseBody> {
-    match start(app, &req, options).await {
+    let origins = &app.config.web_origins;
+    if req.method() == http::Method::OPTIONS {
+        let resp: Response<Bytes> = crate::cors::preflight(origins, req.headers(), "GET, OPTIONS");
+        return resp.map(SseBody::full);
+    }
+    let mut resp = match start(app, &req, options).await {
         Ok(resp) => resp,
         Err(e) => {
             let resp = e.into_response();
             let (parts, body) = resp.into_parts();
             Response::from_parts(parts, SseBody::full(body_bytes(body)))
         }
-    }
+    };
+    crate::cors::decorate(&mut resp, origins, req.headers());
+    resp
 }
 
 fn body_bytes(body: lambda_http::Body) -> Bytes {

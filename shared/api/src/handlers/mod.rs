@@ -11,3 +11,4 @@ pub mod mcp;
 pub mod step;
 pub mod sweep;
 pub mod threads;
+pub mod web;

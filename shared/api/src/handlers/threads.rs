@@ -1,5 +1,9 @@
-//! Session restore, folded from the event log:
+//! The caller's threads and session restore, folded from the event log:
 //!
+//! - `GET /instance-ai/threads[?limit=N&before=<cursor>]` → the caller's
+//!   threads (title, created, last activity, whether a run is active), most
+//!   recently active first; `limit` default 50, at most 200; `nextBefore`
+//!   pages on. Only the owner's own list is ever read.
 //! - `GET /instance-ai/threads/{threadId}/messages[?limit=N&before=<runId>]`
 //!   → rich messages (the user's text from `run-start.payload.message`, the
 //!   agent's text, reasoning, tool calls with results, the agent tree of each
@@ -22,6 +26,8 @@ use store::{EventLog, Threads};
 
 const DEFAULT_RUNS: usize = 50;
 const MAX_RUNS: usize = 200;
+const DEFAULT_THREADS: u32 = 50;
+const MAX_THREADS: u32 = 200;
 
 pub async fn handle(app: &App, req: Request) -> Response<Body> {
     match route(app, &req).await {
@@ -35,8 +41,38 @@ enum View {
     Status,
 }
 
+/// `limit` of a list: `default` when absent, else 1..=`max`.
+fn limit_param(req: &Request, default: usize, max: usize) -> Result<usize, ApiError> {
+    match query_param(req, "limit") {
+        None => Ok(default),
+        Some(v) => v
+            .parse::<usize>()
+            .ok()
+            .filter(|n| (1..=max).contains(n))
+            .ok_or_else(|| ApiError::BadRequest(format!("limit must be 1..={max}"))),
+    }
+}
+
+async fn list(app: &App, req: &Request) -> Result<Response<Body>, ApiError> {
+    let user = crate::auth::authenticate(app, req.headers()).await?;
+    let limit = limit_param(req, DEFAULT_THREADS as usize, MAX_THREADS as usize)? as u32;
+    let before = query_param(req, "before");
+    if before.as_deref().is_some_and(|b| b.len() > 200) {
+        return Err(ApiError::BadRequest("`before` is not a cursor this endpoint returned".into()));
+    }
+    let internal = |e: store::config::ConfigError| ApiError::Internal(e.to_string());
+    let threads = Threads::new(app.clients.dynamo.clone(), app.config.table(TableId::Agent).map_err(internal)?);
+    Ok(json(200, &threads.list(&user, limit, before.as_deref()).await?))
+}
+
 async fn route(app: &App, req: &Request) -> Result<Response<Body>, ApiError> {
     let path = req.uri().path().trim_end_matches('/').to_owned();
+    if path == "/instance-ai/threads" {
+        if req.method() != http::Method::GET {
+            return Err(ApiError::MethodNotAllowed("use GET".into()));
+        }
+        return list(app, req).await;
+    }
     let view = if path.ends_with("/messages") {
         View::Messages
     } else if path.ends_with("/status") {
@@ -71,14 +107,7 @@ async fn route(app: &App, req: &Request) -> Result<Response<Body>, ApiError> {
     match view {
         View::Status => Ok(json(200, &fold_status(&events))),
         View::Messages => {
-            let limit = match query_param(req, "limit") {
-                None => DEFAULT_RUNS,
-                Some(v) => v
-                    .parse::<usize>()
-                    .ok()
-                    .filter(|n| (1..=MAX_RUNS).contains(n))
-                    .ok_or_else(|| ApiError::BadRequest(format!("limit must be 1..={MAX_RUNS}")))?,
-            };
+            let limit = limit_param(req, DEFAULT_RUNS, MAX_RUNS)?;
             let mut runs = fold_runs(&events);
             if let Some(before) = query_param(req, "before") {
                 let at = runs
