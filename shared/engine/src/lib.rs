@@ -22,6 +22,7 @@ mod pack;
 pub mod partial;
 pub mod run;
 pub mod schedule;
+mod stack;
 pub mod webhook;
 pub mod workflow;
 

@@ -83,7 +83,7 @@ impl InstanceData {
             executions: Executions::new(table(TableId::Executions)?),
             credentials: Credentials::new(instance.clone(), projects.clone(), keys),
             processed_data: ProcessedData::new(instance.clone()),
-            data_tables: DataTables::new(instance, table(TableId::DataRows)?),
+            data_tables: DataTables::new(instance.clone(), table(TableId::DataRows)?),
             agent: AgentRecords::new(table(TableId::Agent)?),
             workspace: Workspace::new(table(TableId::Agent)?),
             setup_skips: SetupSkips::new(table(TableId::Agent)?),
