@@ -97,6 +97,10 @@ impl From<instance::InstanceError> for ApiError {
             I::Conflict(m) => ApiError::Conflict(m),
             I::Engine(m) => ApiError::BadRequest(format!("execution failed: {m}")),
             I::Internal(m) => ApiError::Internal(m),
+        }
+    }
+}
+
 impl From<executions::ExecutionError> for ApiError {
     fn from(e: executions::ExecutionError) -> Self {
         use executions::ExecutionError as E;

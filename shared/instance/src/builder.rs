@@ -244,7 +244,7 @@ impl Instance {
                 continue;
             }
             if usable.is_none() {
-                usable = Some(self.usable_credentials(caller).await?);
+                usable = Some(self.visible_credentials(caller).await?);
             }
             let Some(c) = usable.iter().flatten().find(|c| accepted.contains(&c.kind)) else { continue };
             let obj = n.as_object_mut().ok_or_else(|| InstanceError::Invalid(format!("node {name:?} is not an object")))?;

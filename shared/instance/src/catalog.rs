@@ -136,6 +136,8 @@ pub fn reference_text() -> String {
          types), credentials and outputs. Only these types exist here; call other services with HTTP Request.\n\n```ts\n{}```\n",
         types_text(&requests)
     )
+}
+
 /// One node's definition: `(version, TypeScript with builder hints)`, or
 /// why there is none.
 pub fn type_definition_text(r: &NodeIdRequest) -> Result<(String, String), String> {

@@ -516,8 +516,8 @@ pub fn check_execute(req: &ExecuteRequest) -> Result<&'static NodeDescription, I
         }
     }
     let report = crate::validate::validate(&json!({"nodes": [req.node()], "connections": {}}), true);
-    if !report.errors.is_empty() {
-        return Err(InstanceError::Invalid(format!("the node config is invalid: {}", report.errors.join("; "))));
+    if !report.errors().is_empty() {
+        return Err(InstanceError::Invalid(format!("the node config is invalid: {}", report.errors().join("; "))));
     }
     for (kind, r) in req.config.credentials.iter().flatten() {
         if r.get("__aiGatewayManaged").and_then(Value::as_bool) == Some(true) {

@@ -606,6 +606,9 @@ mod tests {
         let creds: Vec<Finding> = r.warnings().into_iter().filter(|f| f.code == "MISSING_CREDENTIALS").collect();
         assert_eq!(creds.len(), 1, "{:?}", r.findings);
         assert_eq!((creds[0].category, creds[0].parameter_path.as_deref()), (Category::Credentials, Some("credentials.httpHeaderAuth")));
+    }
+
+    #[test]
     fn parameters_are_checked_against_the_nodes_version() {
         let node = |name: &str, ty: &str, v: f64, params: Value| json!({"name": name, "type": ty, "typeVersion": v, "position": [0, 0], "parameters": params});
         let w = wf(
@@ -620,7 +623,7 @@ mod tests {
                                        {"node": "Mixed", "type": "main", "index": 0}, {"node": "Hash", "type": "main", "index": 0}]]}}),
         );
         let r = validate(&w, false);
-        let all = r.errors.join("\n");
+        let all = r.errors().join("\n");
         assert!(!all.contains("\"Old\"") && !all.contains("\"New\""), "{all}");
         // Version 2 formats with Luxon presets, and dropped SHA1.
         assert!(all.contains("node \"Mixed\", parameter format"), "{all}");

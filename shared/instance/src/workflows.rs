@@ -278,7 +278,7 @@ impl Instance {
             })
             .collect();
         if !referenced.is_empty() {
-            let usable: HashSet<String> = self.usable_credentials(caller).await?.into_iter().map(|c| c.id).collect();
+            let usable: HashSet<String> = self.visible_credentials(caller).await?.into_iter().map(|c| c.id).collect();
             for (node, ty, id) in referenced {
                 if !usable.contains(&id) {
                     findings.push(Finding {
@@ -296,7 +296,7 @@ impl Instance {
     }
 
     /// Credentials the caller may use in workflows (metadata only).
-    pub async fn usable_credentials(&self, caller: &Caller) -> Result<Vec<store::data::credentials::CredentialRow>, InstanceError> {
+    pub async fn visible_credentials(&self, caller: &Caller) -> Result<Vec<store::data::credentials::CredentialRow>, InstanceError> {
         let q = CredentialQuery { limit: Some(200), ..CredentialQuery::default() };
         Ok(self.data.credentials.list(&caller.user, &q).await?.data)
     }

@@ -365,7 +365,7 @@ pub async fn update_workflow(ctx: &Ctx<'_>, a: UpdateWorkflowArgs) -> Result<Upd
     let needs_creds = a.operations.iter().any(|o| matches!(o, Operation::SetNodeCredential { .. }));
     let mut accessible = Accessible::new();
     if needs_creds {
-        for c in ctx.instance().usable_credentials(&caller).await? {
+        for c in ctx.instance().visible_credentials(&caller).await? {
             accessible.insert(c.id, (c.name, c.kind));
         }
     }

@@ -336,7 +336,7 @@ fn trigger_items(kind: TriggerKind, inputs: Option<Inputs>, node: &Value) -> Res
         }
         (TriggerKind::Chat, Some(Inputs { kind: InputType::Chat, chat_input: Some(text), .. })) => {
             let input = json!({"chatInput": text});
-            return Ok(instance::executions::trigger::items(node_type(node), input.as_object(), "UTC").unwrap_or_default());
+            return Ok((instance::executions::trigger::items(node_type(node), input.as_object(), "UTC").unwrap_or_default(), 0));
         }
         (TriggerKind::Chat, _) => {
             return Err(McpError::InvalidArguments("the workflow starts with a Chat Trigger: pass inputs {\"type\": \"chat\", \"chatInput\": \"...\"}".into()))
@@ -352,7 +352,7 @@ fn trigger_items(kind: TriggerKind, inputs: Option<Inputs>, node: &Value) -> Res
         }
         (TriggerKind::Schedule, _) => {
             let tz = node.pointer("/parameters/timezone").and_then(Value::as_str).unwrap_or("UTC");
-            return Ok(instance::executions::trigger::items(node_type(node), None, tz).unwrap_or_default());
+            return Ok((instance::executions::trigger::items(node_type(node), None, tz).unwrap_or_default(), 0));
         }
         (TriggerKind::Manual, _) => json!({}),
     };
