@@ -37,6 +37,9 @@ pub(crate) struct StartData {
     /// An HTTP caller waits for this execution's answer.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub respond: Option<Respond>,
+    /// A verification run's simulation (copied to `resultData.simulation`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub simulation: Option<Value>,
 }
 
 fn is_zero(n: &usize) -> bool {
@@ -76,11 +79,15 @@ pub(crate) fn initial(
     start: &StartData,
     pin_data: &BTreeMap<String, Vec<Item>>,
 ) -> Result<Value> {
-    Ok(json!({
+    let mut doc = json!({
         "workflowData": workflow,
         "startData": serde_json::to_value(start).map_err(|e| ExecutionError::Invalid(e.to_string()))?,
         "resultData": { "runData": {}, "pinData": serde_json::to_value(pin_data).map_err(|e| ExecutionError::Invalid(e.to_string()))? },
-    }))
+    });
+    if let Some(sim) = &start.simulation {
+        doc["resultData"]["simulation"] = sim.clone();
+    }
+    Ok(doc)
 }
 
 pub(crate) fn load(id: &str, doc: Value) -> Result<Loaded> {
@@ -167,6 +174,9 @@ pub(crate) fn after_run(
     result.insert("lastNodeExecuted".into(), json!(state.last_node_executed));
     if let Some(e) = error {
         result.insert("error".into(), e.clone());
+    }
+    if let Some(sim) = &start.simulation {
+        result.insert("simulation".into(), sim.clone());
     }
     let mut doc = json!({
         "workflowData": workflow,

@@ -135,6 +135,9 @@ pub struct StartRequest {
     pub retry_of: Option<String>,
     /// An HTTP caller waits for the answer (webhook, form).
     pub respond: Option<Respond>,
+    /// A verification run: which nodes are simulated (pinned with
+    /// fixtures), kept as the saved execution's `resultData.simulation`.
+    pub simulation: Option<Value>,
 }
 
 impl StartRequest {
@@ -151,6 +154,7 @@ impl StartRequest {
             timeout: None,
             retry_of: None,
             respond: None,
+            simulation: None,
         }
     }
 }
@@ -440,6 +444,7 @@ impl Executor {
             step_seed: req.step_seed,
             timeout_secs: timeout.as_secs().max(1),
             respond: req.respond,
+            simulation: req.simulation,
         };
         let doc = document::initial(snapshot, &start, &req.pin_data)?;
         let exec = self

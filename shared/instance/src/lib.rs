@@ -43,6 +43,7 @@ pub mod runner;
 pub mod sdk;
 pub mod setup;
 pub mod validate;
+pub mod verification;
 pub mod workflows;
 pub mod workspace;
 

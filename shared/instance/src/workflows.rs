@@ -209,7 +209,7 @@ impl Instance {
         self.data.workflows.get(id).await?.ok_or_else(|| InstanceError::NotFound(format!("workflow {id}")))
     }
 
-    async fn version_of(&self, id: &str, version_id: &str) -> Result<WorkflowVersion, InstanceError> {
+    pub(crate) async fn version_of(&self, id: &str, version_id: &str) -> Result<WorkflowVersion, InstanceError> {
         self.data
             .workflows
             .get_version(id, version_id)

@@ -64,6 +64,10 @@ pub struct Started {
     pub timeout_ms: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub step: Option<StepInfo>,
+    /// A plain run of the draft: no saved pins applied and no trigger input
+    /// injected (what a live test of a build needs; see `verification`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub live: bool,
 }
 
 /// A run-step that passed every check, not started.
@@ -109,6 +113,10 @@ pub struct RunOutcome {
     pub wait_till: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub suppressed: Option<String>,
+    /// A verification run's simulation (`resultData.simulation`): the nodes
+    /// pinned with fixtures instead of running.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub simulation: Option<Value>,
     #[serde(flatten, skip_serializing_if = "Option::is_none")]
     pub step: Option<StepOutcome>,
 }
@@ -207,7 +215,7 @@ fn mode_str(m: ExecutionMode) -> String {
     serde_json::to_value(m).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default()
 }
 
-fn timeout_of(ms: Option<u64>) -> Result<u64, InstanceError> {
+pub(crate) fn timeout_of(ms: Option<u64>) -> Result<u64, InstanceError> {
     let ms = ms.unwrap_or(DEFAULT_TIMEOUT_MS);
     if !(MIN_TIMEOUT_MS..=MAX_TIMEOUT_MS).contains(&ms) {
         return Err(InstanceError::Invalid(format!("timeout must be between {MIN_TIMEOUT_MS} and {MAX_TIMEOUT_MS} ms, got {ms}")));
@@ -215,7 +223,7 @@ fn timeout_of(ms: Option<u64>) -> Result<u64, InstanceError> {
     Ok(ms)
 }
 
-fn exec_err(e: executions::ExecutionError) -> InstanceError {
+pub(crate) fn exec_err(e: executions::ExecutionError) -> InstanceError {
     match e {
         executions::ExecutionError::NotFound(m) => InstanceError::NotFound(m),
         executions::ExecutionError::Invalid(m) => InstanceError::Invalid(format!("the workflow cannot run: {m}")),
@@ -264,11 +272,12 @@ impl Instance {
             sreq.trigger = Some(t.node);
             sreq.trigger_items = t.items;
         }
+        let live = pins.is_empty() && req.input_data.is_none();
         sreq.pin_data = pins;
         sreq.timeout = Some(Duration::from_millis(timeout_ms));
         let id = self.executor.start_execution(sreq).await.map_err(exec_err)?;
         tracing::info!(executionId = %id, workflowId = %meta.id, "run started");
-        Ok(Started { execution_id: id.0, workflow_id: meta.id, timeout_ms, step: None })
+        Ok(Started { execution_id: id.0, workflow_id: meta.id, timeout_ms, step: None, live })
     }
 
     /// Plans `run-step` without starting it: every refusal fails here (a
@@ -351,6 +360,7 @@ impl Instance {
             execution_id: id.0,
             workflow_id: meta.id,
             timeout_ms,
+            live: false,
             step: Some(StepInfo {
                 node_name: req.node_name.clone(),
                 input_mode: plan.input_mode,
@@ -406,11 +416,12 @@ impl Instance {
     /// once the execution settled (a running one's is partial).
     async fn outcome_view(&self, exec: &Execution, outcome: &ExecutionOutcome, only: Option<&str>) -> Result<RunOutcome, InstanceError> {
         let settled = outcome.is_finished() || outcome.status == ExecutionStatus::Waiting;
-        let (mut data, mut truncated, mut suppressed) = (None, 0, None);
+        let (mut data, mut truncated, mut suppressed, mut simulation) = (None, 0, None, None);
         let mut error = outcome.error.clone();
         let fresh = self.data.executions.get(&exec.id).await?.unwrap_or_else(|| exec.clone());
         if settled {
             let doc = self.data.executions.get_data(&exec.id, &DataSelection::default()).await?.unwrap_or(Value::Null);
+            simulation = doc.pointer("/resultData/simulation").cloned();
             // A node's error may quote what it got from outside.
             if let Some(e) = doc.pointer("/resultData/error").and_then(|e| serde_json::from_value::<engine::NodeError>(e.clone()).ok()) {
                 if self.values == Values::Withheld && e.node.is_some() {
@@ -435,6 +446,7 @@ impl Instance {
             finished_at: fresh.stopped_at,
             wait_till: outcome.wait_till.clone(),
             suppressed,
+            simulation,
             step: None,
         })
     }

@@ -22,6 +22,7 @@ pub mod users_projects;
 pub mod webhooks;
 pub mod workflows;
 pub mod workspace;
+pub mod work_items;
 
 pub use agent_records::AgentRecords;
 pub use credentials::Credentials;
@@ -35,6 +36,7 @@ pub use users_projects::Projects;
 pub use webhooks::Webhooks;
 pub use workflows::Workflows;
 pub use workspace::Workspace;
+pub use work_items::WorkItems;
 
 use crate::aws::AwsClients;
 use crate::config::Config;
@@ -57,6 +59,7 @@ pub struct InstanceData {
     pub setup_skips: SetupSkips,
     pub webhooks: Webhooks,
     pub processed_data: ProcessedData,
+    pub work_items: WorkItems,
 }
 
 impl InstanceData {
@@ -88,6 +91,7 @@ impl InstanceData {
             workspace: Workspace::new(table(TableId::Agent)?),
             setup_skips: SetupSkips::new(table(TableId::Agent)?),
             webhooks: Webhooks::new(instance.clone()),
+            work_items: WorkItems::new(table(TableId::Agent)?),
             projects,
             folders,
             tags,
