@@ -12,6 +12,7 @@ use crate::knowledge_base::KB_ROOT;
 use crate::workspace::ThreadWorkspace;
 use futures::future::BoxFuture;
 use instance::builder::BuildRequest;
+use instance::verification::BuildRecord;
 use protocol::events::{ConfirmationRequest, Severity};
 use serde_json::{json, Map, Value};
 use store::data::workspace::SourceBinding;
@@ -83,6 +84,21 @@ impl BuildWorkflow {
         let mut out = serde_json::to_value(&outcome).map_err(|e| e.to_string())?;
         out["filePath"] = json!(path);
         out["workItemId"] = json!(work_item);
+        if let (true, Some(wid), Some(vid)) = (outcome.success, &outcome.workflow_id, &outcome.version_id) {
+            let rec = BuildRecord {
+                work_item_id: work_item.clone(),
+                workflow_id: wid.clone(),
+                version_id: vid.clone(),
+                simulate: args.get("simulateNodes").and_then(|v| serde_json::from_value(v.clone()).ok()).unwrap_or_default(),
+                fixtures: args.get("simulationFixtures").and_then(|v| serde_json::from_value(v.clone()).ok()).unwrap_or_default(),
+            };
+            let item = inst.record_build(&ctx.caller(), ctx.thread_id, rec).await.map_err(|e| {
+                format!("the workflow {wid} was saved, but its build outcome (work item {work_item}) was not recorded ({}); build again", e.message())
+            })?;
+            out["nodeSimulationPlan"] = json!(item.build.node_simulation_plan);
+            out["simulatedNodes"] = json!(item.build.simulated().map(|p| p.node_name.clone()).collect::<Vec<_>>());
+            out["simulationFixtures"] = json!(item.build.simulation_fixtures.iter().map(|(n, f)| (n.clone(), json!({"source": f.source, "items": f.items.len()}))).collect::<serde_json::Map<String, Value>>());
+        }
         Ok(out)
     }
 }
@@ -108,7 +124,9 @@ same file save new versions of that workflow. Edit the file first; inline source
                 "workItemId": {"type": "string", "description": "Work item hint for workflow-loop reporting"},
                 "isSupportingWorkflow": {"type": "boolean", "description": "Marks a saved sub-workflow as supporting"},
                 "folderPath": {"type": "string", "description": "Folder to create the new workflow in, named as the user named it (`Clients/Acme`, `Acme`); an unresolved folder fails the build before anything is saved. New workflows only"},
-                "approvalSummary": {"type": "string", "maxLength": 300, "description": "One line in the user's language on what this change does, shown when the build needs approval"}
+                "approvalSummary": {"type": "string", "maxLength": 300, "description": "One line in the user's language on what this change does, shown when the build needs approval"},
+                "simulateNodes": {"type": "object", "additionalProperties": {"type": "string"}, "description": "Your side-effect pass: node name → why verification must simulate it (only adds simulations; the deterministic plan already simulates writes, sends, credentials, Wait and Form pages)"},
+                "simulationFixtures": {"type": "object", "additionalProperties": {"type": "array", "items": {"type": "object"}}, "description": "Mock output for simulated nodes: node name → items (json objects) shaped like the node's real output"}
             },
             "required": ["filePath"],
             "additionalProperties": false

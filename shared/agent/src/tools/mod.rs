@@ -16,6 +16,7 @@ pub mod policy;
 pub mod schema;
 pub mod tasks;
 pub mod untrusted;
+pub mod verification;
 pub mod workflows;
 pub mod workspace;
 pub mod workflow_setup;
@@ -291,6 +292,9 @@ impl Registry {
         r.register(Arc::new(nodes::Nodes));
         r.register(Arc::new(data_tables::DataTables));
         r.register(Arc::new(workspace_resources::Workspace));
+        r.register(Arc::new(verification::VerifyBuiltWorkflow));
+        r.register(Arc::new(verification::ReportVerificationVerdict));
+        r.register(Arc::new(verification::ApplyWorkflowCredentials));
         r
     }
 

@@ -67,7 +67,8 @@ fn schema() -> Value {
         action("publish", "Publish a workflow version to production (it runs on its triggers). Asks the user first", json!({
             "workflowId": id_field(),
             "versionId": {"type": "string", "description": "Specific version (omit for the latest draft)"},
-            "approvalSummary": {"type": "string", "maxLength": 300, "description": "One line in the user's language on what going live does, e.g. \"Post a digest of open tickets every weekday at 8:00\""}
+            "approvalSummary": {"type": "string", "maxLength": 300, "description": "One line in the user's language on what going live does, e.g. \"Post a digest of open tickets every weekday at 8:00\""},
+            "acknowledgeUnverified": {"type": "boolean", "description": "Required (true) when the latest build is not verified; tell the user first. The card states the verification status"}
         }), &["workflowId"]),
         action("unpublish", "Stop a workflow from running in production; the draft is kept. Asks the user first", json!({"workflowId": id_field()}), &["workflowId"]),
         action("list-versions", "Version history of a workflow (metadata only)", json!({
@@ -281,6 +282,7 @@ impl Workflows {
                 Ok(if changed { json!({"success": true}) } else { json!({"success": true, "note": "The workflow was not archived."}) })
             }
             "publish" => {
+                inst.check_publish(ctx.thread_id, wid, acknowledged(a)).await?;
                 let active = inst.publish_workflow(&caller, wid, s(a, "versionId")).await?;
                 Ok(json!({"success": true, "activeVersionId": active}))
             }
@@ -316,6 +318,10 @@ impl Workflows {
             other => Err(InstanceError::Invalid(format!("unknown action {other:?}"))),
         }
     }
+}
+
+fn acknowledged(a: &Value) -> bool {
+    a.get("acknowledgeUnverified").and_then(Value::as_bool).unwrap_or(false)
 }
 
 /// The card of a gated action: what it does to which workflow.
@@ -387,7 +393,19 @@ impl Tool for Workflows {
             }
             let inst = ctx.instance()?;
             let (meta, _) = inst.workflow_access(&ctx.caller(), id(args), scope_of(act)).await.map_err(|e| e.message())?;
-            let Some((severity, message, details)) = card(act, &meta, args) else { return Ok(None) };
+            let Some((severity, mut message, mut details)) = card(act, &meta, args) else { return Ok(None) };
+            if act == "publish" {
+                // Refused before anyone is asked when unverified and not acknowledged.
+                let check = inst.check_publish(ctx.thread_id, &meta.id, acknowledged(args)).await.map_err(|e| e.message())?;
+                let status = check.as_ref().map_or_else(|| "No build of this workflow was verified in this conversation.".to_owned(), |c| c.status_text());
+                message = format!("{message}. {status}");
+                details["verification"] = match &check {
+                    Some(c) => json!({"status": c.claim, "workItemId": c.work_item_id, "verifiedAt": c.verified_at,
+                                      "pendingTriggers": c.evidence.pending_triggers, "uncoveredNodes": c.evidence.uncovered_nodes,
+                                      "acknowledgedUnverified": acknowledged(args) && c.claim != instance::verification::Claim::Verified, "text": status}),
+                    None => json!({"status": "unknown", "text": status}),
+                };
+            }
             let mut request = ConfirmationRequest::approval("", "", "workflows", Map::new(), severity, message);
             request.resource_name = Some(meta.name.clone());
             request.approval_details = Some(details);
