@@ -45,6 +45,8 @@ use verdict::{LoopState, Verdict};
 pub const MAX_ATTEMPTS: u32 = 5;
 /// Lost races on one work item before an operation gives up.
 const RETRIES: usize = 8;
+/// The verification's status while an attempt runs.
+const RUNNING: &str = "running";
 /// The key of the pass of a workflow without a trigger.
 const NO_TRIGGER: &str = "(start)";
 /// Earlier executions searched for a node's real output (fixtures).
@@ -179,7 +181,7 @@ impl WorkItem {
             Claim::Verified
         } else if !passed.is_empty() {
             Claim::Partial
-        } else if self.verification.as_ref().is_some_and(|v| v.attempted && !v.success) {
+        } else if self.verification.as_ref().is_some_and(|v| v.attempted && !v.success && v.status.as_deref() != Some(RUNNING)) {
             Claim::Failed
         } else {
             Claim::Unverified
@@ -505,17 +507,13 @@ impl Instance {
                 }
                 wi.attempts += 1;
                 wi.passes.remove(&trigger_key);
+                let prev_verified_at = wi.verification.take().and_then(|v| v.verified_at);
+                wi.verification = Some(Verification { attempted: true, success: false, execution_id: None, status: Some(RUNNING.into()), claim: Claim::Unverified, evidence: Evidence::default(), verified_at: None });
                 let (claim, evidence) = wi.evidence();
-                let prev = wi.verification.take();
-                wi.verification = Some(Verification {
-                    attempted: true,
-                    success: prev.as_ref().is_some_and(|v| v.success),
-                    execution_id: prev.as_ref().and_then(|v| v.execution_id.clone()),
-                    status: Some("running".into()),
-                    claim,
-                    evidence,
-                    verified_at: prev.and_then(|v| v.verified_at).filter(|_| claim == Claim::Verified),
-                });
+                let v = wi.verification.as_mut().expect("set above");
+                v.claim = claim;
+                v.evidence = evidence;
+                v.verified_at = prev_verified_at.filter(|_| claim == Claim::Verified);
                 Ok(wi.attempts)
             })
             .await?;
@@ -839,7 +837,11 @@ impl Instance {
                 Value::String(cred) => {
                     let targets: Vec<String> = nodes
                         .iter()
-                        .filter(|n| wi.build.planned_nodes.iter().any(|p| Some(p.as_str()) == n.get("name").and_then(Value::as_str)) && accepts(n, k))
+                        // Built nodes that call out; a trigger's credential (incoming auth) is only set by name.
+                        .filter(|n| {
+                            let name = n.get("name").and_then(Value::as_str).unwrap_or_default();
+                            wi.build.planned_nodes.iter().any(|p| p == name) && !wi.build.triggers.iter().any(|t| t == name) && accepts(n, k)
+                        })
                         .filter_map(|n| n.get("name").and_then(Value::as_str).map(str::to_owned))
                         .collect();
                     if targets.is_empty() {
