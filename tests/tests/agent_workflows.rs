@@ -205,8 +205,11 @@ async fn the_agent_builds_edits_archives_restores_and_publishes_workflows() {
     let frames = cloud.run(&mut feed, ALICE, &t, "Publish the triage workflow").await;
     let req = payload(frames.last().unwrap());
     assert_eq!(req["resourceName"], "Order triage");
-    assert_eq!(req["message"], "Route orders over 100 to review as they arrive");
+    // The card states that the build was never verified (the call acknowledged it).
+    let message = req["message"].as_str().unwrap();
+    assert!(message.starts_with("Route orders over 100 to review as they arrive") && message.contains("Not verified"), "{message}");
     assert_eq!(req["approvalDetails"]["summary"], "Route orders over 100 to review as they arrive");
+    assert_eq!(req["approvalDetails"]["verification"]["status"], "unverified");
     let (status, body) = cloud.confirm(ALICE, &request_id(&frames), json!({"approved": true, "scope": "session"})).await;
     assert_eq!(status, 200, "{body}");
     let frames = [frames, feed.until_type(EventType::RunFinish, WAIT).await].concat();

@@ -161,38 +161,41 @@ pub async fn schedule_ready(
     Ok(())
 }
 
-/// The task's first message: its spec, plus the build → verify loop for a
-/// build task (its work item is the task id) or, for a checkpoint, the
-/// stored verification of the builds it depends on (read, not re-run).
-pub async fn task_brief(rt: &Runtime, thread: &ThreadId, task: &PlannedTask) -> String {
-    let mut brief = task.spec.clone();
+/// What a task's agent is told beside its spec (in its system prompt): the
+/// build → verify loop for a build task (its work item is the task id) or,
+/// for a checkpoint, the stored verification of the builds it depends on
+/// (read, not re-run).
+pub async fn task_context(rt: &Runtime, thread: &ThreadId, task: &PlannedTask) -> Option<String> {
     match task.kind.as_str() {
-        "build-workflow" => brief.push_str(&format!(
-            "\n\n<workflow-loop workItemId=\"{id}\">Build with build-workflow (workItemId \"{id}\"), then verify-built-workflow (workItemId \"{id}\"), then report-verification-verdict and follow its guidance until it says verified or stop. Never publish an unverified build without acknowledgeUnverified and the user's consent.</workflow-loop>",
+        "build-workflow" => Some(format!(
+            "<workflow-loop workItemId=\"{id}\">Build with build-workflow (workItemId \"{id}\"), then verify-built-workflow \
+(workItemId \"{id}\"), then report-verification-verdict and follow its guidance until it says verified or stop. \
+Never publish an unverified build without acknowledgeUnverified and the user's consent.</workflow-loop>",
             id = task.id
         )),
         "checkpoint" => {
-            let Some(inst) = rt.instance.as_deref() else { return brief };
+            let inst = rt.instance.as_deref()?;
             let mut lines = Vec::new();
             for dep in &task.deps {
                 if let Ok(Some(wi)) = inst.get_work_item(thread, dep).await {
-                    let v = wi.verification.as_ref();
-                    lines.push(serde_json::json!({
-                        "workItemId": wi.work_item_id, "workflowId": wi.workflow_id, "versionId": wi.build.version_id,
-                        "loopState": wi.loop_state, "verification": v,
-                    }).to_string());
+                    lines.push(
+                        serde_json::json!({
+                            "workItemId": wi.work_item_id, "workflowId": wi.workflow_id, "versionId": wi.build.version_id,
+                            "loopState": wi.loop_state, "verification": wi.verification,
+                        })
+                        .to_string(),
+                    );
                 }
             }
-            if !lines.is_empty() {
-                brief.push_str(&format!(
-                    "\n\n<stored-verification>\n{}\n</stored-verification>\nThis is the stored verification of the builds this checkpoint depends on; use it as evidence (executionId, claim) instead of re-running verification.",
+            (!lines.is_empty()).then(|| {
+                format!(
+                    "<stored-verification>\n{}\n</stored-verification>\nThe stored verification of the builds this checkpoint depends on: use it as evidence (executionId, claim) instead of re-running verification.",
                     lines.join("\n")
-                ));
-            }
+                )
+            })
         }
-        _ => {}
+        _ => None,
     }
-    brief
 }
 
 /// Creates the task's chain; only the actor whose create wins announces it
@@ -208,8 +211,14 @@ async fn spawn(
     let agent = task_agent(&task.id);
     let role = role_of(&task.kind);
     let ckpt = Checkpoint {
-        messages: vec![Message::user(task_brief(rt, thread, task).await)],
-        task: Some(TaskBrief { task_id: task.id.clone(), title: task.title.clone(), kind: task.kind.clone(), spec: task.spec.clone() }),
+        messages: vec![Message::user(task.spec.clone())],
+        task: Some(TaskBrief {
+            task_id: task.id.clone(),
+            title: task.title.clone(),
+            kind: task.kind.clone(),
+            spec: task.spec.clone(),
+            context: task_context(rt, thread, task).await,
+        }),
         ..Checkpoint::default()
     };
     let created = rt

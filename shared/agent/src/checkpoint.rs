@@ -23,6 +23,10 @@ pub struct TaskBrief {
     pub title: String,
     pub kind: String,
     pub spec: String,
+    /// Added to the agent's system prompt: the build → verify loop of a
+    /// build task, the stored verification a checkpoint reads.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

@@ -251,8 +251,12 @@ impl Step<'_> {
     /// Streams one model call, publishing deltas and tool calls as they come.
     async fn model_turn(&mut self, model: Arc<dyn ModelProvider>) -> Result<Turn, AgentError> {
         let checkpoint_task = self.ckpt.task.as_ref().is_some_and(|t| t.kind == "checkpoint");
+        let system = match self.ckpt.task.as_ref().and_then(|t| t.context.as_deref()) {
+            Some(c) => format!("{}\n\n{c}", self.rt.system_prompt),
+            None => self.rt.system_prompt.clone(),
+        };
         let request = ModelRequest {
-            system: self.rt.system_prompt.clone(),
+            system,
             messages: self.ckpt.messages.clone(),
             tools: self.rt.tools.definitions(self.chain.is_orchestrator(), checkpoint_task),
         };
