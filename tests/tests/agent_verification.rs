@@ -224,6 +224,24 @@ async fn the_agent_verifies_patches_and_publishes_without_sending_anything() {
     assert_eq!(ok(&r[9])["success"], true);
     assert_eq!(hits.load(Ordering::SeqCst), 0, "verification sent nothing to the service");
 
+    // Planned tasks follow the loop: a build task is told its work item, a
+    // checkpoint reads the stored verification instead of re-running it.
+    let rt = cloud.running.app.agent.get().expect("runtime").clone();
+    let thread_id = protocol::ids::ThreadId(t.clone());
+    let task = |kind: &str, deps: &[&str]| agent::background::PlannedTask {
+        id: if kind == "checkpoint" { "check".into() } else { "signup".into() },
+        title: "t".into(),
+        kind: kind.into(),
+        spec: "s".into(),
+        deps: deps.iter().map(|d| (*d).to_owned()).collect(),
+        workflow_id: None,
+        is_supporting_workflow: None,
+    };
+    let build_ctx = agent::background::task_context(&rt, &thread_id, &task("build-workflow", &[])).await.unwrap();
+    assert!(build_ctx.contains("workItemId \"signup\"") && build_ctx.contains("verify-built-workflow"), "{build_ctx}");
+    let check_ctx = agent::background::task_context(&rt, &thread_id, &task("checkpoint", &["signup"])).await.unwrap();
+    assert!(check_ctx.contains(second["executionId"].as_str().unwrap()) && check_ctx.contains("\"claim\":\"verified\""), "{check_ctx}");
+
     // The second workflow was never verified: refused until acknowledged.
     let (frames, cards) = chat_through(&cloud, &mut feed, &t, "Build the digest poster").await;
     let r = outcomes(&frames);
