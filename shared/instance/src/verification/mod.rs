@@ -909,3 +909,69 @@ impl Instance {
         Ok(updated.into_iter().collect())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Two triggers, one of which feeds `Only B`.
+    fn item() -> WorkItem {
+        let plan = |n: &str, mode: Mode, reason: simulation::Reason| NodePlan { node_name: n.into(), node_type: "t".into(), mode, reason, note: None };
+        WorkItem {
+            work_item_id: "wi".into(),
+            workflow_id: "w".into(),
+            build: Build {
+                version_id: "v1".into(),
+                built_at: "2026-01-01T00:00:00Z".into(),
+                planned_nodes: vec!["A".into(), "B".into(), "Shared".into(), "Only B".into()],
+                triggers: vec!["A".into(), "B".into()],
+                node_simulation_plan: vec![
+                    plan("A", Mode::Simulate, simulation::Reason::Trigger),
+                    plan("B", Mode::Simulate, simulation::Reason::Trigger),
+                    plan("Shared", Mode::Execute, simulation::Reason::PureLogic),
+                    plan("Only B", Mode::Simulate, simulation::Reason::WriteOperation),
+                ],
+                simulation_fixtures: BTreeMap::new(),
+            },
+            attempts: 0,
+            passes: BTreeMap::new(),
+            verification: None,
+            live: None,
+            shown_warnings: 0,
+            shown_skips: 0,
+            loop_state: LoopState::Built,
+            signatures: BTreeMap::new(),
+            last_verdict: None,
+        }
+    }
+
+    fn pass(nodes: &[&str]) -> Pass {
+        Pass { execution_id: "e".into(), reached_nodes: nodes.iter().map(|n| (*n).to_owned()).collect(), at: "t".into() }
+    }
+
+    #[test]
+    fn coverage_is_per_trigger_and_a_claim_needs_every_trigger_and_node() {
+        let mut wi = item();
+        assert_eq!(wi.evidence().0, Claim::Unverified);
+        wi.verification = Some(Verification { attempted: true, success: false, execution_id: None, status: Some("error".into()), claim: Claim::Unverified, evidence: Evidence::default(), verified_at: None });
+        assert_eq!(wi.evidence().0, Claim::Failed, "a failed run and no pass");
+        wi.passes.insert("A".into(), pass(&["A", "Shared"]));
+        let (claim, e) = wi.evidence();
+        assert_eq!(claim, Claim::Partial);
+        assert_eq!((e.passed_triggers, e.pending_triggers, e.uncovered_nodes), (vec!["A".to_owned()], vec!["B".to_owned()], vec!["B".to_owned(), "Only B".to_owned()]));
+        // B passes but never reaches `Only B`: still not verified.
+        wi.passes.insert("B".into(), pass(&["B", "Shared"]));
+        let (claim, e) = wi.evidence();
+        assert_eq!((claim, e.pending_triggers.len(), e.uncovered_nodes), (Claim::Partial, 0, vec!["Only B".to_owned()]));
+        wi.passes.insert("B".into(), pass(&["B", "Shared", "Only B"]));
+        let (claim, e) = wi.evidence();
+        assert_eq!((claim, e.simulated_nodes), (Claim::Verified, vec!["A".to_owned(), "B".to_owned(), "Only B".to_owned()]));
+        // A retry of A clears its pass: pending again until it passes.
+        wi.passes.remove("A");
+        assert_eq!(wi.evidence().1.pending_triggers, ["A"]);
+        // A live run that reached every node verifies whatever the passes say.
+        wi.live = Some(LiveRun { execution_id: "live".into(), at: "t".into() });
+        let (claim, e) = wi.evidence();
+        assert_eq!((claim, e.live_execution_id.as_deref()), (Claim::Verified, Some("live")));
+    }
+}
