@@ -542,8 +542,7 @@ impl Instance {
             Ok(id) => id,
             Err(e) => {
                 // The attempt stays spent (it was reserved); the record says why.
-                let msg = e.to_string();
-                let _ = self.settle_attempt(thread, &req.work_item_id, &version_id, &trigger_key, None, Some(&msg)).await;
+                let _ = self.settle_attempt(thread, &req.work_item_id, &version_id, &trigger_key, None).await;
                 return Err(crate::executions::exec_err(e));
             }
         };
@@ -566,7 +565,6 @@ impl Instance {
         version_id: &str,
         trigger_key: &str,
         run: Option<(&RunOutcome, bool, Vec<String>)>,
-        failure: Option<&str>,
     ) -> Result<(WorkItem, ()), InstanceError> {
         self.update_work_item(thread, work_item_id, |wi| {
             if wi.build.version_id != version_id {
@@ -581,7 +579,8 @@ impl Instance {
                     }
                     (*ok, Some(o.execution_id.clone()), Some(o.status.clone()))
                 }
-                None => (false, None, Some(failure.map_or("error", |_| "error").to_owned())),
+                // The run never started (the caller reports why).
+                None => (false, None, Some("error".to_owned())),
             };
             let prev_verified_at = wi.verification.as_ref().and_then(|v| v.verified_at.clone());
             wi.verification = Some(Verification { attempted: true, success, execution_id, status, claim: Claim::Unverified, evidence: Evidence::default(), verified_at: None });
@@ -642,7 +641,7 @@ impl Instance {
         let graph = doc.as_ref().and_then(crate::executions::view::graph);
         let empty_output_note = graph.as_ref().and_then(|g| checks::empty_output_note(g, &runs, &order, |n| item.build.is_simulated(n) || item.build.triggers.iter().any(|t| t == n)));
 
-        let settled = self.settle_attempt(thread, &vs.work_item_id, &vs.version_id, &vs.trigger, Some((&outcome, success, reached.clone())), error.as_deref()).await;
+        let settled = self.settle_attempt(thread, &vs.work_item_id, &vs.version_id, &vs.trigger, Some((&outcome, success, reached.clone()))).await;
         let (after, _) = settled?;
         // The caps hold across passes: count what this pass shows.
         let (shown_w, shown_s) = (after.shown_warnings, after.shown_skips);
@@ -677,7 +676,6 @@ impl Instance {
                 note.push(format!("Nodes no verification run reached: {}.", e.uncovered_nodes.join(", ")));
             }
         }
-        outcome.error = error.clone();
         Ok(VerifyOutcome {
             execution_id: id.clone(),
             success,
