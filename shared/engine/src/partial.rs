@@ -121,6 +121,8 @@ impl Engine {
             run_index: run,
             execution_id: &state.execution_id,
             mode: &settings.mode,
+            node_contexts: Some(&state.node_context),
+            own_context: state.node_context.get(node),
         };
         let mut out = ResolvedParameters { parameters: n.parameters.clone(), resolved: Value::Null, failed_expressions: vec![], empty_resolutions: vec![] };
         out.resolved = walk(&n.parameters, "", &mut expr, &proxy, &mut out.failed_expressions, &mut out.empty_resolutions);

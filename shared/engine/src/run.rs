@@ -377,6 +377,7 @@ impl Engine {
                     env,
                     execution_id: &st.execution_id,
                     node_state: &mut node_state,
+                    node_contexts: &st.node_context,
                     static_data: &mut st.static_data,
                     resumed: entry.resume,
                     console: vec![],

@@ -149,6 +149,8 @@ pub struct NodeContext<'a> {
     pub execution_id: &'a str,
     /// Persistent per-node context (Split In Batches).
     pub node_state: &'a mut Value,
+    /// The other nodes' persistent contexts (`$node["X"].context`).
+    pub node_contexts: &'a std::collections::BTreeMap<String, Value>,
     pub static_data: &'a mut Value,
     /// Set when a parked Wait node resumes.
     pub resumed: bool,
@@ -210,6 +212,8 @@ impl<'a> NodeContext<'a> {
             run_index: self.run_index,
             execution_id: self.execution_id,
             mode: &self.env.settings.mode,
+            node_contexts: Some(self.node_contexts),
+            own_context: Some(&*self.node_state),
         };
         f(self.expr, &proxy)
     }
