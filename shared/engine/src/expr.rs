@@ -24,6 +24,8 @@ pub struct NodeProxy<'a> {
     /// Other nodes' persistent contexts, and the running node's own.
     pub node_contexts: Option<&'a std::collections::BTreeMap<String, Value>>,
     pub own_context: Option<&'a Value>,
+    /// Where webhooks are served (`$execution.resumeUrl`).
+    pub public_url: Option<&'a str>,
 }
 
 impl<'a> DataProxy for NodeProxy<'a> {
@@ -62,7 +64,14 @@ impl<'a> DataProxy for NodeProxy<'a> {
         json!({ "id": wf.id, "name": wf.name, "active": false })
     }
     fn execution(&self) -> Value {
-        json!({ "id": self.execution_id, "mode": self.mode, "resumeUrl": "", "customData": {} })
+        let (resume, form) = match self.public_url {
+            Some(base) => (
+                format!("{base}/webhook-waiting/{}", self.execution_id),
+                format!("{base}/form-waiting/{}", self.execution_id),
+            ),
+            None => (String::new(), String::new()),
+        };
+        json!({ "id": self.execution_id, "mode": self.mode, "resumeUrl": resume, "resumeFormUrl": form, "customData": {} })
     }
     fn vars(&self) -> Value {
         json!({})

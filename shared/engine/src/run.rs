@@ -15,7 +15,7 @@ use crate::error::{EngineError, Result};
 use crate::expr::Expr;
 use crate::host::Host;
 use crate::nodes::{self, NodeContext, NodeOutput};
-use crate::schedule;
+use crate::stack;
 use crate::pack::Packer;
 use crate::workflow::{ExecutionOrder, Graph, Node, OnError};
 
@@ -50,6 +50,9 @@ pub struct EngineSettings {
     /// Run data stays complete (a read decodes it again) in a fraction of the
     /// memory. Off when expressions can look back at other nodes.
     pub pack_run_data_from: usize,
+    /// Base URL webhooks and forms are served under (`$execution.resumeUrl`
+    /// is `<public_url>/webhook-waiting/<execution id>`); `None`: empty URLs.
+    pub public_url: Option<String>,
     /// A frozen "now" for expressions, Code and nodes that read the clock
     /// (tests that expect a fixed instant); `None`: the system clock.
     pub clock: Option<chrono::DateTime<chrono::Utc>>,
@@ -68,6 +71,7 @@ impl Default for EngineSettings {
             http_timeout: Duration::from_secs(300),
             lean_run_data: false,
             pack_run_data_from: 1000,
+            public_url: None,
             clock: None,
         }
     }
@@ -107,6 +111,9 @@ pub struct RunOptions {
     pub trigger: Option<String>,
     /// Items the trigger receives (default `[{json:{}}]`).
     pub trigger_items: Option<Vec<Item>>,
+    /// The trigger output they leave on (a Webhook listening to several
+    /// methods has one output per method).
+    pub trigger_output: usize,
     pub cancel: Option<CancelToken>,
     pub timeout: Option<Duration>,
     pub execution_id: Option<String>,
@@ -204,7 +211,10 @@ impl Engine {
             st.static_data = sd.clone();
         }
         let items = opts.trigger_items.clone().unwrap_or_else(|| vec![Item::new(json!({}))]);
-        st.stack.push_back(StackEntry { node: start.name.clone(), inputs: vec![Some(Arc::new(items))], source: vec![], resume: false });
+        // Triggers emit their input k on output k.
+        let mut inputs = vec![None; opts.trigger_output + 1];
+        inputs[opts.trigger_output] = Some(Arc::new(items));
+        st.stack.push_back(StackEntry { node: start.name.clone(), inputs, source: vec![], resume: false });
         let env = self.env(opts.cancel.clone(), opts.timeout, graph);
         let stats = self.drive(graph, &mut st, &env, opts.destination.as_deref(), opts.progress.as_ref());
         Ok((st, stats))
@@ -268,7 +278,7 @@ impl Engine {
                 let e = NodeError { message: "Stopped execution because it seems to be in an endless loop".into(), ..error_data(&EngineError::Canceled, None) };
                 return self.finish(st, ExecutionStatus::Error, Some(e), stats, &expr);
             }
-            if !schedule::has_input_data(graph, &entry) {
+            if !stack::has_input_data(graph, &entry) {
                 st.stack.push_back(entry);
                 last_try = Some(try_key);
                 continue;
@@ -284,7 +294,7 @@ impl Engine {
                             release(graph, st, &node.name);
                         }
                         if st.stack.is_empty() && !st.waiting.is_empty() {
-                            schedule::release_waiting(graph, st);
+                            stack::release_waiting(graph, st);
                         }
                     }
                     if let Some(p) = packer.as_mut() {
@@ -339,7 +349,7 @@ impl Engine {
                 Some(first) => Ok(NodeOutput::Data(vec![first])),
                 None => Ok(NodeOutput::Data(vec![])),
             }
-        } else if !schedule::has_items_to_run(graph, node, &entry) {
+        } else if !stack::has_items_to_run(graph, node, &entry) {
             Ok(NodeOutput::Data(vec![]))
         } else {
             let Some(f) = nodes::get(&node.node_type) else {
@@ -418,9 +428,14 @@ impl Engine {
         };
         let previous_last = st.last_node_executed.replace(node.name.clone());
         let outputs: Vec<Items> = match result {
-            Ok(NodeOutput::Wait(till)) => {
+            Ok(out @ (NodeOutput::Wait(_) | NodeOutput::Park(_))) => {
+                let (till, external) = match out {
+                    NodeOutput::Wait(t) => (t, false),
+                    NodeOutput::Park(t) => (t, true),
+                    NodeOutput::Data(_) => unreachable!("matched above"),
+                };
                 let remaining = (till - chrono::Utc::now()).to_std().unwrap_or(Duration::ZERO);
-                if remaining <= env.settings.max_inline_wait {
+                if !external && remaining <= env.settings.max_inline_wait {
                     if sleep_cancellable(remaining, env) {
                         return Step::Canceled;
                     }
@@ -515,8 +530,8 @@ impl Engine {
             });
         }
         for (t, o, items, run) in adds {
-            let d = schedule::Delivery { parent: &node.name, output: o, run, target: &t.node, index: t.index, items };
-            schedule::add_node_to_be_executed(graph, st, d);
+            let d = stack::Delivery { parent: &node.name, output: o, run, target: &t.node, index: t.index, items };
+            stack::add_node_to_be_executed(graph, st, d);
         }
     }
 }

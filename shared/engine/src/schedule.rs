@@ -1,318 +1,240 @@
-//! n8n's node execution stack (its `WorkflowExecute`): which node runs next,
-//! how multi-input nodes wait for their inputs, the legacy (`v0`) order's
-//! forced parent runs and empty second inputs, and when a waiting node runs
-//! with part of its inputs. Kept apart from the executor loop so the rules
-//! read as n8n's do.
+//! The Schedule Trigger's rules and the item each tick emits, as n8n
+//! defines them. When a rule fires is the host's business (it turns the
+//! intervals into schedules); `recurrence` decides, at a tick, whether an
+//! interval larger than the schedule's step has passed (n8n's `recurrenceCheck`).
 
-use std::collections::HashSet;
-use std::sync::Arc;
+use chrono::{DateTime, Datelike, TimeZone, Timelike};
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
 
-use serde_json::json;
+use crate::data::Item;
+use crate::workflow::Node;
 
-use crate::data::*;
-use crate::workflow::{is_trigger_type, ExecutionOrder, Graph, Node};
+pub const SCHEDULE_TRIGGER_TYPE: &str = "n8n-nodes-base.scheduleTrigger";
 
-/// Number of input slots of `node` as n8n counts them: the highest
-/// connected main input + 1.
-pub fn input_width(graph: &Graph, node: &str) -> usize {
-    graph.parents(node).iter().map(|p| p.2 + 1).max().unwrap_or(0)
+/// One rule of `rule.interval`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", tag = "field")]
+pub enum Interval {
+    Seconds { every: u32 },
+    Minutes { every: u32 },
+    Hours { every: u32, minute: u32 },
+    Days { every: u32, hour: u32, minute: u32 },
+    /// `days`: 0 = Sunday … 6 = Saturday; empty = every day.
+    Weeks { every: u32, days: Vec<u32>, hour: u32, minute: u32 },
+    Months { every: u32, day_of_month: u32, hour: u32, minute: u32 },
+    /// n8n's custom cron (5 fields, or 6 with seconds first).
+    Cron { expression: String },
 }
 
-/// n8n's `getParentNodes(node)` over main connections, farthest first (the
-/// order its legacy forced-run walk relies on).
-pub fn parent_nodes(graph: &Graph, node: &str) -> Vec<String> {
-    fn walk(graph: &Graph, node: &str, checked: &[String]) -> Vec<String> {
-        if checked.iter().any(|c| c == node) {
-            return vec![];
-        }
-        let mut checked = checked.to_vec();
-        checked.push(node.to_string());
-        let mut by_slot: Vec<&(String, usize, usize)> = graph.parents(node).iter().collect();
-        by_slot.sort_by_key(|p| p.2);
-        let mut out: Vec<String> = vec![];
-        for (src, _, _) in by_slot {
-            if checked.contains(src) {
-                continue;
-            }
-            out.insert(0, src.clone());
-            let adds = walk(graph, src, &checked);
-            for p in adds.into_iter().rev() {
-                if let Some(i) = out.iter().position(|x| *x == p) {
-                    out.remove(i);
-                }
-                out.insert(0, p);
-            }
-        }
-        out
-    }
-    walk(graph, node, &[])
-}
-
-/// Number of items `node`'s run `run` put on `output` (also after lean run
-/// data released them); `None` when that run or output does not exist.
-fn output_len(st: &ExecutionState, node: &str, run: usize, output: usize) -> Option<usize> {
-    let task = st.run_data.get(node)?.get(run)?;
-    match (&task.data, &task.released_items) {
-        (Some(d), _) => d.main.get(output)?.as_ref().map(OutputItems::len),
-        (None, Some(lens)) => lens.get(output).copied(),
-        _ => None,
+fn n(v: &Value, k: &str, default: u32) -> u32 {
+    match v.get(k) {
+        Some(Value::Number(x)) => x.as_f64().map(|f| f as u32).unwrap_or(default),
+        Some(Value::String(s)) => s.trim().parse().unwrap_or(default),
+        _ => default,
     }
 }
 
-/// n8n's `incomingConnectionIsEmpty` for input slot 0 of `node`.
-fn first_input_is_empty(graph: &Graph, st: &ExecutionState, node: &str, run: usize) -> bool {
-    graph
-        .parents(node)
+/// The node's rules with n8n's defaults, validated as n8n validates them.
+pub fn intervals(node: &Node) -> Result<Vec<Interval>, String> {
+    let rules = node
+        .parameters
+        .pointer("/rule/interval")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_else(|| vec![json!({"field": "days"})]);
+    rules
         .iter()
-        .filter(|p| p.2 == 0)
-        .all(|(src, out, _)| output_len(st, src, run, *out).unwrap_or(0) == 0)
-}
-
-/// One connection that got data: `parent`'s output `output` (run `run`) →
-/// input `index` of `target`.
-pub struct Delivery<'a> {
-    pub parent: &'a str,
-    pub output: usize,
-    pub run: usize,
-    pub target: &'a str,
-    pub index: usize,
-    pub items: Items,
-}
-
-/// n8n's `addNodeToBeExecuted`.
-pub fn add_node_to_be_executed(graph: &Graph, st: &mut ExecutionState, d: Delivery<'_>) {
-    let order = graph.workflow.settings.execution_order;
-    let src = TaskSource { previous_node: d.parent.to_string(), previous_node_output: d.output, previous_node_run: d.run };
-    let width = input_width(graph, d.target);
-    let enqueue = |st: &mut ExecutionState, e: StackEntry| match order {
-        ExecutionOrder::V1 => st.stack.push_front(e),
-        ExecutionOrder::V0 => st.stack.push_back(e),
-    };
-    if width <= 1 {
-        let mut inputs = vec![None; d.index + 1];
-        inputs[d.index] = Some(d.items);
-        enqueue(st, StackEntry { node: d.target.to_string(), inputs, source: vec![Some(src)], resume: false });
-        return;
-    }
-    let was_waiting = st.waiting.iter().any(|w| w.node == d.target);
-    let slot = st.waiting.iter().position(|w| w.node == d.target && w.inputs.get(d.index).is_none_or(|i| i.is_none()));
-    let idx = match slot {
-        Some(i) => i,
-        None => {
-            // Entries of one node stay together, in the order n8n's
-            // `waitingExecution[node][runIndex]` keys iterate.
-            let at = st.waiting.iter().rposition(|w| w.node == d.target).map(|i| i + 1).unwrap_or(st.waiting.len());
-            st.waiting.insert(at, StackEntry { node: d.target.to_string(), inputs: vec![None; width], source: vec![None; width], resume: false });
-            at
-        }
-    };
-    let w = &mut st.waiting[idx];
-    if w.inputs.len() < width {
-        w.inputs.resize(width, None);
-        w.source.resize(width, None);
-    }
-    w.inputs[d.index] = Some(d.items.clone());
-    w.source[d.index] = Some(src);
-    if w.inputs.iter().all(|i| i.is_some()) {
-        let e = st.waiting.remove(idx);
-        enqueue(st, e);
-        return;
-    }
-    if !was_waiting && order == ExecutionOrder::V0 {
-        force_parents(graph, st, &d);
-    }
-}
-
-/// Legacy order: the first time a multi-input node waits, n8n runs the
-/// parents of its other inputs that would never run otherwise (with one
-/// empty item), so both inputs get data.
-fn force_parents(graph: &Graph, st: &mut ExecutionState, d: &Delivery<'_>) {
-    let siblings: HashSet<&str> = (0..graph.output_count(d.parent))
-        .flat_map(|o| graph.children(d.parent, o).iter().map(|t| t.node.as_str()))
-        .collect();
-    let mut slots: Vec<(String, usize)> = graph.parents(d.target).iter().map(|p| (p.0.clone(), p.2)).collect();
-    slots.sort_by_key(|p| p.1);
-    for (input_node, _) in slots {
-        if input_node == d.parent {
-            continue;
-        }
-        let on_stack = |st: &ExecutionState, n: &str| st.stack.iter().any(|e| e.node == n);
-        if siblings.contains(input_node.as_str()) && !first_input_is_empty(graph, st, &input_node, d.run) {
-            continue;
-        }
-        if on_stack(st, &input_node) || st.run_data.contains_key(&input_node) {
-            continue;
-        }
-        let mut chain = parent_nodes(graph, &input_node);
-        chain.push(input_node.clone());
-        chain.reverse();
-        let mut to_add = Some(input_node.clone());
-        for p in &chain {
-            if *p != input_node && siblings.contains(p.as_str()) {
-                to_add = None;
-                break;
-            }
-            if on_stack(st, p) {
-                to_add = None;
-                break;
-            }
-            if st.run_data.contains_key(p) {
-                break;
-            }
-            to_add = Some(p.clone());
-        }
-        let Some(add) = to_add else { continue };
-        if d.items.is_empty() && parent_nodes(graph, &add).iter().any(|p| p == d.parent) {
-            continue;
-        }
-        let empty = graph.parents(&add).is_empty() || first_input_is_empty(graph, st, &add, d.run);
-        if empty {
-            let src = TaskSource { previous_node: d.parent.to_string(), previous_node_output: d.output, previous_node_run: d.run };
-            let entry = StackEntry { node: add, inputs: vec![Some(Arc::new(vec![Item::new(json!({}))]))], source: vec![Some(src)], resume: false };
-            match graph.workflow.settings.execution_order {
-                ExecutionOrder::V1 => st.stack.push_front(entry),
-                ExecutionOrder::V0 => st.stack.push_back(entry),
-            }
-        }
-    }
-}
-
-/// n8n's `ensureInputData`: in legacy order a node runs only once every
-/// connected input slot holds data (possibly empty).
-pub fn has_input_data(graph: &Graph, entry: &StackEntry) -> bool {
-    if graph.workflow.settings.execution_order != ExecutionOrder::V0 {
-        return true;
-    }
-    let width = input_width(graph, &entry.node);
-    for slot in 0..width {
-        if !graph.parents(&entry.node).iter().any(|p| p.2 == slot) {
-            // n8n: no valid incoming node → run as it is
-            return true;
-        }
-        if slot < entry.inputs.len() && entry.inputs[slot].is_none() {
-            return false;
-        }
-    }
-    true
-}
-
-/// n8n's `prepareConnectionInputData`: whether a (non-trigger) node has the
-/// input it executes on. Legacy order needs items on input 1 (unless another
-/// input loops back from a node after this one); v1 takes any input with items.
-pub fn has_items_to_run(graph: &Graph, node: &Node, entry: &StackEntry) -> bool {
-    if is_trigger_type(&node.node_type) {
-        return true;
-    }
-    let non_empty = |i: &Option<Items>| i.as_ref().is_some_and(|v| !v.is_empty());
-    if entry.inputs.is_empty() {
-        return false;
-    }
-    match graph.workflow.settings.execution_order {
-        ExecutionOrder::V1 => entry.inputs.iter().any(non_empty),
-        ExecutionOrder::V0 => {
-            if non_empty(&entry.inputs[0]) {
-                return true;
-            }
-            if entry.source.first().is_some_and(|s| s.is_some()) {
-                return false;
-            }
-            let descendants = descendants(graph, &node.name);
-            entry.inputs.iter().zip(entry.source.iter()).any(|(i, s)| {
-                non_empty(i) && s.as_ref().is_some_and(|s| s.previous_node == node.name || descendants.contains(&s.previous_node))
-            })
-        }
-    }
-}
-
-fn descendants(graph: &Graph, node: &str) -> HashSet<String> {
-    let mut seen = HashSet::new();
-    let mut todo = vec![node.to_string()];
-    while let Some(n) = todo.pop() {
-        for o in 0..graph.output_count(&n) {
-            for t in graph.children(&n, o) {
-                if seen.insert(t.node.clone()) {
-                    todo.push(t.node.clone());
+        .map(|r| {
+            let field = r.get("field").and_then(Value::as_str).unwrap_or("days");
+            let range = |name: &str, v: u32, lo: u32, hi: u32, msg: &str| {
+                if v < lo || v > hi {
+                    Err(format!("Invalid interval: {msg} ({name} = {v})"))
+                } else {
+                    Ok(v)
                 }
-            }
-        }
-    }
-    seen.remove(node);
-    seen
-}
-
-/// Inputs a node needs before it may run with part of its inputs (n8n's
-/// `requiredInputs`, v1 order only): `None` = any input suffices.
-enum Required {
-    Any,
-    All,
-    Slots(Vec<usize>),
-    Count(usize),
-}
-
-fn required_inputs(node: &Node) -> Required {
-    let short = node.node_type.rsplit('.').next().unwrap_or("");
-    if short == "merge" && node.type_version >= 2.0 {
-        let mode = node.parameters.get("mode").and_then(|m| m.as_str()).unwrap_or("append");
-        let inputs = if node.type_version >= 3.0 {
-            node.parameters.get("numberInputs").and_then(|n| n.as_u64()).unwrap_or(2) as usize
-        } else {
-            2
-        };
-        return if mode == "chooseBranch" {
-            if inputs == 2 {
-                Required::All
-            } else {
-                Required::Slots(vec![0, 1])
-            }
-        } else {
-            Required::Count(1)
-        };
-    }
-    Required::Any
-}
-
-/// After a node ran and the stack is empty, n8n lets the first waiting node
-/// whose parents are done (and whose required inputs arrived) run with the
-/// inputs it has; inputs that never got data run as empty.
-pub fn release_waiting(graph: &Graph, st: &mut ExecutionState) {
-    let v1 = graph.workflow.settings.execution_order == ExecutionOrder::V1;
-    'scan: loop {
-        let mut names: Vec<String> = vec![];
-        for w in &st.waiting {
-            if !names.contains(&w.node) {
-                names.push(w.node.clone());
-            }
-        }
-        for name in &names {
-            let Some(node) = graph.node(name) else { continue };
-            let required = if v1 { required_inputs(node) } else { Required::Any };
-            if matches!(required, Required::All) {
-                continue;
-            }
-            if parent_nodes(graph, name).iter().any(|p| names.contains(p)) {
-                continue;
-            }
-            let Some(idx) = st.waiting.iter().position(|w| &w.node == name) else { continue };
-            let received: Vec<usize> = st.waiting[idx].inputs.iter().enumerate().filter(|(_, i)| i.is_some()).map(|(k, _)| k).collect();
-            match &required {
-                Required::Slots(s) if s.iter().any(|k| !received.contains(k)) => continue,
-                Required::Count(n) if received.len() < *n => continue,
-                _ => {}
-            }
-            let mut e = st.waiting.remove(idx);
-            let has_items = e.inputs.iter().any(|i| i.as_ref().is_some_and(|v| !v.is_empty()));
-            if has_items {
-                for i in e.inputs.iter_mut() {
-                    if i.is_none() {
-                        *i = Some(Arc::new(vec![]));
+            };
+            let minute = range("triggerAtMinute", n(r, "triggerAtMinute", 0), 0, 59, "Minute must be in range 0-59")?;
+            let hour = range("triggerAtHour", n(r, "triggerAtHour", 0), 0, 23, "Hour must be in range 0-23")?;
+            Ok(match field {
+                "seconds" => Interval::Seconds {
+                    every: range("secondsInterval", n(r, "secondsInterval", 30), 1, 59, "Seconds must be in range 1-59")?,
+                },
+                "minutes" => Interval::Minutes {
+                    every: range("minutesInterval", n(r, "minutesInterval", 5), 1, 59, "Minutes must be in range 1-59")?,
+                },
+                "hours" => Interval::Hours {
+                    every: range("hoursInterval", n(r, "hoursInterval", 1), 1, 23, "Hours must be in range 1-23")?,
+                    minute,
+                },
+                "days" => Interval::Days {
+                    every: range("daysInterval", n(r, "daysInterval", 1), 1, 31, "Days must be in range 1-31")?,
+                    hour,
+                    minute,
+                },
+                "weeks" => {
+                    let days = match r.get("triggerAtDay") {
+                        Some(Value::Array(a)) => a
+                            .iter()
+                            .filter_map(|d| d.as_u64().map(|d| d as u32).or_else(|| d.as_str()?.parse().ok()))
+                            .map(|d| if d == 7 { 0 } else { d })
+                            .collect(),
+                        _ => vec![0],
+                    };
+                    if let Some(bad) = days.iter().find(|d| **d > 6) {
+                        return Err(format!("Invalid interval: weekday {bad} is not 0-6"));
                     }
+                    Interval::Weeks { every: n(r, "weeksInterval", 1).max(1), days, hour, minute }
                 }
-                st.stack.push_back(e);
-                return;
-            }
-            // Only empty inputs: drop it and look again from the start.
-            continue 'scan;
+                "months" => Interval::Months {
+                    every: n(r, "monthsInterval", 1).max(1),
+                    day_of_month: range("triggerAtDayOfMonth", n(r, "triggerAtDayOfMonth", 1), 1, 31, "Day of month must be in range 1-31")?,
+                    hour,
+                    minute,
+                },
+                "cronExpression" => {
+                    let expression = r.get("expression").and_then(Value::as_str).unwrap_or_default().trim().to_owned();
+                    if expression.is_empty() {
+                        return Err("Invalid cron expression: it is empty".into());
+                    }
+                    Interval::Cron { expression }
+                }
+                other => return Err(format!("Unknown trigger interval \"{other}\"")),
+            })
+        })
+        .collect()
+}
+
+impl Interval {
+    /// For intervals a schedule cannot step by itself (every 2 days, every
+    /// 3 weeks, …): the unit and size n8n's `recurrenceCheck` compares.
+    /// (Hours and months step in the cron expression itself.)
+    pub fn recurrence(&self) -> Option<(RecurrenceUnit, u32)> {
+        match *self {
+            Interval::Days { every, .. } if every > 1 => Some((RecurrenceUnit::DayOfYear, every)),
+            Interval::Weeks { every, .. } if every > 1 => Some((RecurrenceUnit::Week, every)),
+            _ => None,
         }
-        return;
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum RecurrenceUnit {
+    Hour,
+    DayOfYear,
+    Week,
+    Month,
+}
+
+impl RecurrenceUnit {
+    /// The value of this unit at `at`, and its modulus.
+    pub fn value_at<Tz: TimeZone>(self, at: &DateTime<Tz>) -> (u32, u32) {
+        match self {
+            RecurrenceUnit::Hour => (at.hour(), 24),
+            RecurrenceUnit::DayOfYear => (at.ordinal(), 365),
+            RecurrenceUnit::Week => (week_of_year(at), 52),
+            RecurrenceUnit::Month => (at.month0(), 12),
+        }
+    }
+}
+
+/// moment's locale week (`week()`): weeks start on Sunday and week 1 holds January 1st.
+fn week_of_year<Tz: TimeZone>(at: &DateTime<Tz>) -> u32 {
+    let jan1 = at.with_ordinal(1).map(|d| d.weekday().num_days_from_sunday()).unwrap_or(0);
+    (at.ordinal0() + jan1) / 7 + 1
+}
+
+/// n8n's `recurrenceCheck`: whether a rule that last fired at `last` (in
+/// the unit's terms) fires now.
+pub fn recurrence_due(unit: RecurrenceUnit, every: u32, last: Option<u32>, now: u32) -> bool {
+    let modulus = match unit {
+        RecurrenceUnit::Hour => 24,
+        RecurrenceUnit::DayOfYear => 365,
+        RecurrenceUnit::Week => 52,
+        RecurrenceUnit::Month => 12,
+    };
+    match last {
+        None => true,
+        // Several weekdays in the same week all fire.
+        Some(l) if unit == RecurrenceUnit::Week && l == now => true,
+        Some(l) => (now + modulus - l % modulus) % modulus >= every,
+    }
+}
+
+const MONTHS: [&str; 12] = [
+    "January", "February", "March", "April", "May", "June", "July", "August", "September", "October", "November",
+    "December",
+];
+
+fn ordinal(d: u32) -> String {
+    let suffix = match (d % 10, d % 100) {
+        (1, x) if x != 11 => "st",
+        (2, x) if x != 12 => "nd",
+        (3, x) if x != 13 => "rd",
+        _ => "th",
+    };
+    format!("{d}{suffix}")
+}
+
+/// The item a tick emits (n8n's field names and moment formats).
+pub fn trigger_item(at: DateTime<chrono_tz::Tz>) -> Item {
+    let (h12, pm) = {
+        let h = at.hour();
+        (if h % 12 == 0 { 12 } else { h % 12 }, h >= 12)
+    };
+    let ampm = if pm { "pm" } else { "am" };
+    let time = format!("{h12}:{:02}:{:02} {ampm}", at.minute(), at.second());
+    let month = MONTHS[at.month0() as usize];
+    Item::new(json!({
+        "timestamp": at.to_rfc3339_opts(chrono::SecondsFormat::Millis, false),
+        "Readable date": format!("{month} {} {}, {time}", ordinal(at.day()), at.year()),
+        "Readable time": time,
+        "Day of week": at.format("%A").to_string(),
+        "Year": at.format("%Y").to_string(),
+        "Month": month,
+        "Day of month": at.format("%d").to_string(),
+        "Hour": at.format("%H").to_string(),
+        "Minute": at.format("%M").to_string(),
+        "Second": at.format("%S").to_string(),
+        "Timezone": format!("{} {}", at.format("%Z"), at.format("%:z")),
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_item_reads_as_n8n_formats_it() {
+        let tz: chrono_tz::Tz = "Europe/Berlin".parse().unwrap();
+        let at = tz.with_ymd_and_hms(2024, 3, 1, 14, 5, 9).unwrap();
+        let item = trigger_item(at);
+        assert_eq!(item.json["Readable date"], "March 1st 2024, 2:05:09 pm");
+        assert_eq!(item.json["timestamp"], "2024-03-01T14:05:09.000+01:00");
+        assert_eq!(item.json["Timezone"], "CET +01:00");
+        assert_eq!(item.json["Day of week"], "Friday");
+    }
+
+    #[test]
+    fn recurrence_waits_for_the_interval() {
+        assert!(recurrence_due(RecurrenceUnit::DayOfYear, 2, None, 10));
+        assert!(!recurrence_due(RecurrenceUnit::DayOfYear, 2, Some(10), 11));
+        assert!(recurrence_due(RecurrenceUnit::DayOfYear, 2, Some(10), 12));
+        assert!(recurrence_due(RecurrenceUnit::Month, 3, Some(10), 1), "wraps at the year");
+        assert!(recurrence_due(RecurrenceUnit::Week, 2, Some(5), 5), "same week, another weekday");
+    }
+
+    #[test]
+    fn defaults_and_ranges() {
+        let node: Node = serde_json::from_value(json!({"name": "S", "type": SCHEDULE_TRIGGER_TYPE, "parameters": {"rule": {"interval": [
+            {"field": "minutes"}, {"field": "weeks", "triggerAtDay": [1, 5], "triggerAtHour": 9}
+        ]}}}))
+        .unwrap();
+        assert_eq!(
+            intervals(&node).unwrap(),
+            vec![Interval::Minutes { every: 5 }, Interval::Weeks { every: 1, days: vec![1, 5], hour: 9, minute: 0 }]
+        );
+        let bad: Node = serde_json::from_value(json!({"name": "S", "type": SCHEDULE_TRIGGER_TYPE, "parameters": {"rule": {"interval": [{"field": "seconds", "secondsInterval": 90}]}}})).unwrap();
+        assert!(intervals(&bad).unwrap_err().contains("1-59"));
     }
 }

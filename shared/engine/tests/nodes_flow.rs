@@ -941,3 +941,133 @@ fn set_continue_on_fail_and_duplicates() {
     dup["duplicateCount"] = json!(2);
     assert_eq!(set_out(3.4, dup, json!([{ "v": 1 }])).len(), 3);
 }
+
+// ---------------------------------------------------------------- Split In Batches / Loop Over Items
+
+/// Trigger → Data(items) → Loop; the loop output goes through `Body` (a Set
+/// node recording the loop's context) back into Loop, done goes to `Done`.
+fn loop_workflow(version: f64, items: Value, params: Value) -> Value {
+    let (loop_out, done_out) = if version >= 3.0 { (1, 0) } else { (0, 1) };
+    let ctx = |k: &str| format!("={{{{ $node[\"Loop\"].context[\"{k}\"] }}}}");
+    let body = node(
+        "Body",
+        "n8n-nodes-base.set",
+        3.4,
+        json!({ "includeOtherFields": true, "assignments": { "assignments": [
+            { "name": "run", "type": "number", "value": ctx("currentRunIndex") },
+            { "name": "max", "type": "number", "value": ctx("maxRunIndex") },
+            { "name": "left", "type": "boolean", "value": ctx("noItemsLeft") },
+        ] } }),
+    );
+    let mut loop_conns = vec![json!([]), json!([])];
+    loop_conns[loop_out] = json!([{ "node": "Body", "type": "main", "index": 0 }]);
+    loop_conns[done_out] = json!([{ "node": "Done", "type": "main", "index": 0 }]);
+    if version < 2.0 {
+        loop_conns.truncate(1);
+    }
+    json!({
+        "nodes": [trigger(), data(items), node("Loop", "n8n-nodes-base.splitInBatches", version, params), body, node("Done", "n8n-nodes-base.noOp", 1.0, json!({}))],
+        "connections": {
+            "Trigger": { "main": [[{ "node": "Data", "type": "main", "index": 0 }]] },
+            "Data": { "main": [[{ "node": "Loop", "type": "main", "index": 0 }]] },
+            "Loop": { "main": loop_conns },
+            "Body": { "main": [[{ "node": "Loop", "type": "main", "index": 0 }]] },
+        },
+        "settings": { "executionOrder": "v1" },
+    })
+}
+
+fn five() -> Value {
+    json!([{ "n": 1 }, { "n": 2 }, { "n": 3 }, { "n": 4 }, { "n": 5 }])
+}
+
+/// `json` of every run of `node` on `output`, one list per run.
+fn runs(st: &ExecutionState, node: &str, output: usize) -> Vec<Vec<Value>> {
+    st.run_data.get(node).map(|r| r.iter().map(|t| t.output(output).map(|i| i.iter().map(|i| Value::clone(&i.json)).collect()).unwrap_or_default()).collect()).unwrap_or_default()
+}
+
+#[test]
+fn loop_v3_batches_on_loop_and_everything_processed_on_done() {
+    let st = run(&loop_workflow(3.0, five(), json!({ "batchSize": 2, "options": {} })));
+    assert_eq!(st.status, ExecutionStatus::Success, "{}", error_message(&st));
+    let batches = runs(&st, "Body", 0);
+    let ns: Vec<Vec<i64>> = batches.iter().map(|b| b.iter().map(|i| i["n"].as_i64().unwrap_or(0)).collect()).collect();
+    assert_eq!(ns, vec![vec![1, 2], vec![3, 4], vec![5]]);
+    // the context as each batch saw it
+    let ctx: Vec<(Value, Value, Value)> = batches.iter().map(|b| (b[0]["run"].clone(), b[0]["max"].clone(), b[0]["left"].clone())).collect();
+    assert_eq!(ctx, vec![(json!(0), json!(3), json!(false)), (json!(1), json!(3), json!(false)), (json!(2), json!(3), json!(true))]);
+    // done fires once, with what came back from the loop, in order
+    let done = runs(&st, "Done", 0);
+    assert_eq!(done.len(), 1);
+    assert_eq!(done[0].iter().map(|i| i["n"].clone()).collect::<Vec<_>>(), vec![json!(1), json!(2), json!(3), json!(4), json!(5)]);
+    assert_eq!(done[0][4]["run"], json!(2));
+    // v3's output 0 is done: empty on every loop run
+    assert!(runs(&st, "Loop", 0).iter().take(3).all(Vec::is_empty));
+}
+
+#[test]
+fn loop_default_batch_size_is_one_in_v3_and_ten_before() {
+    let many: Vec<Value> = (0..12).map(|n| json!({ "n": n })).collect();
+    let v3 = run(&loop_workflow(3.0, json!(many), json!({})));
+    assert_eq!(runs(&v3, "Body", 0).len(), 12);
+    let v2 = run(&loop_workflow(2.0, json!(many), json!({})));
+    assert_eq!(runs(&v2, "Body", 0).iter().map(Vec::len).collect::<Vec<_>>(), vec![10, 2]);
+}
+
+#[test]
+fn loop_v2_outputs_loop_then_done_and_sets_done_in_its_context() {
+    let mut wf = loop_workflow(2.0, five(), json!({ "batchSize": 3 }));
+    // Done reads the loop's `done` flag
+    wf["nodes"][4] = node("Done", "n8n-nodes-base.set", 3.4, json!({ "assignments": { "assignments": [{ "name": "done", "type": "boolean", "value": "={{ $node[\"Loop\"].context[\"done\"] }}" }] } }));
+    let st = run(&wf);
+    assert_eq!(st.status, ExecutionStatus::Success, "{}", error_message(&st));
+    assert_eq!(runs(&st, "Body", 0).iter().map(Vec::len).collect::<Vec<_>>(), vec![3, 2]);
+    let done = runs(&st, "Done", 0);
+    assert_eq!(done.len(), 1);
+    assert_eq!(done[0].len(), 5);
+    assert_eq!(done[0][0]["done"], json!(true));
+    // the loop's last run: nothing on loop (output 0), everything on done (output 1)
+    let last = st.run_data["Loop"].last().expect("ran");
+    assert_eq!(last.output(0).map(|i| i.len()), Some(0));
+    assert_eq!(last.output(1).map(|i| i.len()), Some(5));
+}
+
+#[test]
+fn loop_v1_has_one_output_and_ends_the_branch_when_used_up() {
+    let st = run(&loop_workflow(1.0, five(), json!({ "batchSize": 2 })));
+    assert_eq!(st.status, ExecutionStatus::Success, "{}", error_message(&st));
+    assert_eq!(runs(&st, "Body", 0).iter().map(Vec::len).collect::<Vec<_>>(), vec![2, 2, 1]);
+    // the fourth call returns n8n's `null`: the branch ends without a run
+    // being recorded, and v1 has no done output
+    assert_eq!(st.run_data["Loop"].len(), 3);
+    assert!(!st.run_data.contains_key("Done"));
+    assert_eq!(runs(&st, "Body", 0)[2][0]["left"], json!(true));
+}
+
+#[test]
+fn loop_v2_1_marks_no_items_left_only_after_done() {
+    let st = run(&loop_workflow(2.1, five(), json!({ "batchSize": 2 })));
+    assert_eq!(st.status, ExecutionStatus::Success, "{}", error_message(&st));
+    let left: Vec<Value> = runs(&st, "Body", 0).iter().map(|b| b[0]["left"].clone()).collect();
+    // v2 says true on the last batch; v2.1 stays false until done has fired
+    assert_eq!(left, vec![json!(false), json!(false), json!(false)]);
+    let v2 = run(&loop_workflow(2.0, five(), json!({ "batchSize": 2 })));
+    let left2: Vec<Value> = runs(&v2, "Body", 0).iter().map(|b| b[0]["left"].clone()).collect();
+    assert_eq!(left2, vec![json!(false), json!(false), json!(true)]);
+}
+
+#[test]
+fn loop_reset_restarts_with_the_new_input() {
+    // reset bound to noItemsLeft (v2.1): a second pass of items after the
+    // loop finished starts over instead of answering "done" at once
+    let mut wf = loop_workflow(2.1, five(), json!({ "batchSize": 5, "options": { "reset": "={{ $node[\"Loop\"].context[\"noItemsLeft\"] }}" } }));
+    // Done feeds a second round of items back into the loop once
+    wf["nodes"].as_array_mut().expect("nodes").push(node("Again", "n8n-nodes-base.code", 2.0, json!({ "jsCode": "return $runIndex === 0 ? [{ json: { n: 10 } }, { json: { n: 11 } }] : [];" })));
+    wf["connections"]["Done"] = json!({ "main": [[{ "node": "Again", "type": "main", "index": 0 }]] });
+    wf["connections"]["Again"] = json!({ "main": [[{ "node": "Loop", "type": "main", "index": 0 }]] });
+    let st = run(&wf);
+    assert_eq!(st.status, ExecutionStatus::Success, "{}", error_message(&st));
+    let done = runs(&st, "Done", 0);
+    let ns: Vec<Vec<Value>> = done.iter().map(|r| r.iter().map(|i| i["n"].clone()).collect()).collect();
+    assert_eq!(ns, vec![vec![json!(1), json!(2), json!(3), json!(4), json!(5)], vec![json!(10), json!(11)]]);
+}

@@ -1,5 +1,5 @@
 //! Split In Batches / Loop Over Items as n8n runs it: v1 one output (no
-//! output once the items are used up), v2 outputs `[loop, done]`, v3
+//! output once the items are used up), v2 and v2.1 outputs `[loop, done]`, v3
 //! `[done, loop]`. The state is n8n's node context — `items`,
 //! `processedItems`, `currentRunIndex`, `maxRunIndex`, `noItemsLeft`, `done`,
 //! `sourceData` — which expressions read as `$node["Name"].context`. Once the
@@ -59,8 +59,16 @@ pub fn execute(ctx: &mut NodeContext<'_>) -> Result<NodeOutput> {
             it.paired_item = Some(PairedItem::from_value(with_source(it.paired_item.as_ref(), &origin)));
         }
     }
-    let left = state.get("items").and_then(Value::as_array).is_none_or(Vec::is_empty);
-    state.insert("noItemsLeft".into(), json!(left));
+    // v2.1 (n8n 0.234–0.236) marks `noItemsLeft` only once the done output
+    // has fired, so a `reset` bound to it restarts the loop on the next batch
+    // rather than on the last item coming back
+    let v2_1 = (v - 2.1).abs() < 1e-9;
+    if !v2_1 {
+        let left = state.get("items").and_then(Value::as_array).is_none_or(Vec::is_empty);
+        state.insert("noItemsLeft".into(), json!(left));
+    } else {
+        state.insert("noItemsLeft".into(), json!(returned.is_empty()));
+    }
     if returned.is_empty() {
         if v < 2.0 {
             *ctx.node_state = Value::Object(state);
