@@ -1071,3 +1071,71 @@ fn loop_reset_restarts_with_the_new_input() {
     let ns: Vec<Vec<Value>> = done.iter().map(|r| r.iter().map(|i| i["n"].clone()).collect()).collect();
     assert_eq!(ns, vec![vec![json!(1), json!(2), json!(3), json!(4), json!(5)], vec![json!(10), json!(11)]]);
 }
+
+// ---------------------------------------------------------------- Debug Helper
+
+fn debug(params: Value) -> Value {
+    node("Debug", "n8n-nodes-base.debugHelper", 1.0, params)
+}
+
+#[test]
+fn debug_helper_throws_its_default_error_and_continues_with_an_error_item() {
+    let st = run(&chain(vec![trigger(), debug(json!({}))]));
+    assert_eq!(st.status, ExecutionStatus::Error);
+    assert_eq!(error_message(&st), "Node has thrown an error");
+    for kind in ["NodeApiError", "NodeOperationError", "Error"] {
+        let mut n = debug(json!({ "category": "throwError", "throwErrorType": kind, "throwErrorMessage": "boom" }));
+        n["onError"] = json!("continueRegularOutput");
+        let st = run(&chain(vec![trigger(), data(json!([{ "a": 1 }, { "a": 2 }])), n]));
+        assert_eq!(st.status, ExecutionStatus::Success, "{kind}");
+        assert_eq!(out(&st, "Debug", 0), vec![json!({ "error": "boom" }), json!({ "error": "boom" })], "{kind}");
+        assert_eq!(pairs(&st, "Debug"), vec![Some(0), Some(1)]);
+    }
+}
+
+#[test]
+fn debug_helper_do_nothing_outputs_no_items_and_oom_is_refused() {
+    let st = run(&chain(vec![trigger(), debug(json!({ "category": "doNothing" })), node("After", "n8n-nodes-base.noOp", 1.0, json!({}))]));
+    assert_eq!(st.status, ExecutionStatus::Success);
+    assert!(out(&st, "Debug", 0).is_empty());
+    assert!(!st.run_data.contains_key("After"));
+    let st = run(&chain(vec![trigger(), debug(json!({ "category": "oom", "memorySizeValue": 10 }))]));
+    assert_eq!(st.status, ExecutionStatus::Error);
+    assert!(error_message(&st).contains("not supported"), "{}", error_message(&st));
+}
+
+#[test]
+fn debug_helper_random_data_has_n8ns_shapes_and_a_seed_repeats_it() {
+    let gen = |kind: &str, extra: Value| {
+        let mut p = json!({ "category": "randomData", "randomDataType": kind, "randomDataCount": 3, "randomDataSeed": "s1" });
+        if let (Value::Object(p), Value::Object(e)) = (&mut p, extra) {
+            p.extend(e);
+        }
+        let st = run(&chain(vec![trigger(), debug(p)]));
+        assert_eq!(st.status, ExecutionStatus::Success, "{kind}: {}", error_message(&st));
+        out(&st, "Debug", 0)
+    };
+    let users = gen("user", json!({}));
+    assert_eq!(users.len(), 3);
+    for u in &users {
+        let keys: Vec<&str> = u.as_object().map(|o| o.keys().map(String::as_str).collect()).unwrap_or_default();
+        assert_eq!(keys, vec!["uid", "email", "firstname", "lastname", "password"]);
+        assert!(u["email"].as_str().is_some_and(|e| e.contains('@')));
+    }
+    assert_eq!(users, gen("user", json!({})), "the same seed gives the same data");
+    let card = &gen("creditCard", json!({}))[0];
+    assert!(["Visa", "MasterCard"].contains(&card["type"].as_str().unwrap_or("")));
+    assert_eq!(card["exp"].as_str().map(str::len), Some(5));
+    let addr = &gen("address", json!({}))[0];
+    assert_eq!(addr["zip"].as_str().map(str::len), Some(5));
+    assert!(gen("uuid", json!({}))[0].as_str().is_some_and(|u| uuid::Uuid::parse_str(u).is_ok()));
+    assert!(gen("ipv4", json!({}))[0].as_str().is_some_and(|ip| ip.parse::<std::net::Ipv4Addr>().is_ok()));
+    assert!(gen("ipv6", json!({}))[0].as_str().is_some_and(|ip| ip.parse::<std::net::Ipv6Addr>().is_ok()));
+    assert_eq!(gen("macAddress", json!({}))[0].as_str().map(str::len), Some(17));
+    let nano = gen("nanoid", json!({ "nanoidAlphabet": "ab", "nanoidLength": "8" }));
+    assert!(nano.iter().all(|n| n.as_str().is_some_and(|s| s.len() == 8 && s.chars().all(|c| c == 'a' || c == 'b'))));
+    // one item holding them all
+    let single = gen("semver", json!({ "randomDataSingleArray": true }));
+    assert_eq!(single.len(), 1);
+    assert_eq!(single[0]["generatedItems"].as_array().map(Vec::len), Some(3));
+}

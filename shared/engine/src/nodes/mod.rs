@@ -53,6 +53,7 @@ pub mod triggers;
 pub mod wait;
 pub mod xml;
 pub mod markdown;
+pub mod debug_helper;
 
 /// What a node run produced.
 pub enum NodeOutput {
@@ -133,6 +134,7 @@ pub fn get(node_type: &str) -> Option<NodeFn> {
         "n8n-nodes-base.renameKeys" => rename_keys::execute,
         "n8n-nodes-base.xml" => xml::execute,
         "n8n-nodes-base.markdown" => markdown::execute,
+        "n8n-nodes-base.debugHelper" => debug_helper::execute,
         _ => return None,
     };
     Some(f)
