@@ -389,6 +389,7 @@ impl Engine {
                     node_state: &mut node_state,
                     node_contexts: &st.node_context,
                     static_data: &mut st.static_data,
+                    custom_data: &mut st.custom_data,
                     resumed: entry.resume,
                     console: vec![],
                     error_items: vec![],

@@ -1139,3 +1139,44 @@ fn debug_helper_random_data_has_n8ns_shapes_and_a_seed_repeats_it() {
     assert_eq!(single.len(), 1);
     assert_eq!(single[0]["generatedItems"].as_array().map(Vec::len), Some(3));
 }
+
+// ---------------------------------------------------------------- Execution Data
+
+fn execution_data(version: f64, values: Value) -> Value {
+    node("Save", "n8n-nodes-base.executionData", version, json!({ "dataToSave": { "values": values } }))
+}
+
+#[test]
+fn execution_data_saves_custom_data_per_item_and_passes_items_through() {
+    let st = run(&chain(vec![
+        trigger(),
+        data(json!([{ "id": "a1", "n": 1 }, { "id": "b2", "n": 2 }])),
+        execution_data(1.0, json!([{ "key": "id", "value": "={{ $json.id }}" }, { "key": "count", "value": "={{ $json.n }}" }])),
+    ]));
+    assert_eq!(st.status, ExecutionStatus::Success, "{}", error_message(&st));
+    assert_eq!(out(&st, "Save", 0), vec![json!({ "id": "a1", "n": 1 }), json!({ "id": "b2", "n": 2 })]);
+    // later items overwrite earlier ones; numbers are stored as text
+    assert_eq!(st.custom_data.0.get("id").map(String::as_str), Some("b2"));
+    assert_eq!(st.custom_data.0.get("count").map(String::as_str), Some("2"));
+}
+
+#[test]
+fn execution_data_applies_n8ns_limits_and_errors() {
+    let long_key = "k".repeat(60);
+    let long_value = "v".repeat(600);
+    let mut values: Vec<Value> = (0..12).map(|i| json!({ "key": format!("key{i}"), "value": "x" })).collect();
+    values.insert(0, json!({ "key": long_key, "value": long_value }));
+    let st = run(&chain(vec![trigger(), execution_data(1.0, json!(values))]));
+    assert_eq!(st.status, ExecutionStatus::Success, "{}", error_message(&st));
+    assert_eq!(st.custom_data.0.len(), 10, "at most 10 keys");
+    assert_eq!(st.custom_data.0.get(&"k".repeat(50)).map(String::len), Some(512));
+    let st = run(&chain(vec![trigger(), execution_data(1.0, json!([{ "key": "my-key", "value": "x" }]))]));
+    assert_eq!(st.status, ExecutionStatus::Error);
+    assert_eq!(error_message(&st), "Custom data key can only contain letters, numbers, and underscores (key \"my-key\")");
+    // v1 refuses a value that is not text; v1.1 saves a missing one as ""
+    let st = run(&chain(vec![trigger(), execution_data(1.0, json!([{ "key": "k", "value": "={{ null }}" }]))]));
+    assert_eq!(error_message(&st), "Custom data values must be a string (key \"k\")");
+    let st = run(&chain(vec![trigger(), execution_data(1.1, json!([{ "key": "k", "value": "={{ null }}" }]))]));
+    assert_eq!(st.status, ExecutionStatus::Success, "{}", error_message(&st));
+    assert_eq!(st.custom_data.0.get("k").map(String::as_str), Some(""));
+}

@@ -135,6 +135,7 @@ pub fn get(node_type: &str) -> Option<NodeFn> {
         "n8n-nodes-base.xml" => xml::execute,
         "n8n-nodes-base.markdown" => markdown::execute,
         "n8n-nodes-base.debugHelper" => debug_helper::execute,
+        "n8n-nodes-base.executionData" => misc::execution_data,
         _ => return None,
     };
     Some(f)
@@ -161,6 +162,8 @@ pub struct NodeContext<'a> {
     pub node_state: &'a mut Value,
     /// The other nodes' persistent contexts (`$node["X"].context`).
     pub node_contexts: &'a std::collections::BTreeMap<String, Value>,
+    /// The execution's custom data (Execution Data node).
+    pub custom_data: &'a mut crate::data::CustomData,
     pub static_data: &'a mut Value,
     /// Set when a parked Wait node resumes.
     pub resumed: bool,
