@@ -1180,3 +1180,57 @@ fn execution_data_applies_n8ns_limits_and_errors() {
     assert_eq!(st.status, ExecutionStatus::Success, "{}", error_message(&st));
     assert_eq!(st.custom_data.0.get("k").map(String::as_str), Some(""));
 }
+
+// ---------------------------------------------------------------- If v1 / Filter v1 (legacy conditions)
+
+/// Runs `{ty: [condition]}` on one item `{v}` through If v1: true or false branch.
+fn if_v1(ty: &str, cond: Value, item: Value) -> Result<bool, String> {
+    let st = run(&chain(vec![trigger(), data(json!([item])), node("If", "n8n-nodes-base.if", 1.0, json!({ "conditions": { ty: [cond] } }))]));
+    if st.status != ExecutionStatus::Success {
+        return Err(error_message(&st));
+    }
+    Ok(!out(&st, "If", 0).is_empty())
+}
+
+#[test]
+fn if_v1_operations_follow_javascript_semantics() {
+    let c = |op: &str, v1: Value, v2: Value| json!({ "operation": op, "value1": v1, "value2": v2 });
+    // defaults: dateTime "after", number "smaller", string and boolean "equal"
+    assert_eq!(if_v1("dateTime", json!({ "value1": "2023-01-02T00:00:00Z", "value2": "2023-01-01T00:00:00Z" }), json!({})), Ok(true));
+    assert_eq!(if_v1("number", json!({ "value1": 1, "value2": 2 }), json!({})), Ok(true));
+    assert_eq!(if_v1("string", json!({ "value1": "a", "value2": "a" }), json!({})), Ok(true));
+    assert_eq!(if_v1("boolean", json!({ "value1": true }), json!({})), Ok(false), "value2 defaults to false");
+    // dates: epoch milliseconds and strings; an invalid one is n8n's error
+    assert_eq!(if_v1("dateTime", c("before", json!(1_000), json!("1970-01-01T00:00:02Z")), json!({})), Ok(true));
+    assert_eq!(if_v1("dateTime", c("after", json!("soon"), json!(0)), json!({})), Err("The value \"soon\" is not a valid DateTime.".into()));
+    // strict equality: a number is not its text
+    assert_eq!(if_v1("string", c("equal", json!(1), json!("1")), json!({})), Ok(false));
+    assert_eq!(if_v1("number", c("largerEqual", json!(2), json!(2)), json!({})), Ok(true));
+    // (v || '') — 0 is falsy, so it contains nothing
+    assert_eq!(if_v1("string", c("contains", json!(0), json!("0")), json!({})), Ok(false));
+    assert_eq!(if_v1("string", c("contains", json!([1, 2]), json!("1,2")), json!({})), Ok(true));
+    assert_eq!(if_v1("string", c("startsWith", json!("abc"), json!("ab")), json!({})), Ok(true));
+    assert_eq!(if_v1("string", c("endsWith", json!(5), json!("5")), json!({})), Err("value1.endsWith is not a function".into()));
+    assert_eq!(if_v1("string", c("regex", json!("Hello"), json!("/^hello$/i")), json!({})), Ok(true));
+    assert_eq!(if_v1("string", c("notRegex", json!("Hello"), json!("^hello$")), json!({})), Ok(true));
+    assert_eq!(if_v1("number", c("isEmpty", json!(null), json!(0)), json!({})), Ok(true));
+    assert_eq!(if_v1("string", c("isNotEmpty", json!({}), json!("")), json!({})), Ok(false));
+    assert_eq!(if_v1("string", c("isNotEmpty", json!(false), json!("")), json!({})), Ok(true));
+}
+
+#[test]
+fn if_v1_combines_all_or_any_and_filter_v1_and_or() {
+    let conds = json!({ "number": [{ "operation": "larger", "value1": "={{ $json.n }}", "value2": 1 }], "string": [{ "operation": "equal", "value1": "={{ $json.s }}", "value2": "x" }] });
+    let items = json!([{ "n": 2, "s": "x" }, { "n": 2, "s": "y" }, { "n": 0, "s": "y" }]);
+    let ns = |st: &ExecutionState, node: &str, o: usize| out(st, node, o).iter().map(|i| i["s"].as_str().unwrap_or("").to_string() + &i["n"].to_string()).collect::<Vec<_>>();
+    let all = run(&chain(vec![trigger(), data(items.clone()), node("If", "n8n-nodes-base.if", 1.0, json!({ "conditions": conds, "combineOperation": "all" }))]));
+    assert_eq!(ns(&all, "If", 0), vec!["x2"]);
+    assert_eq!(ns(&all, "If", 1), vec!["y2", "y0"]);
+    let any = run(&chain(vec![trigger(), data(items.clone()), node("If", "n8n-nodes-base.if", 1.0, json!({ "conditions": conds, "combineOperation": "any" }))]));
+    assert_eq!(ns(&any, "If", 0), vec!["x2", "y2"]);
+    let or = run(&chain(vec![trigger(), data(items.clone()), node("Filter", "n8n-nodes-base.filter", 1.0, json!({ "conditions": conds, "combineConditions": "OR" }))]));
+    assert_eq!(ns(&or, "Filter", 0), vec!["x2", "y2"]);
+    let and = run(&chain(vec![trigger(), data(items), node("Filter", "n8n-nodes-base.filter", 1.0, json!({ "conditions": conds }))]));
+    assert_eq!(ns(&and, "Filter", 0), vec!["x2"]);
+    assert_eq!(pairs(&and, "Filter"), vec![Some(0)]);
+}
