@@ -1234,3 +1234,53 @@ fn if_v1_combines_all_or_any_and_filter_v1_and_or() {
     assert_eq!(ns(&and, "Filter", 0), vec!["x2"]);
     assert_eq!(pairs(&and, "Filter"), vec![Some(0)]);
 }
+
+// ---------------------------------------------------------------- Switch v1 / v2
+
+fn switch_legacy(version: f64, params: Value) -> ExecutionState {
+    run(&chain(vec![trigger(), data(json!([{ "n": 1 }, { "n": 5 }, { "n": 9 }])), node("Switch", "n8n-nodes-base.switch", version, params)]))
+}
+
+fn ns_of(st: &ExecutionState, o: usize) -> Vec<Value> {
+    out(st, "Switch", o).iter().map(|i| i["n"].clone()).collect()
+}
+
+#[test]
+fn switch_v1_routes_to_each_rules_output_with_a_fallback() {
+    let rules = json!({ "rules": [
+        { "operation": "smaller", "value2": 3, "output": 2 },
+        { "operation": "smaller", "value2": 6, "output": 0 },
+    ] });
+    let st = switch_legacy(1.0, json!({ "dataType": "number", "value1": "={{ $json.n }}", "rules": rules, "fallbackOutput": 3 }));
+    assert_eq!(st.status, ExecutionStatus::Success, "{}", error_message(&st));
+    assert_eq!(st.run_data["Switch"][0].data.as_ref().map(|d| d.main.len()), Some(4), "four fixed outputs");
+    assert_eq!(ns_of(&st, 2), vec![json!(1)], "the first matching rule wins");
+    assert_eq!(ns_of(&st, 0), vec![json!(5)]);
+    assert_eq!(ns_of(&st, 3), vec![json!(9)]);
+    // no fallback: unmatched items are dropped
+    let st = switch_legacy(1.0, json!({ "dataType": "number", "value1": "={{ $json.n }}", "rules": rules }));
+    assert_eq!((0..4).map(|o| ns_of(&st, o).len()).sum::<usize>(), 2);
+    // expression mode and its range error
+    let st = switch_legacy(1.0, json!({ "mode": "expression", "output": "={{ $json.n > 4 ? 1 : 0 }}" }));
+    assert_eq!(ns_of(&st, 1), vec![json!(5), json!(9)]);
+    let st = switch_legacy(1.0, json!({ "mode": "expression", "output": "={{ $json.n }}" }));
+    assert_eq!(error_message(&st), "The ouput 5 is not allowed. It has to be between 0 and 3!");
+}
+
+#[test]
+fn switch_v2_has_one_output_per_rule_and_compares_strings_and_dates() {
+    let st = switch_legacy(2.0, json!({ "dataType": "string", "value1": "={{ 'n' + $json.n }}", "rules": { "rules": [
+        { "operation": "equal", "value2": "n5", "outputKey": "five" },
+        { "operation": "startsWith", "value2": "n", "outputKey": "any" },
+    ] } }));
+    assert_eq!(st.status, ExecutionStatus::Success, "{}", error_message(&st));
+    assert_eq!(ns_of(&st, 0), vec![json!(5)]);
+    assert_eq!(ns_of(&st, 1), vec![json!(1), json!(9)]);
+    let st = switch_legacy(2.0, json!({ "dataType": "dateTime", "value1": "={{ '2024-01-0' + $json.n + 'T00:00:00Z' }}", "rules": { "rules": [
+        { "operation": "before", "value2": "2024-01-04T00:00:00Z" },
+    ] }, "fallbackOutput": 0 }));
+    assert_eq!(ns_of(&st, 0), vec![json!(1), json!(5), json!(9)]);
+    let st = switch_legacy(2.0, json!({ "mode": "expression", "outputsAmount": 2, "output": "={{ $json.n > 4 ? 1 : 0 }}" }));
+    assert_eq!(ns_of(&st, 0), vec![json!(1)]);
+    assert_eq!(ns_of(&st, 1), vec![json!(5), json!(9)]);
+}

@@ -155,7 +155,7 @@ fn strict_eq(a: &Value, b: &Value) -> bool {
 /// n8n's `convertDateTime`: a string through `new Date()` (a wall time
 /// without offset is the process's, UTC here), a number as epoch
 /// milliseconds; anything else is "not a valid DateTime".
-fn v1_datetime(v: &Value) -> Result<Value> {
+pub(crate) fn v1_datetime(v: &Value) -> Result<Value> {
     let ms = match v {
         Value::Number(n) => n.as_f64().filter(|f| !f.is_nan()),
         Value::String(_) => conditions::parse_datetime(v, "UTC").map(|d| d.timestamp_millis() as f64),
@@ -164,7 +164,7 @@ fn v1_datetime(v: &Value) -> Result<Value> {
     ms.map(Value::from).ok_or_else(|| crate::error::EngineError::node(format!("The value \"{}\" is not a valid DateTime.", js_to_string(v))))
 }
 
-fn compare_v1(ty: &str, op: &str, v1: &Value, v2: &Value) -> Result<bool> {
+pub(crate) fn compare_v1(ty: &str, op: &str, v1: &Value, v2: &Value) -> Result<bool> {
     use std::cmp::Ordering::*;
     let (a, b) = if ty == "dateTime" { (v1_datetime(v1)?, v1_datetime(v2)?) } else { (v1.clone(), v2.clone()) };
     let zero = || Value::from(0);
