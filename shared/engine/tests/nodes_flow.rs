@@ -1284,3 +1284,20 @@ fn switch_v2_has_one_output_per_rule_and_compares_strings_and_dates() {
     assert_eq!(ns_of(&st, 0), vec![json!(1)]);
     assert_eq!(ns_of(&st, 1), vec![json!(5), json!(9)]);
 }
+
+#[test]
+fn code_sets_and_reads_execution_custom_data() {
+    let set = code(2.0, "runOnceForAllItems", "$execution.customData.set('user', 'u1');\n$execution.customData.setAll({ plan: 'pro', seats: 3 });\nreturn [{ json: { seen: $execution.customData.get('plan'), all: $execution.customData.getAll() } }];");
+    let mut read = code(2.0, "runOnceForAllItems", "return [{ json: $execution.customData.getAll() }];");
+    read["name"] = json!("Read");
+    read["id"] = json!("Read");
+    let st = run(&chain(vec![trigger(), set, read]));
+    assert_eq!(st.status, ExecutionStatus::Success, "{}", error_message(&st));
+    assert_eq!(out(&st, "Code", 0), vec![json!({ "seen": "pro", "all": { "user": "u1", "plan": "pro", "seats": "3" } })]);
+    // a later node sees what was saved
+    assert_eq!(out(&st, "Read", 0), vec![json!({ "user": "u1", "plan": "pro", "seats": "3" })]);
+    assert_eq!(st.custom_data.0.get("seats").map(String::as_str), Some("3"));
+    let bad = code(2.0, "runOnceForAllItems", "$execution.customData.set('a b', 'x');\nreturn [];");
+    let st = run(&chain(vec![trigger(), bad]));
+    assert_eq!(error_message(&st), "Custom data key can only contain letters, numbers, and underscores (key \"a b\")");
+}
