@@ -137,6 +137,7 @@ fn paired_targets(p: Option<&PairedItem>) -> Vec<(usize, usize, Option<TaskSourc
         None => vec![(0, 0, None)],
         Some(PairedItem::Other(v)) => match &**v {
             Value::Array(a) if !a.is_empty() => a.iter().filter_map(one).collect(),
+            Value::Array(_) => vec![(0, 0, None)],
             other => one(other).into_iter().collect(),
         },
         Some(p) => {

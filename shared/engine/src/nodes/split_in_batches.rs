@@ -59,7 +59,7 @@ pub fn execute(ctx: &mut NodeContext<'_>) -> Result<NodeOutput> {
             it.paired_item = Some(PairedItem::from_value(with_source(it.paired_item.as_ref(), &origin)));
         }
     }
-    // v2.1 (n8n 0.234–0.236) marks `noItemsLeft` only once the done output
+    // v2.1 (n8n registered it beside v2 at commit 18f7da95) marks `noItemsLeft` only once the done output
     // has fired, so a `reset` bound to it restarts the loop on the next batch
     // rather than on the last item coming back
     let v2_1 = (v - 2.1).abs() < 1e-9;
