@@ -1301,3 +1301,15 @@ fn code_sets_and_reads_execution_custom_data() {
     let st = run(&chain(vec![trigger(), bad]));
     assert_eq!(error_message(&st), "Custom data key can only contain letters, numbers, and underscores (key \"a b\")");
 }
+
+#[test]
+fn node_types_describe_the_latest_version_of_versioned_properties() {
+    // If/Filter/Switch also describe their v1 legacy shapes; the types show v2+ / v3+
+    let ts = engine::catalog::typescript("n8n-nodes-base.if").expect("if");
+    assert!(ts.contains("conditions?: FilterValue"), "{ts}");
+    assert!(!ts.contains("combineOperation"), "{ts}");
+    let ts = engine::catalog::typescript("n8n-nodes-base.switch").expect("switch");
+    assert!(!ts.contains("dataType") && !ts.contains("outputsAmount"), "{ts}");
+    let ts = engine::catalog::typescript("n8n-nodes-base.splitInBatches").expect("loop");
+    assert!(ts.contains("batchSize"), "{ts}");
+}
