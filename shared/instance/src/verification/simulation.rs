@@ -290,6 +290,8 @@ mod tests {
             ("n8n-nodes-base.crypto", (Execute, PureLogic)),
             ("n8n-nodes-base.dataTable", (Simulate, WriteOperation)),
             ("n8n-nodes-base.dateTime", (Execute, PureLogic)),
+            ("n8n-nodes-base.debugHelper", (Execute, PureLogic)),
+            ("n8n-nodes-base.executionData", (Execute, PureLogic)),
             ("n8n-nodes-base.errorTrigger", (Simulate, Trigger)),
             ("n8n-nodes-base.executeWorkflow", (Simulate, SubWorkflow)),
             ("n8n-nodes-base.executeWorkflowTrigger", (Simulate, Trigger)),
