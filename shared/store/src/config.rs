@@ -49,6 +49,9 @@ pub const VARIABLES: &[Variable] = &[
     Variable { name: "INSTANCE_AI_APPROVAL_POLICY", purpose: "admin policy per gated agent action, comma-separated `action=mode` (`mode`: `require_approval`, `always_allow` or `blocked`; `*=mode` sets the default; actions are listed in `agent::tools::policy::ACTIONS`, e.g. `workflows.publish=blocked,runWorkflow=always_allow`)", default: Some("*=require_approval") },
     Variable { name: "INSTANCE_AI_LOG_FORMAT", purpose: "`json` (default in Lambda) or `text`", default: Some("json") },
     Variable { name: "RUST_LOG", purpose: "log filter (`info`, `store=debug`, ...)", default: Some("info") },
+    Variable { name: "INSTANCE_AI_PUBLIC_URL", purpose: "the instance's public origin (`https://mcp.example.com`): the OAuth issuer and, with `/mcp`, the resource tokens are bound to; unset: the origin each request was sent to (`Host`, `X-Forwarded-Proto`)", default: None },
+    Variable { name: "INSTANCE_AI_OAUTH_ACCESS_TOKEN_SECS", purpose: "lifetime of an OAuth access token for `/mcp` (short: a client refreshes it)", default: Some("900") },
+    Variable { name: "INSTANCE_AI_OAUTH_REFRESH_TOKEN_SECS", purpose: "how long an OAuth refresh token (rotated at each use) stays valid unused", default: Some("2592000") },
 ];
 
 /// The configuration of one process.
