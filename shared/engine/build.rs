@@ -1,26 +1,36 @@
-//! Collects the node descriptions in `src/catalog/nodes/*.json` (one file per
-//! node type, so nodes are added without touching a shared list).
+//! Collects the node descriptions in `src/catalog/nodes/*.json` and the
+//! credential types in `src/catalog/credentials/*.json` (one file each, so
+//! nodes and credential types are added without touching a shared list).
 
 use std::fmt::Write;
 use std::path::Path;
 
-fn main() {
-    let dir = Path::new("src/catalog/nodes");
+/// `(file name, JSON)` of every `.json` file in `dir`, sorted by file name, as a Rust const.
+fn collect(dir: &str, constant: &str, what: &str, out: &mut String) {
+    let dir = Path::new(dir);
     println!("cargo:rerun-if-changed={}", dir.display());
     let mut files: Vec<String> = std::fs::read_dir(dir)
-        .expect("src/catalog/nodes exists")
+        .unwrap_or_else(|e| panic!("{} exists: {e}", dir.display()))
         .filter_map(|e| e.ok())
         .map(|e| e.file_name().to_string_lossy().into_owned())
         .filter(|n| n.ends_with(".json"))
         .collect();
     files.sort();
-    let mut out = String::from("/// `(file name, JSON)` of every bundled node description, sorted by file name.\npub(crate) const FILES: &[(&str, &str)] = &[\n");
+    writeln!(out, "/// `(file name, JSON)` of every bundled {what}, sorted by file name.\npub(crate) const {constant}: &[(&str, &str)] = &[").expect("write to string");
     for f in &files {
         println!("cargo:rerun-if-changed={}/{f}", dir.display());
-        let path = std::fs::canonicalize(dir.join(f)).expect("node description path");
+        let path = std::fs::canonicalize(dir.join(f)).expect("catalog file path");
         writeln!(out, "    ({f:?}, include_str!({:?})),", path.display().to_string()).expect("write to string");
     }
     out.push_str("];\n");
-    let dest = Path::new(&std::env::var("OUT_DIR").expect("OUT_DIR")).join("catalog_files.rs");
-    std::fs::write(dest, out).expect("write catalog_files.rs");
+}
+
+fn main() {
+    let out_dir = std::env::var("OUT_DIR").expect("OUT_DIR");
+    let mut nodes = String::new();
+    collect("src/catalog/nodes", "FILES", "node description", &mut nodes);
+    std::fs::write(Path::new(&out_dir).join("catalog_files.rs"), nodes).expect("write catalog_files.rs");
+    let mut credentials = String::new();
+    collect("src/catalog/credentials", "CREDENTIAL_FILES", "credential type", &mut credentials);
+    std::fs::write(Path::new(&out_dir).join("credential_files.rs"), credentials).expect("write credential_files.rs");
 }

@@ -21,7 +21,9 @@ pub async fn http(app: &App, function: FunctionId, req: lambda_http::Request) ->
         FunctionId::Threads => boxed(handlers::threads::handle(app, req).await),
         FunctionId::Mcp => boxed(handlers::mcp::handle(app, req).await),
         FunctionId::Events => boxed(handlers::events::handle(app, req).await),
+        FunctionId::Webhook => boxed(handlers::webhook::handle(app, req).await),
         FunctionId::Web => boxed(handlers::web::handle(app, req).await),
+        FunctionId::Credentials => boxed(handlers::credentials::handle(app, req).await),
         FunctionId::OAuth => boxed(handlers::oauth::handle(app, req).await),
         other => {
             tracing::error!(function = ?other, "function has an HTTP route but no HTTP handler");

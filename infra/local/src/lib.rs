@@ -81,6 +81,10 @@ pub async fn start(options: Options) -> Result<Running, LocalError> {
 
     let mut config = options.config.clone();
     config.ws_management_url = Some(format!("http://{addr}"));
+    // Webhook, form and resume URLs are served here.
+    if config.public_url.is_none() {
+        config.public_url = Some(format!("http://{addr}"));
+    }
     let clients = AwsClients::new(&config).await;
     store::provision::provision(&clients, &mut config, &options.prefix).await?;
     let keys = seed_keys(&clients, &config).await?;

@@ -19,7 +19,7 @@ pub fn match_route(method: &str, path: &str) -> RouteMatch {
         if let Some(params) = match_path(route.path, path) {
             // A Function URL has no routes: every method reaches the
             // function (a CORS preflight too), which answers for itself.
-            if route.method.as_str() == method || route.edge == Edge::StreamingUrl {
+            if route.method.matches(method) || route.edge == Edge::StreamingUrl {
                 return RouteMatch::Found { route, params };
             }
             path_matched = true;
@@ -40,7 +40,16 @@ fn match_path(pattern: &str, path: &str) -> Option<HashMap<String, String>> {
         match (pat.next(), actual.next()) {
             (None, None) => return Some(params),
             (Some(p), Some(a)) => {
-                if let Some(name) = p.strip_prefix('{').and_then(|p| p.strip_suffix('}')) {
+                if let Some(name) = p.strip_prefix('{').and_then(|p| p.strip_suffix("+}")) {
+                    // Greedy: the rest of the path (handlers read the raw path).
+                    let rest: Vec<&str> = std::iter::once(a).chain(actual.by_ref()).collect();
+                    let rest = rest.join("/");
+                    if rest.is_empty() {
+                        return None;
+                    }
+                    params.insert(name.to_owned(), rest);
+                    return Some(params);
+                } else if let Some(name) = p.strip_prefix('{').and_then(|p| p.strip_suffix('}')) {
                     if a.is_empty() {
                         return None;
                     }
@@ -92,5 +101,13 @@ mod tests {
         assert!(matches!(match_route("DELETE", "/healthz"), RouteMatch::WrongMethod));
         assert!(matches!(match_route("GET", "/nope"), RouteMatch::NotFound));
         assert!(matches!(match_route("POST", "/instance-ai/chat/"), RouteMatch::NotFound));
+        match match_route("DELETE", "/webhook/a/b%20c/") {
+            RouteMatch::Found { route, params } => {
+                assert_eq!(route.path, "/webhook/{proxy+}");
+                assert_eq!(params["proxy"], "a/b%20c");
+            }
+            _ => panic!("no match"),
+        }
+        assert!(matches!(match_route("GET", "/webhook/"), RouteMatch::NotFound));
     }
 }

@@ -7,8 +7,8 @@
 
 use serde_json::{json, Map, Value};
 use store::deployment::{
-    Access, Edge, FunctionDef, KeyType, QueueId, TableDef, TableId, FUNCTIONS, QUEUES, ROUTES, SCHEDULES, TABLES,
-    WS_FUNCTION, WS_ROUTES,
+    Access, Edge, FunctionDef, KeyType, QueueId, TableDef, TableId, FUNCTIONS, PUBLIC_URL_FUNCTIONS, QUEUES, ROUTES,
+    SCHEDULES, SCHEDULE_MANAGERS, TABLES, WS_FUNCTION, WS_ROUTES,
 };
 
 fn r#ref(logical: &str) -> Value {
@@ -113,6 +113,31 @@ fn function(def: &FunctionDef) -> Value {
             "Action": ["kms:GenerateDataKey", "kms:Decrypt"],
             "Resource": get_att("CredentialsKey", "Arn"),
         }]}));
+    }
+    if SCHEDULE_MANAGERS.contains(&def.id) {
+        let runs = QueueId::Runs.def().logical_id;
+        env.insert("SCHEDULER_GROUP".into(), r#ref("ScheduleGroup"));
+        env.insert("SCHEDULER_ROLE_ARN".into(), get_att("SchedulerRole", "Arn"));
+        env.insert("RUNS_QUEUE_ARN".into(), get_att(runs, "Arn"));
+        policies.push(json!({"Statement": [
+            {
+                "Effect": "Allow",
+                "Action": ["scheduler:CreateSchedule", "scheduler:UpdateSchedule", "scheduler:DeleteSchedule", "scheduler:GetSchedule"],
+                "Resource": sub("arn:${AWS::Partition}:scheduler:${AWS::Region}:${AWS::AccountId}:schedule/${ScheduleGroup}/*"),
+            },
+            {
+                "Effect": "Allow",
+                "Action": ["iam:PassRole"],
+                "Resource": get_att("SchedulerRole", "Arn"),
+                "Condition": {"StringEquals": {"iam:PassedToService": "scheduler.amazonaws.com"}},
+            },
+        ]}));
+    }
+    if PUBLIC_URL_FUNCTIONS.contains(&def.id) {
+        env.insert(
+            "INSTANCE_AI_PUBLIC_URL".into(),
+            json!({"Fn::If": ["HasPublicUrl", r#ref("PublicUrl"), sub("https://${HttpApi}.execute-api.${AWS::Region}.${AWS::URLSuffix}")]}),
+        );
     }
     if def.calls_model {
         env.insert("INSTANCE_AI_MODEL".into(), r#ref("ModelProvider"));
@@ -289,6 +314,33 @@ pub fn render() -> String {
             "SourceArn": sub("arn:${AWS::Partition}:execute-api:${AWS::Region}:${AWS::AccountId}:${WebSocketApi}/*"),
         }}),
     );
+    // Published Schedule Triggers: one schedule per rule in this group,
+    // each sending its tick to the Runs queue through this role.
+    resources.insert(
+        "ScheduleGroup".into(),
+        json!({"Type": "AWS::Scheduler::ScheduleGroup", "Properties": {"Name": sub("${AWS::StackName}-workflows")}}),
+    );
+    let runs = QueueId::Runs.def().logical_id;
+    resources.insert(
+        "SchedulerRole".into(),
+        json!({"Type": "AWS::IAM::Role", "Properties": {
+            "Description": "Assumed by EventBridge Scheduler to send schedule ticks to the Runs queue",
+            "AssumeRolePolicyDocument": {"Version": "2012-10-17", "Statement": [{
+                "Effect": "Allow",
+                "Principal": {"Service": "scheduler.amazonaws.com"},
+                "Action": "sts:AssumeRole",
+                "Condition": {"StringEquals": {"aws:SourceAccount": r#ref("AWS::AccountId")}},
+            }]},
+            "Policies": [{
+                "PolicyName": "SendScheduleTicks",
+                "PolicyDocument": {"Version": "2012-10-17", "Statement": [{
+                    "Effect": "Allow",
+                    "Action": "sqs:SendMessage",
+                    "Resource": get_att(runs, "Arn"),
+                }]},
+            }],
+        }}),
+    );
     for f in FUNCTIONS {
         resources.insert(f.logical_id.into(), function(f));
     }
@@ -302,8 +354,10 @@ pub fn render() -> String {
             "ModelProvider": {"Type": "String", "Default": "", "Description": "INSTANCE_AI_MODEL, e.g. bedrock:anthropic.claude-sonnet-4 or anthropic:claude-sonnet-4-5"},
             "MaxStepsPerRun": {"Type": "Number", "Default": 50, "MinValue": 1, "Description": "INSTANCE_AI_MAX_STEPS"},
             "LogLevel": {"Type": "String", "Default": "info", "Description": "RUST_LOG filter"},
+            "PublicUrl": {"Type": "String", "Default": "", "Description": "INSTANCE_AI_PUBLIC_URL: base URL of webhooks, forms and resume URLs (a custom domain); empty: the HTTP API's URL"},
             "WebOrigin": {"Type": "String", "Default": "*", "Description": "INSTANCE_AI_WEB_ORIGIN: the web page's origin allowed to read the SSE Function URL (the WebUrl output without its path, or your domain); * allows any (keys travel in a header, never in cookies)"},
         },
+        "Conditions": {"HasPublicUrl": {"Fn::Not": [{"Fn::Equals": [r#ref("PublicUrl"), ""]}]}},
         "Globals": {"Function": {
             "Runtime": "provided.al2023",
             "Architectures": ["arm64"],
@@ -312,7 +366,7 @@ pub fn render() -> String {
         }},
         "Resources": resources,
         "Outputs": {
-            "HttpApiUrl": {"Description": "HTTP API (chat, confirm, cancel, threads, mcp, healthz)", "Value": sub("https://${HttpApi}.execute-api.${AWS::Region}.${AWS::URLSuffix}/")},
+            "HttpApiUrl": {"Description": "HTTP API (chat, confirm, cancel, threads, mcp, healthz; webhook/, webhook-test/, webhook-waiting/, form/, form-test/, form-waiting/)", "Value": sub("https://${HttpApi}.execute-api.${AWS::Region}.${AWS::URLSuffix}/")},
             "WebUrl": {"Description": "The web page (sign in with an API key)", "Value": sub("https://${HttpApi}.execute-api.${AWS::Region}.${AWS::URLSuffix}/")},
             "EventsUrl": {"Description": "SSE stream: GET <url>instance-ai/events/{threadId}", "Value": get_att("EventsFunctionUrl", "FunctionUrl")},
             "WebSocketUrl": {"Description": "WebSocket API (connect with ?token=<api key>)", "Value": sub("wss://${WebSocketApi}.execute-api.${AWS::Region}.${AWS::URLSuffix}/${Stage}")},

@@ -7,7 +7,7 @@
 use crate::dispatch::SqsHandler;
 use api::App;
 use aws_lambda_events::sqs::{SqsEvent, SqsMessage};
-use aws_sdk_sqs::types::{DeleteMessageBatchRequestEntry, MessageSystemAttributeName, QueueAttributeName};
+use aws_sdk_sqs::types::{DeleteMessageBatchRequestEntry, MessageSystemAttributeName};
 use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 use store::deployment::QueueDef;
@@ -30,16 +30,7 @@ impl EventSource {
     }
 
     pub async fn new(sqs: &aws_sdk_sqs::Client, queue_url: String, batch_size: i32, region: &str) -> Result<EventSource, StoreError> {
-        let arn = sqs
-            .get_queue_attributes()
-            .queue_url(&queue_url)
-            .attribute_names(QueueAttributeName::QueueArn)
-            .send()
-            .await
-            .map_err(StoreError::sqs)?
-            .attributes
-            .and_then(|a| a.get(&QueueAttributeName::QueueArn).cloned())
-            .unwrap_or_default();
+        let arn = store::provision::queue_arn(sqs, &queue_url).await?;
         Ok(EventSource { queue_url, queue_arn: arn, batch_size: batch_size.clamp(1, 10), region: region.to_owned() })
     }
 }

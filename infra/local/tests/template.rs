@@ -150,3 +150,34 @@ fn every_function_crate_is_deployed_and_every_deployed_function_has_a_crate() {
     let defined: BTreeSet<String> = FUNCTIONS.iter().map(|f| f.package.to_owned()).collect();
     assert_eq!(crates, defined);
 }
+
+#[test]
+fn only_schedule_managers_manage_schedules_and_the_scheduler_may_only_send_ticks() {
+    use store::deployment::{FunctionId, SCHEDULE_MANAGERS};
+    let t = template();
+    let res = resources(&t);
+    assert_eq!(res["ScheduleGroup"]["Type"], "AWS::Scheduler::ScheduleGroup");
+    let role = &res["SchedulerRole"];
+    assert_eq!(role["Properties"]["AssumeRolePolicyDocument"]["Statement"][0]["Principal"]["Service"], "scheduler.amazonaws.com");
+    let stmt = &role["Properties"]["Policies"][0]["PolicyDocument"]["Statement"][0];
+    assert_eq!((stmt["Action"].as_str(), stmt["Resource"]["Fn::GetAtt"][0].as_str()), (Some("sqs:SendMessage"), Some("RunsQueue")));
+    for f in FUNCTIONS {
+        let props = &res[f.logical_id]["Properties"];
+        let statements: Vec<&Value> =
+            props["Policies"].as_sequence().unwrap().iter().filter_map(|p| p["Statement"].as_sequence()).flatten().collect();
+        let creates = statements.iter().any(|s| s["Action"].as_sequence().is_some_and(|a| a.iter().any(|x| x == "scheduler:CreateSchedule")));
+        let passes = statements.iter().any(|s| s["Action"][0] == "iam:PassRole" && s["Resource"]["Fn::GetAtt"][0] == "SchedulerRole");
+        let manager = SCHEDULE_MANAGERS.contains(&f.id);
+        assert_eq!((creates, passes), (manager, manager), "{} scheduler grants", f.logical_id);
+        let vars = &props["Environment"]["Variables"];
+        assert_eq!(vars.get("SCHEDULER_GROUP").is_some(), manager, "{} SCHEDULER_GROUP", f.logical_id);
+        assert_eq!(vars.get("INSTANCE_AI_PUBLIC_URL").is_some(), f.id == FunctionId::Executor, "{} public URL", f.logical_id);
+    }
+    // Webhook routes take every method and the rest of the path.
+    let hooks = &res["WebhookFunction"]["Properties"]["Events"];
+    let paths: BTreeSet<&str> = hooks.as_mapping().unwrap().values().filter_map(|e| e["Properties"]["Path"].as_str()).collect();
+    for p in ["/webhook/{proxy+}", "/webhook-test/{proxy+}", "/webhook-waiting/{proxy+}", "/form/{proxy+}", "/form-test/{proxy+}", "/form-waiting/{proxy+}"] {
+        assert!(paths.contains(p), "{p}");
+    }
+    assert!(hooks.as_mapping().unwrap().values().all(|e| e["Properties"]["Method"] == "ANY"));
+}

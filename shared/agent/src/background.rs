@@ -219,7 +219,7 @@ async fn spawn(
         target_resource: None,
     };
     writer.lock().await.emit(event(run, &agent, EventPayload::AgentSpawned(spawned))).await?;
-    rt.enqueue(&StepMessage { run_id: run.0.clone(), agent_id: agent.0.clone(), step: 1, request_id: None }).await?;
+    rt.enqueue(&StepMessage { run_id: run.0.clone(), agent_id: agent.0.clone(), step: 1, request_id: None, wait_id: None }).await?;
     Ok(true)
 }
 

@@ -5,14 +5,18 @@
 pub mod model;
 
 pub mod background;
+mod bundled;
 pub mod checkpoint;
 pub mod error;
 pub mod finish;
+pub mod knowledge_base;
 pub mod run;
 pub mod runtime;
+pub mod skills;
 pub mod step;
 pub mod sweep;
 pub mod tools;
+pub mod workspace;
 
 pub use error::AgentError;
 pub use runtime::{Runtime, StepMessage};

@@ -38,6 +38,17 @@ pub struct ConfirmRequest {
     pub answers: Option<Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scope: Option<Scope>,
+    /// A setup card's choices (credential ids, parameter values, skipped nodes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub credentials: Option<std::collections::BTreeMap<String, String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_credentials: Option<std::collections::BTreeMap<String, std::collections::BTreeMap<String, String>>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_parameters: Option<std::collections::BTreeMap<String, serde_json::Map<String, Value>>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skipped_nodes: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auto_setup: Option<crate::tools::AutoSetup>,
 }
 
 /// What the model reads as the user's message: the text, plus any attachments.
@@ -88,7 +99,7 @@ pub async fn start(rt: &Runtime, thread: &ThreadId, user: &UserId, req: &ChatReq
         message: Some(req.message.clone()),
     };
     writer.lock().await.emit(event(&run, &agent, EventPayload::RunStart(start))).await?;
-    let queued = rt.enqueue(&StepMessage { run_id: run.0.clone(), agent_id: agent.0.clone(), step: 1, request_id: None }).await;
+    let queued = rt.enqueue(&StepMessage { run_id: run.0.clone(), agent_id: agent.0.clone(), step: 1, request_id: None, wait_id: None }).await;
     if let Err(e) = queued {
         // Nobody will ever run it: end it now rather than at the lease.
         tracing::error!(runId = %run, error = %e, "cannot queue step 1");
@@ -114,6 +125,13 @@ pub async fn confirm(rt: &Runtime, request_id: &str, user: &UserId, req: &Confir
         answers: req.answers.clone(),
         scope: req.scope,
         expired: false,
+        setup: crate::tools::SetupAnswer {
+            credentials: req.credentials.clone(),
+            node_credentials: req.node_credentials.clone(),
+            node_parameters: req.node_parameters.clone(),
+            skipped_nodes: req.skipped_nodes.clone(),
+            auto_setup: req.auto_setup.clone(),
+        },
     };
     let allow_key = match (req.approved, req.scope) {
         (true, Some(Scope::Session)) => rt.tools.get(&sus.tool_name).and_then(|t| t.allow_key(&Value::Object(sus.args.clone()))),
@@ -142,6 +160,7 @@ pub async fn confirm(rt: &Runtime, request_id: &str, user: &UserId, req: &Confir
         agent_id: sus.agent_id.0.clone(),
         step: sus.step + 1,
         request_id: Some(request_id.to_owned()),
+        wait_id: None,
     })
     .await?;
     tracing::info!(runId = %sus.run_id, request_id, state, "decision recorded; resume queued");
@@ -192,7 +211,8 @@ async fn owned_slot(rt: &Runtime, thread: &ThreadId, user: &UserId) -> Result<()
 }
 
 /// Stops one chain: a suspended one is finished at once (its pending
-/// request cancelled); a queued or running one gets the flag its step polls
+/// request cancelled), as is one parked on an execution (the execution is
+/// stopped too); a queued or running one gets the flag its step polls
 /// between model chunks and tool calls; a finished one is left alone.
 /// `true` when it acted.
 async fn cancel_chain(rt: &Runtime, writer: &Mutex<store::EventWriter>, chain: &store::runs::Chain) -> Result<bool, AgentError> {
@@ -211,6 +231,24 @@ async fn cancel_chain(rt: &Runtime, writer: &Mutex<store::EventWriter>, chain: &
                 Ok(true)
             } else {
                 // A decision won the race and re-queued it: flag it instead.
+                Ok(rt.runs.request_cancel(&chain.run_id, &chain.agent_id).await?)
+            }
+        }
+        ChainState::Waiting => {
+            // Parked on an execution: end the chain here and stop the execution.
+            let ckpt = Checkpoint::decode(chain.checkpoint.as_deref())?;
+            let open: Vec<String> = chain.open_tools.keys().cloned().collect();
+            let ending = Ending { status: RunStatus::Cancelled, reason: Some("user_cancelled".into()), result: None };
+            let done =
+                finish_chain(rt, writer, chain, ChainState::Waiting, Some(chain.step), ckpt, open, Settle::Cancelled, ending).await?;
+            if done {
+                if let Some(id) = &chain.suspended_request {
+                    stop_waited(rt, id).await?;
+                }
+                Ok(true)
+            } else {
+                // The execution settled and its resume won the race: flag the
+                // resumed step (it stops the execution if still going).
                 Ok(rt.runs.request_cancel(&chain.run_id, &chain.agent_id).await?)
             }
         }
@@ -273,4 +311,20 @@ pub async fn cancel_task(rt: &Runtime, thread: &ThreadId, user: &UserId, task_id
         TaskCancel::Cancelled => true,
     };
     Ok(TaskCancelOutcome { task_id: task_id.to_owned(), cancelled })
+}
+
+/// Stops the execution a cancelled chain was parked on and closes its wait record.
+async fn stop_waited(rt: &Runtime, wait_id: &str) -> Result<(), AgentError> {
+    let Some(record) = rt.suspensions.get(wait_id).await? else { return Ok(()) };
+    if let Some(wait) = &record.wait {
+        match &rt.executions {
+            Some(x) => match x.stop(&wait.execution_id).await {
+                Ok(_) => tracing::info!(executionId = %wait.execution_id, "stopped the execution the cancelled run waited on"),
+                Err(e) => tracing::error!(executionId = %wait.execution_id, error = %e, "could not stop the execution the cancelled run waited on"),
+            },
+            None => tracing::error!(executionId = %wait.execution_id, "this function cannot stop executions (no Executions table)"),
+        }
+    }
+    rt.suspensions.cancel(wait_id).await?;
+    Ok(())
 }

@@ -13,7 +13,7 @@ use crate::finish::{finish_chain, Ending, Settle};
 use crate::model::{Message, ModelChunk, ModelError, ModelProvider, ModelRequest, TurnBuilder};
 use crate::runtime::{event, Runtime, StepMessage};
 use crate::tools::policy::Mode;
-use crate::tools::{self, schema, CancellationToken, Decision, ToolContext, ToolOutcome};
+use crate::tools::{self, schema, CancellationToken, Decision, ExecutionWait, ToolContext, ToolOutcome};
 use futures::StreamExt;
 use protocol::events::{
     ConfirmationRequest, ErrorPayload, EventPayload, RunStatus, TextDelta, ToolCall, ToolError, ToolInputStart,
@@ -80,7 +80,11 @@ fn start_poller(rt: &Arc<Runtime>, run: &RunId, agent: &AgentId, abort: Cancella
 pub async fn run_step(rt: &Arc<Runtime>, msg: StepMessage) -> Result<(), AgentError> {
     let run = RunId(msg.run_id.clone());
     let agent = AgentId(msg.agent_id.clone());
-    let Some(chain) = rt.runs.claim(&run, &agent, msg.step, rt.lease_from_now()).await? else {
+    let claimed = match &msg.wait_id {
+        Some(wait) => rt.runs.claim_wait(&run, &agent, msg.step, wait, rt.lease_from_now()).await?,
+        None => rt.runs.claim(&run, &agent, msg.step, rt.lease_from_now()).await?,
+    };
+    let Some(chain) = claimed else {
         tracing::info!(runId = %run, agentId = %agent, step = msg.step, "duplicate or late step delivery; acknowledged without effect");
         return Ok(());
     };
@@ -109,7 +113,7 @@ pub async fn run_step(rt: &Arc<Runtime>, msg: StepMessage) -> Result<(), AgentEr
             abort,
             deadline: Instant::now() + rt.settings.step_budget,
         };
-        let end = match step.body(msg.request_id.as_deref()).await {
+        let end = match step.body(msg.request_id.as_deref(), msg.wait_id.as_deref()).await {
             Ok(end) => end,
             Err(e) if e.is_lost_ownership() => {
                 tracing::warn!(error = %e, "the chain moved on (cancelled or swept); this step stops");
@@ -166,7 +170,11 @@ impl Step<'_> {
         Ok(())
     }
 
-    async fn body(&mut self, request_id: Option<&str>) -> Result<StepEnd, AgentError> {
+    async fn body(&mut self, request_id: Option<&str>, wait_id: Option<&str>) -> Result<StepEnd, AgentError> {
+        if let Some(wait_id) = wait_id {
+            // Even when cancelled: the tool stops an execution still going.
+            self.resume_wait(wait_id).await?;
+        }
         if self.abort.is_cancelled() {
             return Ok(cancelled());
         }
@@ -186,6 +194,7 @@ impl Step<'_> {
                 return Ok(end);
             }
         }
+
         if let Some(end) = self.run_pending().await? {
             return Ok(end);
         }
@@ -401,26 +410,140 @@ impl Step<'_> {
                 }
             }
         }
-        let ctx = self.tool_context(call);
-        let fut = match decision {
-            None => tool.run(&ctx, call.args.clone()),
-            Some(d) => tool.resume(&ctx, call.args.clone(), d),
+        let outcome = {
+            let ctx = self.tool_context(call);
+            let fut = match decision {
+                None => tool.run(&ctx, call.args.clone()),
+                Some(d) => tool.resume(&ctx, call.args.clone(), d),
+            };
+            self.race_abort(tool.handles_abort(), fut).await
         };
-        // Handlers race the abort signal, so Stop never waits on a tool.
-        let outcome = tokio::select! {
+        match outcome {
+            Some(ToolOutcome::Wait(wait)) => {
+                if self.park(call, &wait).await? {
+                    return Ok(Exec::Suspended);
+                }
+                // Settled meanwhile (or a cancel came in): finish the call now.
+                let cancelled = self.rt.runs.cancel_requested(self.run_id(), self.agent_id()).await?;
+                if cancelled {
+                    // The tool stops the execution and reports the cancel.
+                    self.abort.cancel();
+                }
+                let outcome = {
+                    let ctx = self.tool_context(call);
+                    tool.resume_wait(&ctx, call.args.clone(), wait, cancelled).await
+                };
+                self.settle_outcome(call, Some(outcome)).await?
+            }
+            other => self.settle_outcome(call, other).await?,
+        }
+        Ok(Exec::Settled)
+    }
+
+    /// Runs a handler against the abort signal, so Stop never waits on a
+    /// tool; one that answers the signal itself is awaited instead.
+    async fn race_abort(&self, handles_abort: bool, fut: futures::future::BoxFuture<'_, ToolOutcome>) -> Option<ToolOutcome> {
+        if handles_abort {
+            return Some(fut.await);
+        }
+        tokio::select! {
             biased;
             _ = self.abort.cancelled() => None,
             out = fut => Some(out),
-        };
+        }
+    }
+
+    /// Settles a call from its handler's outcome (`None`: aborted).
+    async fn settle_outcome(&mut self, call: &PendingCall, outcome: Option<ToolOutcome>) -> Result<(), AgentError> {
         match outcome {
-            Some(ToolOutcome::Done(v)) => self.settle(call, Ok(v)).await?,
-            Some(ToolOutcome::Failed(e)) => self.settle(call, Err(e)).await?,
+            Some(ToolOutcome::Done(v)) => self.settle(call, Ok(v)).await,
+            Some(ToolOutcome::Failed(e)) => self.settle(call, Err(e)).await,
+            Some(ToolOutcome::Wait(_)) => self.settle(call, Err("the tool could not finish waiting on its execution".into())).await,
             None => {
                 let v = serde_json::json!({"cancelled": true, "message": "Cancelled by the user before the tool finished."});
-                self.settle(call, Ok(v)).await?
+                self.settle(call, Ok(v)).await
             }
         }
-        Ok(Exec::Settled)
+    }
+
+    /// Parks the chain on the execution `wait` names: the wait record, the
+    /// resume checkpoint (the call still pending) and the execution's
+    /// waiter (the resume step message) in one transaction. `false`: not
+    /// parked — the execution settled first or a cancel was requested (the
+    /// caller finishes the call at once).
+    async fn park(&mut self, call: &PendingCall, wait: &ExecutionWait) -> Result<bool, AgentError> {
+        let instance = self.rt.instance.as_ref().ok_or_else(|| AgentError::Invalid("this function cannot wait on executions".into()))?;
+        let wait_id = format!("ew_{}", uuid::Uuid::new_v4().simple());
+        let args = match &call.args {
+            Value::Object(m) => m.clone(),
+            _ => Map::new(),
+        };
+        let record = Suspension {
+            request_id: wait_id.clone(),
+            thread_id: self.chain.thread_id.clone(),
+            run_id: self.chain.run_id.clone(),
+            agent_id: self.chain.agent_id.clone(),
+            user_id: self.chain.user_id.clone(),
+            tool_call_id: call.id.clone(),
+            tool_name: call.name.clone(),
+            args,
+            step: self.step,
+            state: "waiting".into(),
+            decision: None,
+            created_at: now_ms(),
+            wait: Some(wait.clone()),
+        };
+        let resume = StepMessage {
+            run_id: self.run_id().0.clone(),
+            agent_id: self.agent_id().0.clone(),
+            step: self.step + 1,
+            request_id: None,
+            wait_id: Some(wait_id.clone()),
+        };
+        let body = serde_json::to_string(&resume).map_err(|e| AgentError::Invalid(e.to_string()))?;
+        let watch = instance.data.executions.watch(&wait.execution_id, &body)?;
+        self.writer.lock().await.flush().await?;
+        let parked = self
+            .rt
+            .runs
+            .park(self.run_id(), self.agent_id(), self.step, &self.ckpt.encode()?, record.to_item(), &wait_id, wait.deadline_ms, watch)
+            .await?;
+        if parked {
+            tracing::info!(wait_id = %wait_id, executionId = %wait.execution_id, tool = %call.name, "parked on the execution");
+            return Ok(true);
+        }
+        // Not parked: make sure this step still owns the chain.
+        match self.rt.runs.chain(self.run_id(), self.agent_id()).await? {
+            Some(c) if c.state == ChainState::Running && c.step == self.step => Ok(false),
+            _ => Err(AgentError::Store(store::StoreError::Conflict(format!("step {} no longer owns the chain", self.step)))),
+        }
+    }
+
+    /// Settles the call a wait record parked (the execution settled, or the
+    /// sweep resumed it at its deadline).
+    async fn resume_wait(&mut self, wait_id: &str) -> Result<(), AgentError> {
+        let record = self
+            .rt
+            .suspensions
+            .get(wait_id)
+            .await?
+            .ok_or_else(|| AgentError::NotFound(format!("wait record {wait_id} not found")))?;
+        let wait = record.wait.clone().ok_or_else(|| AgentError::Checkpoint(format!("{wait_id} is not a wait record")))?;
+        let Some(call) = self.ckpt.pending.first().cloned().filter(|c| c.id == record.tool_call_id) else {
+            return Err(AgentError::Checkpoint(format!("wait record {wait_id} does not match the pending call")));
+        };
+        let Some(tool) = self.rt.tools.get(&call.name).cloned() else {
+            return Err(AgentError::Checkpoint(format!("the tool {:?} of wait record {wait_id} is gone", call.name)));
+        };
+        let deadline_passed = now_ms() >= wait.deadline_ms || self.abort.is_cancelled();
+        let outcome = {
+            let ctx = self.tool_context(&call);
+            let fut = tool.resume_wait(&ctx, call.args.clone(), wait, deadline_passed);
+            self.race_abort(tool.handles_abort(), fut).await
+        };
+        self.settle_outcome(&call, outcome).await?;
+        self.ckpt.pending.remove(0);
+        Ok(())
     }
 
     fn tool_context<'c>(&'c self, call: &'c PendingCall) -> ToolContext<'c> {
@@ -480,6 +603,7 @@ impl Step<'_> {
             state: "pending".into(),
             decision: None,
             created_at: now_ms(),
+            wait: None,
         };
         let deadline = self.rt.settings.confirmation_timeout.map(|t| now_ms() + t.as_millis() as u64);
         // Deltas streamed so far become blocks before the request.
@@ -511,6 +635,7 @@ impl Step<'_> {
                         agent_id: self.agent_id().0.clone(),
                         step: next,
                         request_id: None,
+                        wait_id: None,
                     })
                     .await?;
                 tracing::info!(next, "next step queued");

@@ -1,7 +1,8 @@
 //! The sweep (scheduled): finds chains whose lease expired — a step that
 //! died, a message that never came, a finish whose event was never written,
-//! a confirmation past its deadline — and ends or resumes them, so every
-//! run ends with exactly one `run-finish`.
+//! a confirmation past its deadline, a call parked on an execution past its
+//! deadline — and ends or resumes them, so every run ends with exactly one
+//! `run-finish`.
 
 use crate::checkpoint::Checkpoint;
 use crate::error::AgentError;
@@ -17,6 +18,8 @@ pub struct SweepReport {
     pub interrupted: usize,
     pub finished_late: usize,
     pub expired_confirmations: usize,
+    /// Calls parked on an execution resumed at their deadline.
+    pub resumed_waits: usize,
 }
 
 pub async fn sweep(rt: &Runtime) -> Result<SweepReport, AgentError> {
@@ -63,10 +66,27 @@ pub async fn sweep(rt: &Runtime) -> Result<SweepReport, AgentError> {
                         agent_id: chain.agent_id.0.clone(),
                         step: chain.step + 1,
                         request_id: Some(request_id),
+                        wait_id: None,
                     })
                     .await?;
                     report.expired_confirmations += 1;
                 }
+            }
+            ChainState::Waiting => {
+                // The wait's deadline passed with no completion (a lost
+                // message, a dead executor): resume the call; the tool reports
+                // how the execution stands and stops it if it is still going.
+                let Some(wait_id) = chain.suspended_request.clone() else { continue };
+                tracing::warn!(wait_id = %wait_id, "execution wait past its deadline; resuming the call");
+                rt.enqueue(&StepMessage {
+                    run_id: chain.run_id.0.clone(),
+                    agent_id: chain.agent_id.0.clone(),
+                    step: chain.step + 1,
+                    request_id: None,
+                    wait_id: Some(wait_id),
+                })
+                .await?;
+                report.resumed_waits += 1;
             }
             ChainState::Finished => {}
         }

@@ -19,6 +19,8 @@ pub struct App {
     /// The agent runtime, built on first use and then shared (tests may set
     /// it first, e.g. with extra tools).
     pub agent: Arc<OnceCell<Arc<agent::Runtime>>>,
+    /// The domain layer, built on first use and then shared.
+    pub instance: Arc<OnceCell<Arc<instance::Instance>>>,
 }
 
 impl App {
@@ -40,7 +42,7 @@ impl App {
     pub fn new(config: Config, clients: AwsClients) -> App {
         let api_keys = config.table(TableId::ApiKeys).ok().map(|t| ApiKeys::new(clients.dynamo.clone(), t));
         let oauth = config.table(TableId::OAuth).ok().map(|t| OAuthStore::new(clients.dynamo.clone(), t));
-        App { config, clients, api_keys, oauth, agent: Arc::new(OnceCell::new()) }
+        App { config, clients, api_keys, oauth, agent: Arc::new(OnceCell::new()), instance: Arc::new(OnceCell::new()) }
     }
 
     /// The agent runtime of this process.
@@ -52,5 +54,19 @@ impl App {
             })
             .await?;
         Ok(rt.clone())
+    }
+
+    /// The domain layer of this process (the agent runtime's, when it has one).
+    pub async fn instance(&self) -> Result<Arc<instance::Instance>, crate::ApiError> {
+        let inst = self
+            .instance
+            .get_or_try_init(|| async {
+                match self.agent.get().and_then(|rt| rt.instance.clone()) {
+                    Some(i) => Ok(i),
+                    None => instance::Instance::new(&self.clients, &self.config).await.map(Arc::new),
+                }
+            })
+            .await?;
+        Ok(inst.clone())
     }
 }

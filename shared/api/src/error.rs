@@ -87,6 +87,56 @@ impl From<agent::AgentError> for ApiError {
     }
 }
 
+impl From<instance::InstanceError> for ApiError {
+    fn from(e: instance::InstanceError) -> Self {
+        use instance::InstanceError as I;
+        match e {
+            I::Invalid(m) | I::Code(m) => ApiError::BadRequest(m),
+            I::NotFound(m) => ApiError::NotFound(format!("not found: {m}")),
+            I::Forbidden(m) => ApiError::Forbidden(m),
+            I::Conflict(m) => ApiError::Conflict(m),
+            I::Engine(m) => ApiError::BadRequest(format!("execution failed: {m}")),
+            I::Internal(m) => ApiError::Internal(m),
+        }
+    }
+}
+
+impl From<executions::ExecutionError> for ApiError {
+    fn from(e: executions::ExecutionError) -> Self {
+        use executions::ExecutionError as E;
+        match e {
+            E::Store(s) => s.into(),
+            E::NotFound(m) => ApiError::NotFound(m),
+            E::Invalid(m) => ApiError::BadRequest(m),
+            other => ApiError::Internal(other.to_string()),
+        }
+    }
+}
+
+impl From<triggers::TriggerError> for ApiError {
+    fn from(e: triggers::TriggerError) -> Self {
+        use triggers::TriggerError as T;
+        match e {
+            T::NotFound(m) => ApiError::NotFound(m),
+            T::BadRequest(m) | T::Invalid(m) => ApiError::BadRequest(m),
+            T::PayloadTooLarge(m) => ApiError::PayloadTooLarge(m),
+            T::MethodNotAllowed(m) => ApiError::MethodNotAllowed(m),
+            T::Conflict(m) => ApiError::Conflict(m),
+            T::Refused(r) => match r.status {
+                401 => ApiError::Unauthorized(r.message),
+                403 => ApiError::Forbidden(r.message),
+                _ => ApiError::Internal(r.message),
+            },
+            // The workflow, not the caller, is at fault: say what to fix.
+            T::Misconfigured(m) => ApiError::Unavailable(m),
+            T::NotSupported(m) => ApiError::NotSupported(m),
+            T::Store(s) => s.into(),
+            T::Execution(x) => x.into(),
+            T::Scheduler(m) => ApiError::Internal(m),
+        }
+    }
+}
+
 /// A function failed to start.
 #[derive(Debug, thiserror::Error)]
 pub enum InitError {

@@ -50,11 +50,22 @@ async fn http_samples_authenticate_and_reach_their_handlers() {
         ("cancel", api::handlers::cancel::handle(&app, http_request("cancel")).await),
         ("threads", api::handlers::threads::handle(&app, http_request("threads")).await),
         ("mcp", api::handlers::mcp::handle(&app, http_request("mcp")).await),
+        ("credentials", api::handlers::credentials::handle(&app, http_request("credentials")).await),
     ];
     for (name, resp) in cases {
         let status = resp.status().as_u16();
         assert!(status != 401 && status != 500, "{name}: {status} {:?}", resp.body());
     }
+}
+
+#[tokio::test]
+async fn the_webhook_sample_reaches_the_webhook_handler_without_an_api_key() {
+    let app = app().await;
+    let resp = api::handlers::webhook::handle(&app, http_request("webhook")).await;
+    // No workflow listens to POST orders/42 in a fresh environment.
+    assert_eq!(resp.status(), 404, "{:?}", resp.body());
+    let body = std::str::from_utf8(resp.body().as_ref()).unwrap().to_owned();
+    assert!(body.contains("POST orders/42") && body.contains("not registered"), "{body}");
 }
 
 #[tokio::test]

@@ -1,8 +1,9 @@
-// Secret entry for credential and setup cards. The secret goes straight to
-// the credentials REST API (`POST /instance-ai/credentials`) and never into
-// the chat or the model's context; the card only tells the agent which
-// credential to use. Until that API exists on the server (it answers 404),
-// the card says so instead of failing silently.
+// Secret entry for credential and setup cards. The form is the credential
+// type's own (its fields from `GET /instance-ai/credential-types`); the
+// secret goes straight to the credentials REST API (`POST
+// /instance-ai/credentials`) and never into the chat or the model's context:
+// the card only tells the agent which credential to use. A server without
+// that API (it answers 404) gets a plain key field and a clear message.
 
 import { ApiError } from './api.js';
 import { h } from './dom.js';
@@ -19,7 +20,43 @@ export async function saveCredential(api, { type, name, data }) {
   }
 }
 
+const types = new Map();
+
+/** The type's form: its description, `null` when the server has no such type, `undefined` without the API. */
+export function credentialType(api, type) {
+  if (!types.has(type)) {
+    types.set(type, api.request('GET', `/instance-ai/credential-types?query=${encodeURIComponent(type)}`)
+      .then((r) => ((r && r.types) || []).find((t) => t.type === type) || null)
+      .catch((e) => {
+        types.delete(type);
+        if (e.status === 404 || e.status === 405) return undefined;
+        throw e;
+      }));
+  }
+  return types.get(type);
+}
+
+const FALLBACK = [{ name: 'apiKey', displayName: 'API key or token', type: 'string', password: true, required: true }];
+
 let seq = 0;
+
+/** One input per field: secrets as password inputs, choices as a select. */
+function fieldInput(id, f) {
+  const attrs = { autocomplete: 'off', spellcheck: 'false', 'data-field': f.name };
+  if (f.type === 'options' && Array.isArray(f.options)) {
+    return h('select', { id, class: 'input', attrs },
+      f.options.map((o) => h('option', { value: String(o.value), text: o.name || String(o.value), selected: o.value === f.default })));
+  }
+  if (f.type === 'boolean') return h('input', { id, type: 'checkbox', checked: f.default === true, attrs });
+  if (f.type === 'json' && !f.password) return h('textarea', { id, class: 'input', attrs });
+  return h('input', { id, class: 'input', type: f.password ? 'password' : 'text', attrs });
+}
+
+function fieldValue(el, f) {
+  if (f.type === 'boolean') return el.checked;
+  if (f.type === 'number') return el.value === '' ? '' : Number(el.value);
+  return el.value;
+}
 
 /**
  * One credential request: pick an existing credential of the type or enter
@@ -31,28 +68,48 @@ export function credentialPicker(api, request, onChosen) {
   const id = `cred-${++seq}`;
   const message = h('p', { class: 'card-error', attrs: { role: 'alert' } });
   message.hidden = true;
-  const fields = (request.requiredFields && request.requiredFields.length ? request.requiredFields : [{ name: 'apiKey', displayName: 'API key or token' }])
-    .map((f) => (typeof f === 'string' ? { name: f, displayName: f } : f));
   const nameInput = h('input', { id: `${id}-name`, class: 'input', value: request.suggestedName || `My ${type}`, attrs: { autocomplete: 'off' } });
-  const secretInputs = fields.map((f, k) => h('input', {
-    id: `${id}-f${k}`, class: 'input', type: 'password', attrs: { autocomplete: 'off', spellcheck: 'false', 'data-field': f.name },
-  }));
   const save = h('button', { class: 'btn', type: 'button', text: 'Save credential' });
+  const fieldsBox = h('div', { class: 'cred-fields' }, h('p', { class: 'hint', text: 'Loading the form…' }));
+  let inputs = [];
+  function render(fields) {
+    inputs = fields.map((f, k) => ({ f, el: fieldInput(`${id}-f${k}`, f) }));
+    fieldsBox.replaceChildren(...inputs.flatMap(({ f, el }, k) => [
+      h('label', { class: 'label', attrs: { for: `${id}-f${k}` }, text: f.displayName || f.name }), el,
+      f.description ? h('p', { class: 'hint', text: f.description }) : null,
+    ].filter(Boolean)));
+  }
+  credentialType(api, type).then((t) => {
+    if (t === undefined) render(request.requiredFields && request.requiredFields.length
+      ? request.requiredFields.map((f) => (typeof f === 'string' ? { name: f, displayName: f, password: true, required: true } : { password: true, ...f }))
+      : FALLBACK);
+    else if (t === null) {
+      fieldsBox.replaceChildren(h('p', { class: 'hint', text: `This server has no ${type} credential type; pick a saved credential or ask the assistant for another type.` }));
+      save.disabled = true;
+    } else render(t.fields || []);
+  }).catch((e) => show(e.message));
   const form = h('div', { class: 'cred-new' },
-    h('label', { class: 'label', attrs: { for: `${id}-name` }, text: 'Name' }), nameInput,
-    fields.map((f, k) => [h('label', { class: 'label', attrs: { for: `${id}-f${k}` }, text: f.displayName || f.name }), secretInputs[k]]),
+    h('label', { class: 'label', attrs: { for: `${id}-name` }, text: 'Credential name' }), nameInput,
+    fieldsBox,
     h('p', { class: 'hint', text: 'The secret is stored encrypted and is never shown to the assistant.' }),
     save, message);
   save.addEventListener('click', async () => {
     const data = {};
-    secretInputs.forEach((inp) => { data[inp.dataset.field] = inp.value; });
-    if (Object.values(data).some((v) => !v)) { show('Fill in every field first.'); return; }
+    for (const { f, el } of inputs) {
+      const v = fieldValue(el, f);
+      if (v === '' || v === undefined) {
+        if (f.required && !f.displayOptions) { show(`Fill in ${f.displayName || f.name} first.`); return; }
+        continue;
+      }
+      data[f.name] = v;
+    }
     save.disabled = true;
     save.textContent = 'Saving…';
     try {
       const saved = await saveCredential(api, { type, name: nameInput.value.trim() || type, data });
-      secretInputs.forEach((inp) => { inp.value = ''; });
+      for (const { el } of inputs) if (el.type === 'password' || el.tagName === 'TEXTAREA') el.value = '';
       save.textContent = 'Saved';
+      message.hidden = true;
       onChosen(saved && saved.id);
     } catch (e) {
       save.disabled = false;

@@ -177,3 +177,21 @@ mod tests {
         assert_eq!(e["fileExtension"], "txt");
     }
 }
+
+/// n8n's `assertBinaryData`: the entry `item.binary[prop]` of item `i`, or
+/// n8n's errors when the item has no binary data or not that field.
+pub fn assert_entry<'i>(item: &'i crate::data::Item, prop: &str, i: usize) -> crate::error::Result<&'i Value> {
+    use crate::error::EngineError;
+    let Some(all) = item.binary.as_deref().and_then(Value::as_object) else {
+        return Err(EngineError::node_with(
+            format!("This operation expects the node's input data to contain a binary file '{prop}', but none was found [item {i}]"),
+            "Make sure that the previous node outputs a binary file",
+        ));
+    };
+    all.get(prop).ok_or_else(|| {
+        EngineError::node_with(
+            format!("The item has no binary field '{prop}' [item {i}]"),
+            "Check that the parameter where you specified the input binary field name is correct, and that it matches a field in the binary input",
+        )
+    })
+}

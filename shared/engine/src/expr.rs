@@ -4,7 +4,7 @@
 
 use serde_json::{json, Value};
 
-use expression::{CodeMode, CodeOutput, DataProxy, ExpressionError, Item, Limits};
+use expression::{CodeMode, CodeOutput, DataProxy, ExpressionError, Item, Limits, PairedItem};
 
 use crate::data::{RunData, TaskSource};
 use crate::error::Result;
@@ -21,6 +21,8 @@ pub struct NodeProxy<'a> {
     pub run_index: usize,
     pub execution_id: &'a str,
     pub mode: &'a str,
+    /// Where webhooks are served (`$execution.resumeUrl`).
+    pub public_url: Option<&'a str>,
 }
 
 impl<'a> DataProxy for NodeProxy<'a> {
@@ -43,29 +45,9 @@ impl<'a> DataProxy for NodeProxy<'a> {
     }
     fn paired_item(&self, target: &str, item_index: usize) -> Result<Item, String> {
         let unavailable = || format!("Paired item data for item from node '{target}' is unavailable");
-        let mut item: &Item = self.input.get(item_index).ok_or_else(unavailable)?;
-        let mut src: &TaskSource = self.source.first().and_then(|s| s.as_ref()).ok_or_else(unavailable)?;
-        // Walk pairedItem links up the run data until the target node is reached.
-        for _ in 0..10_000 {
-            if src.previous_node == target {
-                return Ok(item.clone());
-            }
-            let (i, k) = item.paired_item.as_ref().map(|p| p.target()).unwrap_or((0, 0));
-            let task = self
-                .run_data
-                .get(&src.previous_node)
-                .and_then(|r| r.get(src.previous_node_run))
-                .ok_or_else(unavailable)?;
-            let psrc = task.source.get(k).and_then(|s| s.as_ref()).ok_or_else(unavailable)?;
-            let ptask = self
-                .run_data
-                .get(&psrc.previous_node)
-                .and_then(|r| r.get(psrc.previous_node_run))
-                .ok_or_else(unavailable)?;
-            item = ptask.output(psrc.previous_node_output).and_then(|o| o.get(i)).ok_or_else(unavailable)?;
-            src = psrc;
-        }
-        Err(unavailable())
+        let item = self.input.get(item_index).ok_or_else(unavailable)?;
+        let src = self.source.first().and_then(|s| s.as_ref()).ok_or_else(unavailable)?;
+        self.walk_paired(target, item.clone(), src, 0)
     }
     fn parameters(&self) -> Value {
         self.node.parameters.clone()
@@ -75,10 +57,78 @@ impl<'a> DataProxy for NodeProxy<'a> {
         json!({ "id": wf.id, "name": wf.name, "active": false })
     }
     fn execution(&self) -> Value {
-        json!({ "id": self.execution_id, "mode": self.mode, "resumeUrl": "", "customData": {} })
+        let (resume, form) = match self.public_url {
+            Some(base) => (
+                format!("{base}/webhook-waiting/{}", self.execution_id),
+                format!("{base}/form-waiting/{}", self.execution_id),
+            ),
+            None => (String::new(), String::new()),
+        };
+        json!({ "id": self.execution_id, "mode": self.mode, "resumeUrl": resume, "resumeFormUrl": form, "customData": {} })
     }
     fn vars(&self) -> Value {
         json!({})
+    }
+}
+
+impl NodeProxy<'_> {
+    /// Walks `pairedItem` links up the run data from `item` (an output item of
+    /// `src.previous_node`) until `target` is reached. An item built from
+    /// several items (Merge, Aggregate) follows each of them, as n8n's
+    /// `getPairedItem` does: the paths that reach `target` must agree.
+    fn walk_paired<'s>(&'s self, target: &str, mut item: Item, mut src: &'s TaskSource, depth: usize) -> Result<Item, String> {
+        let unavailable = || format!("Paired item data for item from node '{target}' is unavailable");
+        for _ in 0..10_000 {
+            if src.previous_node == target {
+                return Ok(item);
+            }
+            let task = self.run_data.get(&src.previous_node).and_then(|r| r.get(src.previous_node_run)).ok_or_else(unavailable)?;
+            let step = |(i, k): (usize, usize)| -> Option<(Item, &'s TaskSource)> {
+                let psrc = task.source.get(k).and_then(|s| s.as_ref())?;
+                let ptask = self.run_data.get(&psrc.previous_node).and_then(|r| r.get(psrc.previous_node_run))?;
+                let it = ptask.output(psrc.previous_node_output).and_then(|o| o.get(i))?.clone();
+                Some((it, psrc))
+            };
+            let alternatives = paired_targets(item.paired_item.as_ref());
+            if alternatives.len() > 1 {
+                if depth > 64 {
+                    return Err(unavailable());
+                }
+                let found: Vec<Item> = alternatives
+                    .into_iter()
+                    .filter_map(step)
+                    .filter_map(|(it, psrc)| self.walk_paired(target, it, psrc, depth + 1).ok())
+                    .collect();
+                let Some(first) = found.first() else { return Err(unavailable()) };
+                if found.iter().any(|f| *f.json != *first.json) {
+                    return Err("Multiple matching items for expression".into());
+                }
+                return Ok(first.clone());
+            }
+            let (next, psrc) = alternatives.into_iter().next().and_then(step).ok_or_else(unavailable)?;
+            item = next;
+            src = psrc;
+        }
+        Err(unavailable())
+    }
+}
+
+/// `(item, input)` pairs an item's `pairedItem` points at (missing = item 0).
+fn paired_targets(p: Option<&PairedItem>) -> Vec<(usize, usize)> {
+    let one = |v: &Value| match v {
+        Value::Number(n) => n.as_u64().map(|i| (i as usize, 0)),
+        Value::Object(o) => Some((
+            o.get("item").and_then(Value::as_u64).unwrap_or(0) as usize,
+            o.get("input").and_then(Value::as_u64).unwrap_or(0) as usize,
+        )),
+        _ => None,
+    };
+    match p {
+        None => vec![(0, 0)],
+        Some(p) => match p.to_value() {
+            Value::Array(a) if !a.is_empty() => a.iter().filter_map(one).collect(),
+            _ => vec![p.target()],
+        },
     }
 }
 

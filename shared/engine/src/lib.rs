@@ -5,19 +5,25 @@
 //! Codemap: `workflow` (model + graph), `data` (items, run data, execution
 //! state), `run` (executor loop), `partial` (pin data, run-step, resolved
 //! parameters), `expr` (DataProxy over run data), `nodes/*` (one node each),
-//! `catalog` (node descriptions, search, TypeScript types), `host` (traits
+//! `catalog` (node descriptions, credential types, search, TypeScript types),
+//! `credentials` (connection tests, OAuth2 client credentials), `host` (traits
 //! the host implements: credentials, sub-workflows, data tables, files, DNS).
 
 pub mod binary;
 pub mod catalog;
+pub mod credentials;
 pub mod data;
 pub mod error;
 pub mod expr;
+pub mod form;
 pub mod host;
 pub mod nodes;
 mod pack;
 pub mod partial;
 pub mod run;
+pub mod schedule;
+mod stack;
+pub mod webhook;
 pub mod workflow;
 
 pub use data::{ExecutionState, ExecutionStatus, Item, Items, NodeError, OutputItems, RunData, TaskData};

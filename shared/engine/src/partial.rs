@@ -60,22 +60,38 @@ impl Engine {
                 if parents.is_empty() {
                     st.stack.push_back(StackEntry { node: target.to_string(), inputs: vec![Some(items)], source: vec![], resume: false });
                 } else {
-                    // Placeholder runs for the direct parents so `$('Parent')` resolves.
-                    for (p, out, _) in &parents {
-                        let mut main = vec![None; out + 1];
-                        main[*out] = Some(OutputItems::new(items.clone()));
-                        st.run_data.entry(p.clone()).or_default().push(TaskData {
-                            start_time: now_ms(),
-                            execution_time: 0,
-                            execution_status: ExecutionStatus::Success,
-                            source: vec![],
-                            data: Some(TaskOutputs { main }),
-                            error: None,
-                            console: vec![],
-                            released_items: None,
-                            origin: Some(RunOrigin::Mocked),
-                            metadata: None,
-                        });
+                    // Mocked runs for every node above the target, breadth-first
+                    // (the shallowest edge to a node wins): the direct parents
+                    // output the items, deeper ancestors one placeholder item on
+                    // the output that leads down, so `$('Any node above')` resolves.
+                    let placeholder: Items = Arc::new(vec![Item::new(Value::Object(Map::new()))]);
+                    let mut seen = std::collections::HashSet::from([target.to_string()]);
+                    let mut frontier = parents.clone();
+                    let mut depth = 0;
+                    while !frontier.is_empty() {
+                        let mut next = Vec::new();
+                        for (p, out, _) in &frontier {
+                            if !seen.insert(p.clone()) {
+                                continue;
+                            }
+                            let mut main = vec![None; out + 1];
+                            main[*out] = Some(OutputItems::new(if depth == 0 { items.clone() } else { placeholder.clone() }));
+                            st.run_data.entry(p.clone()).or_default().push(TaskData {
+                                start_time: now_ms(),
+                                execution_time: 0,
+                                execution_status: ExecutionStatus::Success,
+                                source: vec![],
+                                data: Some(TaskOutputs { main }),
+                                error: None,
+                                console: vec![],
+                                released_items: None,
+                                origin: Some(RunOrigin::Mocked),
+                                metadata: None,
+                            });
+                            next.extend(graph.parents(p).iter().cloned());
+                        }
+                        frontier = next;
+                        depth += 1;
                     }
                     let entry = entry_from_parents(&st, target, &parents).ok_or_else(|| EngineError::InvalidWorkflow("no input".into()))?;
                     st.stack.push_back(entry);
@@ -121,6 +137,7 @@ impl Engine {
             run_index: run,
             execution_id: &state.execution_id,
             mode: &settings.mode,
+            public_url: settings.public_url.as_deref(),
         };
         let mut out = ResolvedParameters { parameters: n.parameters.clone(), resolved: Value::Null, failed_expressions: vec![], empty_resolutions: vec![] };
         out.resolved = walk(&n.parameters, "", &mut expr, &proxy, &mut out.failed_expressions, &mut out.empty_resolutions);

@@ -15,6 +15,7 @@ use crate::error::{EngineError, Result};
 use crate::expr::Expr;
 use crate::host::Host;
 use crate::nodes::{self, NodeContext, NodeOutput};
+use crate::stack;
 use crate::pack::Packer;
 use crate::workflow::{ExecutionOrder, Graph, Node, OnError};
 
@@ -49,6 +50,9 @@ pub struct EngineSettings {
     /// Run data stays complete (a read decodes it again) in a fraction of the
     /// memory. Off when expressions can look back at other nodes.
     pub pack_run_data_from: usize,
+    /// Base URL webhooks and forms are served under (`$execution.resumeUrl`
+    /// is `<public_url>/webhook-waiting/<execution id>`); `None`: empty URLs.
+    pub public_url: Option<String>,
     /// A frozen "now" for expressions, Code and nodes that read the clock
     /// (tests that expect a fixed instant); `None`: the system clock.
     pub clock: Option<chrono::DateTime<chrono::Utc>>,
@@ -67,6 +71,7 @@ impl Default for EngineSettings {
             http_timeout: Duration::from_secs(300),
             lean_run_data: false,
             pack_run_data_from: 1000,
+            public_url: None,
             clock: None,
         }
     }
@@ -106,6 +111,9 @@ pub struct RunOptions {
     pub trigger: Option<String>,
     /// Items the trigger receives (default `[{json:{}}]`).
     pub trigger_items: Option<Vec<Item>>,
+    /// The trigger output they leave on (a Webhook listening to several
+    /// methods has one output per method).
+    pub trigger_output: usize,
     pub cancel: Option<CancelToken>,
     pub timeout: Option<Duration>,
     pub execution_id: Option<String>,
@@ -203,7 +211,10 @@ impl Engine {
             st.static_data = sd.clone();
         }
         let items = opts.trigger_items.clone().unwrap_or_else(|| vec![Item::new(json!({}))]);
-        st.stack.push_back(StackEntry { node: start.name.clone(), inputs: vec![Some(Arc::new(items))], source: vec![], resume: false });
+        // Triggers emit their input k on output k.
+        let mut inputs = vec![None; opts.trigger_output + 1];
+        inputs[opts.trigger_output] = Some(Arc::new(items));
+        st.stack.push_back(StackEntry { node: start.name.clone(), inputs, source: vec![], resume: false });
         let env = self.env(opts.cancel.clone(), opts.timeout, graph);
         let stats = self.drive(graph, &mut st, &env, opts.destination.as_deref(), opts.progress.as_ref());
         Ok((st, stats))
@@ -248,6 +259,7 @@ impl Engine {
         let pack_from = env.settings.pack_run_data_from;
         let mut packer = (!lean && pack_from > 0 && !reads_back).then(|| Packer::new(pack_from));
         st.status = ExecutionStatus::Running;
+        let mut last_try: Option<(String, usize)> = None;
         loop {
             if env.cancel.is_canceled() {
                 return self.finish(st, ExecutionStatus::Canceled, None, stats, &expr);
@@ -257,21 +269,32 @@ impl Engine {
                 let e = NodeError { message: "Workflow execution timed out".into(), ..e };
                 return self.finish(st, ExecutionStatus::Canceled, Some(e), stats, &expr);
             }
-            let entry = match st.stack.pop_front() {
-                Some(e) => e,
-                // n8n v1: when nothing else can run, multi-input nodes run with
-                // the inputs they have.
-                None if !st.waiting.is_empty() => st.waiting.remove(0),
-                None => break,
-            };
+            // Waiting multi-input nodes are released after a node runs (see
+            // below), as n8n does; an empty stack ends the run.
+            let Some(entry) = st.stack.pop_front() else { break };
             let Some(node) = graph.node(&entry.node) else { continue };
+            let try_key = (node.name.clone(), st.run_data.get(&node.name).map(|r| r.len()).unwrap_or(0));
+            if last_try.as_ref() == Some(&try_key) {
+                let e = NodeError { message: "Stopped execution because it seems to be in an endless loop".into(), ..error_data(&EngineError::Canceled, None) };
+                return self.finish(st, ExecutionStatus::Error, Some(e), stats, &expr);
+            }
+            if !stack::has_input_data(graph, &entry) {
+                st.stack.push_back(entry);
+                last_try = Some(try_key);
+                continue;
+            }
             stats.nodes_executed += 1;
             match self.run_entry(graph, st, env, &mut expr, node, entry) {
+                // No items to run on: the branch ends here.
+                Step::Skipped => {}
                 Step::Continue(children) => {
                     if destination != Some(node.name.as_str()) {
                         self.enqueue(graph, st, node, children, allowed.as_ref());
                         if lean {
                             release(graph, st, &node.name);
+                        }
+                        if st.stack.is_empty() && !st.waiting.is_empty() {
+                            stack::release_waiting(graph, st);
                         }
                     }
                     if let Some(p) = packer.as_mut() {
@@ -311,6 +334,7 @@ impl Engine {
     /// Runs one stack entry and records its run data.
     fn run_entry(&self, graph: &Graph, st: &mut ExecutionState, env: &Env, expr: &mut Expr, node: &Node, mut entry: StackEntry) -> Step {
         let run_index = st.run_data.get(&node.name).map(|r| r.len()).unwrap_or(0);
+        let input_lens: Vec<usize> = entry.inputs.iter().map(|i| i.as_ref().map(|v| v.len()).unwrap_or(0)).collect();
         let start = now_ms();
         let t0 = Instant::now();
         let mut console = vec![];
@@ -321,7 +345,12 @@ impl Engine {
             Ok(NodeOutput::Data(vec![Arc::new(pin.clone())]))
         } else if node.disabled {
             // Disabled nodes pass their first input through.
-            Ok(NodeOutput::Data(vec![entry.inputs.first().cloned().flatten().unwrap_or_default()]))
+            match entry.inputs.first().cloned().flatten() {
+                Some(first) => Ok(NodeOutput::Data(vec![first])),
+                None => Ok(NodeOutput::Data(vec![])),
+            }
+        } else if !stack::has_items_to_run(graph, node, &entry) {
+            Ok(NodeOutput::Data(vec![]))
         } else {
             let Some(f) = nodes::get(&node.node_type) else {
                 let e = EngineError::UnknownNodeType { node: node.name.clone(), node_type: node.node_type.clone() };
@@ -396,11 +425,16 @@ impl Engine {
             origin,
             metadata,
         };
-        st.last_node_executed = Some(node.name.clone());
+        let previous_last = st.last_node_executed.replace(node.name.clone());
         let outputs: Vec<Items> = match result {
-            Ok(NodeOutput::Wait(till)) => {
+            Ok(out @ (NodeOutput::Wait(_) | NodeOutput::Park(_))) => {
+                let (till, external) = match out {
+                    NodeOutput::Wait(t) => (t, false),
+                    NodeOutput::Park(t) => (t, true),
+                    NodeOutput::Data(_) => unreachable!("matched above"),
+                };
                 let remaining = (till - chrono::Utc::now()).to_std().unwrap_or(Duration::ZERO);
-                if remaining <= env.settings.max_inline_wait {
+                if !external && remaining <= env.settings.max_inline_wait {
                     if sleep_cancellable(remaining, env) {
                         return Step::Canceled;
                     }
@@ -443,13 +477,23 @@ impl Engine {
         if node.on_error() == OnError::ContinueErrorOutput && task.error.is_none() {
             outputs = split_error_output(node, outputs, &entry.inputs);
         }
-        if node.always_output_data && outputs.iter().all(|o| o.is_empty()) {
-            let item = item_from(json!({}), 0);
+        if outputs.first().is_none_or(|o| o.is_empty()) && node.always_output_data {
+            // n8n: one empty item, paired with every input item.
+            let paired: Vec<Value> = input_lens
+                .iter()
+                .enumerate()
+                .flat_map(|(k, n)| (0..*n).map(move |j| json!({ "item": j, "input": k })))
+                .collect();
+            let item = Item { json: expression::Json::new(json!({})), binary: None, paired_item: Some(PairedItem::from_value(Value::Array(paired))) };
             if outputs.is_empty() {
                 outputs.push(Arc::new(vec![item]));
             } else {
                 outputs[0] = Arc::new(vec![item]);
             }
+        } else if outputs.is_empty() && task.error.is_none() {
+            // The node returned nothing (n8n's `null`): no run data, the branch ends.
+            st.last_node_executed = previous_last;
+            return Step::Skipped;
         }
         task.execution_time = t0.elapsed().as_millis() as u64;
         task.data = Some(TaskOutputs::new(outputs.iter().cloned()));
@@ -458,15 +502,17 @@ impl Engine {
     }
 
     /// Adds the children that got data to the stack (or to `waiting` when
-    /// they have several inputs).
+    /// they have several inputs), as n8n's executor does: v1 runs the
+    /// top-left child first, depth first; the legacy order runs breadth first
+    /// and also hands empty outputs to second and later inputs.
     fn enqueue(&self, graph: &Graph, st: &mut ExecutionState, node: &Node, outs: Vec<(usize, Items, usize)>, allowed: Option<&HashSet<String>>) {
         let order = graph.workflow.settings.execution_order;
         let mut adds = vec![];
         for (o, items, run) in outs {
-            if items.is_empty() {
-                continue;
-            }
             for t in graph.children(&node.name, o) {
+                if items.is_empty() && !(t.index > 0 && order == ExecutionOrder::V0) {
+                    continue;
+                }
                 if allowed.is_some_and(|a| !a.contains(&t.node)) {
                     continue;
                 }
@@ -474,48 +520,17 @@ impl Engine {
             }
         }
         if order == ExecutionOrder::V1 {
-            // Top-left first (n8n sorts by position before unshifting).
+            // n8n sorts bottom-right first and unshifts each, so the top-left
+            // child ends up first on the stack.
             adds.sort_by(|a, b| {
                 let pa = graph.node(&a.0.node).map(|n| n.pos()).unwrap_or_default();
                 let pb = graph.node(&b.0.node).map(|n| n.pos()).unwrap_or_default();
-                pa.1.total_cmp(&pb.1).then(pa.0.total_cmp(&pb.0))
+                pb.1.total_cmp(&pa.1).then(pb.0.total_cmp(&pa.0))
             });
         }
-        let mut ready: Vec<StackEntry> = vec![];
         for (t, o, items, run) in adds {
-            let src = TaskSource { previous_node: node.name.clone(), previous_node_output: o, previous_node_run: run };
-            let connected = graph.connected_inputs(&t.node);
-            if connected.len() <= 1 {
-                let mut inputs = vec![None; t.index + 1];
-                let mut source = vec![None; t.index + 1];
-                inputs[t.index] = Some(items);
-                source[t.index] = Some(src);
-                ready.push(StackEntry { node: t.node.clone(), inputs, source, resume: false });
-                continue;
-            }
-            let width = connected.iter().max().copied().unwrap_or(0) + 1;
-            let pos = st.waiting.iter().position(|w| w.node == t.node && w.inputs.get(t.index).is_none_or(|i| i.is_none()));
-            let idx = match pos {
-                Some(p) => p,
-                None => {
-                    st.waiting.push(StackEntry { node: t.node.clone(), inputs: vec![None; width], source: vec![None; width], resume: false });
-                    st.waiting.len() - 1
-                }
-            };
-            let w = &mut st.waiting[idx];
-            w.inputs[t.index] = Some(items);
-            w.source[t.index] = Some(src);
-            if connected.iter().all(|i| w.inputs.get(*i).is_some_and(|x| x.is_some())) {
-                ready.push(st.waiting.remove(idx));
-            }
-        }
-        match order {
-            ExecutionOrder::V1 => {
-                for e in ready.into_iter().rev() {
-                    st.stack.push_front(e);
-                }
-            }
-            ExecutionOrder::V0 => st.stack.extend(ready),
+            let d = stack::Delivery { parent: &node.name, output: o, run, target: &t.node, index: t.index, items };
+            stack::add_node_to_be_executed(graph, st, d);
         }
     }
 }
@@ -543,6 +558,7 @@ fn release(graph: &Graph, st: &mut ExecutionState, node: &str) {
 
 enum Step {
     Continue(Vec<(usize, Items, usize)>),
+    Skipped,
     Parked,
     Failed(NodeError),
     Canceled,

@@ -274,6 +274,10 @@ fn run_step_from_chain_reuse_and_mock() {
 
     let (mocked, _) = engine.run_node(&g, "Double", StepInput::Mock(vec![Item::new(json!({ "n": 10 }))]), RunOptions::default()).unwrap();
     assert_eq!(out(&mocked, "Double", 0), vec![json!({ "n": 10, "d": 20, "missing": null })]);
+    // Every node above is mocked: the parent with the items, the ones above it a placeholder.
+    assert_eq!(mocked.run_data["Data"][0].origin, Some(engine::data::RunOrigin::Mocked));
+    assert_eq!(mocked.run_data["Trigger"][0].origin, Some(engine::data::RunOrigin::Mocked));
+    assert_eq!(out(&mocked, "Trigger", 0), vec![json!({})]);
 }
 
 #[test]

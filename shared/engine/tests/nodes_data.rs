@@ -479,3 +479,331 @@ fn item_lists_sort_limit_and_dedupe() {
     let dedupe = json!({ "operation": "removeDuplicates", "compare": "selectedFields", "fieldsToCompare": { "fields": [{ "fieldName": "name" }] } });
     assert_eq!(ok(ITEM_LISTS, 2.0, dedupe, people()).len(), 2);
 }
+
+// ---- Crypto --------------------------------------------------------------
+
+const CRYPTO: &str = "n8n-nodes-base.crypto";
+
+struct Creds(Value);
+impl engine::host::CredentialsProvider for Creds {
+    fn get(&self, _kind: &str, _reference: &Value) -> Result<Value, String> {
+        Ok(self.0.clone())
+    }
+}
+
+fn with_creds(creds: Value) -> Host {
+    Host { credentials: Some(Arc::new(Creds(creds))), ..Default::default() }
+}
+
+/// Node "N" with `onError: continueRegularOutput`.
+fn run_continuing(ty: &str, version: f64, params: Value, input: Value, host: Host) -> Vec<Value> {
+    let mut wf = workflow(ty, version, params, input);
+    wf["nodes"][2]["onError"] = json!("continueRegularOutput");
+    let st = execute(&wf, host);
+    assert_eq!(st.status, ExecutionStatus::Success, "{:?}", st.error);
+    output(&st, "N", 0)
+}
+
+#[test]
+fn crypto_hash_defaults_per_version_and_literal_property_names() {
+    let input = json!([{ "keep": 1 }]);
+    // Version 1 hashes with MD5 by default, version 2 with SHA256 (n8n's CryptoTest.workflow.json: md5("test")).
+    assert_eq!(ok(CRYPTO, 1.0, json!({ "value": "test" }), input.clone()), [json!({ "keep": 1, "data": "098f6bcd4621d373cade4e832627b4f6" })]);
+    let v2 = ok(CRYPTO, 2.0, json!({ "value": "test", "dataPropertyName": "a.b" }), input.clone());
+    // lodash `set(item, ['json', name])`: the dotted name is one key.
+    assert_eq!(v2, [json!({ "keep": 1, "a.b": "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08" })]);
+    let b64 = ok(CRYPTO, 2.0, json!({ "value": "test", "type": "SHA3-256", "encoding": "base64" }), input.clone());
+    assert_eq!(b64[0]["data"], "NvAoWAuwLMgnKpoCD0IA40bidq5mTkXugHRVdOL1q4A=");
+    assert_eq!(err(CRYPTO, 1.0, json!({ "value": "test", "type": "WHIRLPOOL" }), input), "Digest method not supported");
+}
+
+#[test]
+fn crypto_hmac_secret_from_parameter_in_1_and_credential_in_2() {
+    let text = "The quick brown fox jumps over the lazy dog";
+    let v1 = ok(CRYPTO, 1.0, json!({ "action": "hmac", "type": "SHA256", "value": text, "secret": "key" }), json!([{}]));
+    assert_eq!(v1[0]["data"], "f7bc83f430538424b13298e6aa6fb143ef4d59a14946175997479dbc2d1a3cd8");
+    let params = json!({ "action": "hmac", "type": "MD5", "value": text });
+    let v2 = run_with(CRYPTO, 2.0, params.clone(), json!([{}]), with_creds(json!({ "hmacSecret": "key" }))).expect("hmac");
+    assert_eq!(v2[0]["data"], "80070713463e7749b90c2dc24911e275");
+    let missing = run_with(CRYPTO, 2.0, params, json!([{}]), with_creds(json!({}))).expect_err("no secret");
+    assert_eq!(missing, "No HMAC secret set in credentials. Please add an HMAC secret to your Crypto credentials.");
+}
+
+#[test]
+fn crypto_signs_with_rsa_and_the_signature_verifies() {
+    use base64::Engine as _;
+    use rsa::pkcs8::DecodePublicKey;
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/");
+    let private = std::fs::read_to_string(format!("{dir}jwt-test-key.pem")).expect("key");
+    let public = rsa::RsaPublicKey::from_public_key_pem(&std::fs::read_to_string(format!("{dir}jwt-test-key.pub")).expect("pub")).expect("pub key");
+    // A key pasted on one line (spaces for line breaks), as formatPrivateKey repairs.
+    let one_line = private.trim().replace('\n', " ");
+    let params = json!({ "action": "sign", "value": "hello", "algorithm": "RSA-SHA256", "encoding": "base64" });
+    let out = run_with(CRYPTO, 2.0, params, json!([{}]), with_creds(json!({ "signPrivateKey": one_line }))).expect("sign");
+    let sig = base64::engine::general_purpose::STANDARD.decode(out[0]["data"].as_str().expect("signature")).expect("base64");
+    let hashed = <sha2::Sha256 as sha2::Digest>::digest(b"hello");
+    public.verify(rsa::Pkcs1v15Sign::new::<sha2::Sha256>(), &hashed, &sig).expect("signature verifies");
+    // Version 1 takes the key from the parameter; SHA3 digests sign too.
+    let v1 = ok(CRYPTO, 1.0, json!({ "action": "sign", "value": "hello", "algorithm": "sha3-512", "privateKey": private }), json!([{}]));
+    assert_eq!(v1[0]["data"].as_str().map(str::len), Some(512));
+}
+
+#[test]
+fn crypto_generates_random_values_and_keeps_binaries_it_did_not_read() {
+    let out = ok(CRYPTO, 1.0, json!({ "action": "generate", "encodingType": "hex", "stringLength": 10, "dataPropertyName": "r" }), json!([{}, {}]));
+    let values: Vec<&str> = out.iter().filter_map(|o| o["r"].as_str()).collect();
+    assert!(values.iter().all(|v| v.len() == 10 && v.chars().all(|c| c.is_ascii_hexdigit())), "{values:?}");
+    assert_ne!(values[0], values[1]);
+    let uuid = ok(CRYPTO, 2.0, json!({ "action": "generate" }), json!([{}]));
+    assert!(uuid::Uuid::parse_str(uuid[0]["data"].as_str().unwrap_or("")).is_ok_and(|u| u.get_version_num() == 4));
+}
+
+#[test]
+fn crypto_failed_items_per_version() {
+    // Node's crypto refuses non-string data; version 1 reports the message, version 2 an error object.
+    let params = json!({ "value": "={{ $json.n }}" });
+    let input = json!([{ "n": 12 }, { "n": "x" }]);
+    let v1 = run_continuing(CRYPTO, 1.0, params.clone(), input.clone(), Host::default());
+    let message = "The \"data\" argument must be of type string or an instance of Buffer, TypedArray, or DataView. Received type number (12)";
+    assert_eq!(v1[0], json!({ "error": message }));
+    assert_eq!(v1[1]["data"], "9dd4e461268c8034f5c8564e155c67a6");
+    let v2 = run_continuing(CRYPTO, 2.0, params, input, Host::default());
+    assert_eq!(v2[0], json!({ "error": { "message": message, "name": "TypeError", "code": "ERR_INVALID_ARG_TYPE" } }));
+}
+
+// ---- Markdown -------------------------------------------------------------
+
+const MARKDOWN: &str = "n8n-nodes-base.markdown";
+
+/// The page of n8n's Markdown/test/node/workflow.markdown.json (commit c633bd7abbf0).
+const EXAMPLE_PAGE: &str = "<!doctype html> <html> <head> <title>Example Domain</title> <meta charset=\"utf-8\" /> <meta http-equiv=\"Content-type\" content=\"text/html; charset=utf-8\" /> <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\" /> <style type=\"text/css\"> body { background-color: #f0f0f2; margin: 0; padding: 0; font-family: -apple-system, system-ui, BlinkMacSystemFont, \"Segoe UI\", \"Open Sans\", \"Helvetica Neue\", Helvetica, Arial, sans-serif; } div { width: 600px; margin: 5em auto; padding: 2em; background-color: #fdfdff; border-radius: 0.5em; box-shadow: 2px 3px 7px 2px rgba(0,0,0,0.02); } a:link, a:visited { color: #38488f; text-decoration: none; } @media (max-width: 700px) { div { margin: 0 auto; width: auto; } } </style> </head> <body> <div> <h1>Example Domain</h1> <p>This domain is for use in illustrative examples in documents. You may use this domain in literature without prior coordination or asking for permission.</p> <p><a href=\"https://www.iana.org/domains/example\">More information...</a></p> </div> </body> </html>";
+const EXAMPLE_TEXT: &str = "This domain is for use in illustrative examples in documents. You may use this domain in literature without prior coordination or asking for permission.";
+
+fn to_markdown(html: &str, options: Value) -> String {
+    let out = ok(MARKDOWN, 1.0, json!({ "html": "={{ $json.data }}", "options": options }), json!([{ "data": html }]));
+    out[0]["data"].as_str().unwrap_or_default().to_string()
+}
+
+fn to_html(md: &str, options: Value) -> String {
+    let out = ok(MARKDOWN, 1.0, json!({ "mode": "markdownToHtml", "markdown": "={{ $json.data }}", "options": options }), json!([{ "data": md }]));
+    out[0]["data"].as_str().unwrap_or_default().to_string()
+}
+
+#[test]
+fn markdown_from_html_as_n8n_test_workflow() {
+    let expected = format!(" \n\n# Example Domain\n\n{EXAMPLE_TEXT}\n\n[More information...](https://www.iana.org/domains/example)");
+    assert_eq!(to_markdown(EXAMPLE_PAGE, json!({})), expected);
+    // Block elements cannot be ignored (the library sets block translators after ignored ones).
+    assert_eq!(to_markdown(EXAMPLE_PAGE, json!({ "ignore": "h1" })), expected);
+    let replaced = to_markdown(EXAMPLE_PAGE, json!({ "textReplace": { "values": [{ "pattern": "Example Domain", "replacement": "REPLACED" }] } }));
+    assert_eq!(replaced, expected.replace("# Example Domain", "# REPLACED"));
+    // To HTML: showdown's header ids and ellipsis, and its complete document.
+    let body = format!("<h1 id=\"exampledomain\">Example Domain</h1>\n<p>{EXAMPLE_TEXT}</p>\n<p><a href=\"https://www.iana.org/domains/example\">More information…</a></p>");
+    assert_eq!(to_html(&expected, json!({})), body);
+    let doc = to_html(&expected, json!({ "completeHTMLDocument": true }));
+    assert_eq!(doc, format!("<!DOCTYPE HTML>\n<html>\n<head>\n<meta charset=\"utf-8\">\n</head>\n<body>\n{body}\n</body>\n</html>"));
+}
+
+#[test]
+fn markdown_from_html_elements_and_options() {
+    let html = "<p>Some <b>bold</b>, <i>it</i>, <code>x`y</code> and <del>gone</del> * _</p><ul><li>one</li><li>two<ol><li>a</li><li>b</li></ol></li></ul><blockquote><p>quoted</p></blockquote><pre><code class=\"language-rust\">fn main() {}\n</code></pre><hr><img src=\"a.png\" alt=\"A\"><img src=\"data:image/gif;base64,xx\">";
+    let md = to_markdown(html, json!({}));
+    assert_eq!(
+        md,
+        "Some **bold**, _it_, `` x`y `` and ~~gone~~ \\* \\_\n\n* one\n* two  \n   1. a  \n   2. b\n\n> quoted\n\n```rust\nfn main() {}\n```\n\n---\n\n![A](a.png)"
+    );
+    let custom = to_markdown("<ul><li><strong>x</strong> <em>y</em></li></ul>", json!({ "bulletMarker": "-", "strongDelimiter": "__", "emDelimiter": "*" }));
+    assert_eq!(custom, "- __x__*y*");
+    // n8n's "Fence" value is not the library's "fenced": the block is indented.
+    assert_eq!(to_markdown("<pre><code>a\nb</code></pre>", json!({ "codeBlockStyle": "fence" })), "    a\n    b");
+    let links = to_markdown("<p><a href=\"https://x.test/a_(b)\">x</a> <a href=\"https://y.test\">https://y.test</a></p>", json!({ "useLinkReferenceDefinitions": true }));
+    assert_eq!(links, "[x][1]<https://y.test>\n\n\n[1]: https://x.test/a%5F%28b%29");
+    let table = to_markdown("<table><caption>T</caption><tr><th>Name</th><th>Qty</th></tr><tr><td>apple</td><td>10</td></tr></table>", json!({}));
+    assert_eq!(table, "__T__\n| Name  | Qty |\n| ----- | --- |\n| apple | 10  |");
+}
+
+#[test]
+fn markdown_to_html_options() {
+    assert_eq!(to_html("#Title\n\nSame\n\n# Same\n\n# Same", json!({})), "<h1 id=\"title\">Title</h1>\n<p>Same</p>\n<h1 id=\"same\">Same</h1>\n<h1 id=\"same-1\">Same</h1>");
+    assert_eq!(to_html("# A b", json!({ "noHeaderId": true, "headerLevelStart": 2 })), "<h2>A b</h2>");
+    assert_eq!(to_html("# A b", json!({ "prefixHeaderId": "sec", "ghCompatibleHeaderId": true })), "<h1 id=\"seca-b\">A b</h1>");
+    assert_eq!(to_html("```js\nlet a;\n```", json!({})), "<pre><code class=\"js language-js\">let a;\n</code></pre>");
+    assert_eq!(to_html("a\nb", json!({ "simpleLineBreaks": true })), "<p>a<br />\nb</p>");
+    assert_eq!(to_html("[x](https://x.test)", json!({ "openLinksInNewWindow": true })), "<p><a href=\"https://x.test\" rel=\"noopener noreferrer\" target=\"_blank\">x</a></p>");
+    assert_eq!(to_html("see https://x.test.", json!({ "simplifiedAutoLink": true, "excludeTrailingPunctuationFromURLs": true })), "<p>see <a href=\"https://x.test\">https://x.test</a>.</p>");
+    assert_eq!(to_html("~~no~~", json!({})), "<p>~~no~~</p>");
+    assert_eq!(to_html("~~yes~~", json!({ "strikethrough": true })), "<p><del>yes</del></p>");
+    assert_eq!(to_html("|a|b|\n|-|-|\n|1|2|", json!({})), "<p>|a|b|\n|-|-|\n|1|2|</p>");
+    assert!(to_html("|a|b|\n|-|-|\n|1|2|", json!({ "tables": true })).starts_with("<table>"));
+}
+
+// ---- Compare Datasets -------------------------------------------------------
+
+const COMPARE: &str = "n8n-nodes-base.compareDatasets";
+
+/// Input A and input B into node "N"; its four outputs.
+fn compare(version: f64, params: Value, a: Value, b: Value) -> [Vec<Value>; 4] {
+    let nodes = vec![
+        node("Trigger", "n8n-nodes-base.manualTrigger", 1.0, json!({})),
+        node("A", "n8n-nodes-testing.testData", 1.0, json!({ "data": a })),
+        node("B", "n8n-nodes-testing.testData", 1.0, json!({ "data": b })),
+        node("N", COMPARE, version, params),
+    ];
+    let wf = json!({
+        "id": "wf-1",
+        "nodes": nodes,
+        "connections": {
+            "Trigger": { "main": [[{ "node": "A", "type": "main", "index": 0 }, { "node": "B", "type": "main", "index": 0 }]] },
+            "A": { "main": [[{ "node": "N", "type": "main", "index": 0 }]] },
+            "B": { "main": [[{ "node": "N", "type": "main", "index": 1 }]] },
+        },
+        "settings": { "executionOrder": "v1" },
+    });
+    let st = execute(&wf, Host::default());
+    assert_eq!(st.status, ExecutionStatus::Success, "{:?}", st.error);
+    [0, 1, 2, 3].map(|o| output(&st, "N", o))
+}
+
+#[test]
+fn compare_datasets_routes_and_resolves_differences_per_version() {
+    let a = json!([{ "id": 1, "v": "x" }, { "id": 2, "v": "y", "n": 3 }, { "id": 3, "v": "z" }]);
+    let b = json!([{ "id": 2, "v": "Y", "n": "3" }, { "id": 3, "v": "z" }, { "id": 4, "v": "w" }]);
+    let by_id = json!({ "mergeByFields": { "values": [{ "field1": "id", "field2": "id" }] } });
+    let [only_a, same, different, only_b] = compare(2.3, by_id.clone(), a.clone(), b.clone());
+    assert_eq!(only_a, [json!({ "id": 1, "v": "x" })]);
+    assert_eq!(same, [json!({ "id": 3, "v": "z" })]);
+    assert_eq!(only_b, [json!({ "id": 4, "v": "w" })]);
+    // From 2.1 both versions are kept by default, under inputA / inputB.
+    assert_eq!(different, [json!({ "keys": { "id": 2 }, "same": { "id": 2 }, "different": { "v": { "inputA": "y", "inputB": "Y" }, "n": { "inputA": 3, "inputB": "3" } } })]);
+    // Version 1: input B wins by default.
+    let [_, _, v1, _] = compare(1.0, by_id.clone(), a.clone(), b.clone());
+    assert_eq!(v1, [json!({ "id": 2, "v": "Y", "n": "3" })]);
+    // Fuzzy compare treats 3 and "3" as the same; a mix takes input A except for the named fields.
+    let mut mix = by_id.clone();
+    mix["resolve"] = json!("mix");
+    mix["preferWhenMix"] = json!("input1");
+    mix["exceptWhenMix"] = json!("v");
+    mix["fuzzyCompare"] = json!(true);
+    let [_, _, mixed, _] = compare(2.3, mix, a.clone(), b.clone());
+    assert_eq!(mixed, [json!({ "id": 2, "v": "Y", "n": 3 })]);
+    // Skipped fields do not make items different.
+    let mut skip = by_id;
+    skip["options"] = json!({ "skipFields": "v, n" });
+    let [_, same, different, _] = compare(2.3, skip, a, b);
+    assert_eq!(same.len(), 2);
+    assert!(different.is_empty());
+}
+
+// ---- Rename Keys ----------------------------------------------------------
+
+const RENAME: &str = "n8n-nodes-base.renameKeys";
+
+#[test]
+fn rename_keys_paths_and_regex() {
+    let input = json!([{ "a": { "b": 1 }, "c": 2, "user_name": "x", "nested": { "user_id": 3 } }]);
+    let keys = json!({ "keys": { "key": [{ "currentKey": "a.b", "newKey": "moved.deep" }, { "currentKey": "c", "newKey": "d" }] } });
+    assert_eq!(ok(RENAME, 1.0, keys, input.clone()), [json!({ "a": {}, "user_name": "x", "nested": { "user_id": 3 }, "moved": { "deep": 1 }, "d": 2 })]);
+    let regex = |depth: i64| json!({ "additionalOptions": { "regexReplacement": { "replacements": [{ "searchRegex": "^user_(\\w+)", "replaceRegex": "$1", "options": { "depth": depth } }] } } });
+    assert_eq!(ok(RENAME, 1.0, regex(-1), input.clone())[0], json!({ "a": { "b": 1 }, "c": 2, "name": "x", "nested": { "id": 3 } }));
+    assert_eq!(ok(RENAME, 1.0, regex(0), input.clone())[0]["nested"], json!({ "user_id": 3 }));
+    // n8n refuses patterns that can backtrack catastrophically (the node's InvalidRegex test workflow).
+    let risky = json!({ "additionalOptions": { "regexReplacement": { "replacements": [{ "searchRegex": "(a+)+b", "replaceRegex": "x" }] } } });
+    assert!(err(RENAME, 1.0, risky, input).contains("may cause performance issues"));
+}
+
+
+// ---- Date & Time ----------------------------------------------------------
+
+const DATE_TIME: &str = "n8n-nodes-base.dateTime";
+
+/// Node "N" in a workflow whose timezone is America/New_York.
+fn in_new_york(version: f64, params: Value, input: Value) -> Value {
+    let mut wf = workflow(DATE_TIME, version, params, input);
+    wf["settings"]["timezone"] = json!("America/New_York");
+    let st = execute(&wf, Host::default());
+    assert_eq!(st.status, ExecutionStatus::Success, "{:?}", st.error);
+    output(&st, "N", 0).into_iter().next().unwrap_or(Value::Null)
+}
+
+#[test]
+fn date_time_2_luxon_operations_in_the_workflow_timezone() {
+    let input = json!([{ "d": "2024-01-31T10:20:30.000Z", "s": "05/03/2024", "ts": 1709600000 }]);
+    let run = |p: Value| in_new_york(2.0, p, input.clone());
+    // Calendar arithmetic (31 January + 1 month is 29 February), results in the workflow's zone.
+    assert_eq!(run(json!({ "operation": "addToDate", "magnitude": "={{ $json.d }}", "timeUnit": "months", "duration": 1 })), json!({ "newDate": "2024-02-29T05:20:30.000-05:00" }));
+    // Formatting keeps the input's offset unless told to use the workflow's timezone.
+    let format = json!({ "operation": "formatDate", "date": "={{ $json.d }}", "format": "custom", "customFormat": "yyyy-MM-dd HH:mm ZZ" });
+    assert_eq!(run(format.clone()), json!({ "formattedDate": "2024-01-31 10:20 +00:00" }));
+    let mut in_zone = format;
+    in_zone["options"] = json!({ "timezone": true });
+    assert_eq!(run(in_zone), json!({ "formattedDate": "2024-01-31 05:20 -05:00" }));
+    assert_eq!(run(json!({ "operation": "formatDate", "date": "={{ $json.s }}", "format": "yyyy-MM-dd", "options": { "fromFormat": "dd/MM/yyyy" } })), json!({ "formattedDate": "2024-03-05" }));
+    assert_eq!(run(json!({ "operation": "formatDate", "date": "={{ $json.ts }}", "format": "X" })), json!({ "formattedDate": "1709600000" }));
+    assert_eq!(run(json!({ "operation": "roundDate", "date": "={{ $json.d }}", "mode": "roundDown", "toNearest": "week" })), json!({ "roundedDate": "2024-01-29T00:00:00.000-05:00" }));
+    assert_eq!(run(json!({ "operation": "extractDate", "date": "={{ $json.d }}", "part": "week" })), json!({ "datePart": 5 }));
+    let between = run(json!({ "operation": "getTimeBetweenDates", "startDate": "2024-01-01", "endDate": "={{ $json.d }}", "units": ["month", "day", "hour"] }));
+    assert_eq!(between["timeDifference"]["days"], 30);
+    assert!((between["timeDifference"]["hours"].as_f64().unwrap_or(0.0) - 5.3417).abs() < 0.001, "{between}");
+    // includeInputFields keeps the item.
+    let kept = run(json!({ "operation": "extractDate", "date": "={{ $json.d }}", "part": "year", "options": { "includeInputFields": true } }));
+    assert_eq!(kept["datePart"], 2024);
+    assert_eq!(kept["s"], "05/03/2024");
+}
+
+#[test]
+fn date_time_1_moment_format_and_calculate() {
+    let input = json!([{ "d": "2024-01-31T10:20:30.000Z", "s": "05/03/2024" }]);
+    let run = |p: Value| in_new_york(1.0, p, input.clone());
+    assert_eq!(run(json!({ "value": "={{ $json.d }}", "toFormat": "DD.MM.YYYY HH:mm", "options": { "toTimezone": "Europe/Berlin" } }))["data"], "31.01.2024 11:20");
+    assert_eq!(run(json!({ "value": "={{ $json.s }}", "toFormat": "YYYY-MM-DD", "options": { "fromFormat": "DD/MM/YYYY" } }))["data"], "2024-03-05");
+    let calc = run(json!({ "action": "calculate", "value": "={{ $json.d }}", "operation": "subtract", "duration": 2, "timeUnit": "weeks", "dataPropertyName": "earlier" }));
+    assert_eq!(calc["earlier"], "2024-01-17T10:20:30.000Z");
+    assert_eq!(calc["d"], "2024-01-31T10:20:30.000Z", "version 1 keeps the input fields");
+}
+
+// ---- XML ------------------------------------------------------------------
+
+const XML: &str = "n8n-nodes-base.xml";
+
+#[test]
+fn xml_builds_and_parses_like_xml2js() {
+    let doc = json!([{ "a": { "$": { "id": "1" }, "b": ["x", "y"], "_": "t" } }]);
+    let built = ok(XML, 1.0, json!({ "mode": "jsonToxml" }), doc.clone());
+    assert_eq!(built[0]["data"], "<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"yes\"?>\n<a id=\"1\">\n  <b>x</b>\n  <b>y</b>\n  t\n</a>");
+    let headless = ok(XML, 1.0, json!({ "mode": "jsonToxml", "options": { "headless": true, "rootName": "r" } }), json!([{ "k": 1, "m": 2 }]));
+    assert_eq!(headless[0]["data"], "<r>\n  <k>1</k>\n  <m>2</m>\n</r>");
+
+    let xml = json!([{ "data": "<Root a=\"1\"><B> x </B><B>y</B><c k=\"v\">t</c></Root>" }]);
+    assert_eq!(ok(XML, 1.0, json!({}), xml.clone()), [json!({ "Root": { "a": "1", "B": [" x ", "y"], "c": { "k": "v", "_": "t" } } })]);
+    let arrays = ok(XML, 1.0, json!({ "options": { "explicitArray": true, "mergeAttrs": false } }), xml.clone());
+    assert_eq!(arrays, [json!({ "Root": { "$": { "a": "1" }, "B": [" x ", "y"], "c": [{ "$": { "k": "v" }, "_": "t" }] } })]);
+    let flat = ok(XML, 1.0, json!({ "options": { "explicitRoot": false, "normalizeTags": true, "trim": true } }), xml);
+    assert_eq!(flat, [json!({ "a": "1", "b": ["x", "y"], "c": { "k": "v", "_": "t" } })]);
+    // Malformed XML fails the item.
+    err(XML, 1.0, json!({}), json!([{ "data": "<a><b></a>" }]));
+}
+
+// ---- HTML -----------------------------------------------------------------
+
+const HTML: &str = "n8n-nodes-base.html";
+
+#[test]
+fn html_extract_generate_and_table() {
+    let page = "<div><p class=\"p\"> One </p><p class=\"p\">Two <b>bold</b></p><a href=\"/x\">link</a><input name=\"q\" value=\"42\"></div>";
+    let input = json!([{ "data": page, "title": "Hi", "a_b": 1 }]);
+    let values = json!({ "values": [
+        { "key": "ps", "cssSelector": ".p", "returnArray": true },
+        { "key": "href", "cssSelector": "a", "returnValue": "attribute", "attribute": "href" },
+        { "key": "q", "cssSelector": "input", "returnValue": "value" },
+        { "key": "inner", "cssSelector": "p:nth-child(2)", "returnValue": "html" }
+    ] });
+    let got = ok(HTML, 1.2, json!({ "operation": "extractHtmlContent", "extractionValues": values }), input.clone());
+    assert_eq!(got, [json!({ "ps": ["One", "Two bold"], "href": "/x", "q": "42", "inner": "Two <b>bold</b>" })]);
+    // Without returnArray the matches' text is joined (cheerio's .text()).
+    let joined = ok(HTML, 1.0, json!({ "operation": "extractHtmlContent", "extractionValues": { "values": [{ "key": "ps", "cssSelector": ".p" }] }, "options": { "trimValues": true } }), input.clone());
+    assert_eq!(joined, [json!({ "ps": "One Two bold" })]);
+    assert_eq!(ok(HTML, 1.2, json!({ "operation": "generateHtmlTemplate", "html": "<h1>{{ $json.title }}</h1>" }), input.clone()), [json!({ "html": "<h1>Hi</h1>" })]);
+    let table = ok(HTML, 1.2, json!({ "operation": "convertToHtmlTable", "options": { "capitalize": true, "customStyling": true } }), json!([{ "a_b": 1, "c": "<x>" }]));
+    let t = table[0]["table"].as_str().unwrap_or_default();
+    assert!(t.starts_with("<table") && t.contains("<th>A B</th><th>C</th>") && t.contains("<td  >1</td>"), "{t}");
+}

@@ -185,11 +185,13 @@ setTimeout(() => order.push('timeout 20'), 20);
 setImmediate(() => order.push('immediate'));
 Promise.resolve().then(() => order.push('microtask'));
 let ticks = 0;
-const id = setInterval(() => { ticks++; if (ticks === 3) clearInterval(id); }, 5);
+const ticked = new Promise((done) => {
+  const id = setInterval(() => { ticks++; if (ticks === 3) { clearInterval(id); done(); } }, 5);
+});
 const cancelled = setTimeout(() => order.push('never'), 1);
 clearTimeout(cancelled);
 const started = Date.now();
-await wait(40);
+await Promise.all([wait(40), ticked]);
 return [{ json: { order, ticks, waited: Date.now() - started >= 35 } }];
 "#;
     let st = run(&chain(vec![trigger(), all(js)]));
@@ -597,4 +599,345 @@ fn http_v1_and_v2_parameters() {
     let st = run_http(http_node(1.0, json!({ "url": format!("{base}/image.png"), "responseFormat": "file", "options": {} })), json!({}));
     let b = st.run_data["HTTP"][0].output(0).unwrap()[0].binary.as_ref().map(|b| Value::clone(b)).unwrap_or_default();
     assert_eq!((b["data"]["fileName"].as_str(), b["data"]["mimeType"].as_str()), (Some("image.png"), Some("image/png")));
+}
+
+// ---------------------------------------------------------------- Merge
+
+/// Trigger → In1 (`a`) and In2 (`b`) → Merge (inputs 1 and 2), v1 order.
+fn merge_wf(version: f64, params: Value, a: Value, b: Value) -> Value {
+    let nodes = vec![
+        trigger(),
+        node("In1", "n8n-nodes-testing.testData", 1.0, json!({ "data": a })),
+        node("In2", "n8n-nodes-testing.testData", 1.0, json!({ "data": b })),
+        node("Merge", "n8n-nodes-base.merge", version, params),
+    ];
+    json!({ "nodes": nodes, "settings": { "executionOrder": "v1" }, "connections": {
+        "Trigger": { "main": [[{ "node": "In1", "type": "main", "index": 0 }, { "node": "In2", "type": "main", "index": 0 }]] },
+        "In1": { "main": [[{ "node": "Merge", "type": "main", "index": 0 }]] },
+        "In2": { "main": [[{ "node": "Merge", "type": "main", "index": 1 }]] },
+    }})
+}
+
+fn merged(version: f64, params: Value, a: Value, b: Value) -> Vec<Value> {
+    let st = run(&merge_wf(version, params, a, b));
+    assert_eq!(st.status, ExecutionStatus::Success, "{}", error_message(&st));
+    out(&st, "Merge", 0)
+}
+
+fn people() -> (Value, Value) {
+    (json!([{ "id": 1, "name": "a", "x": { "p": 1, "q": [1, 2] } }, { "id": 2, "name": "b" }, { "id": 4, "name": "d" }]), json!([{ "id": 1, "name": "A", "x": { "q": [9] }, "extra": "" }, { "id": 3, "name": "C" }, { "id": 2, "name": "B" }]))
+}
+
+#[test]
+fn merge_v2_combine_by_fields_join_modes() {
+    let (a, b) = people();
+    let by = |join: &str, extra: Value| {
+        let mut p = json!({ "mode": "combine", "mergeByFields": { "values": [{ "field1": "id", "field2": "id" }] }, "joinMode": join, "options": {} });
+        p.as_object_mut().unwrap().extend(extra.as_object().cloned().unwrap_or_default());
+        merged(2.1, p, a.clone(), b.clone())
+    };
+    let ids = |v: &[Value]| v.iter().map(|i| i["id"].clone()).collect::<Vec<_>>();
+    // inner join, input 2 wins, nested objects and arrays deep-merged
+    let m = by("keepMatches", json!({}));
+    assert_eq!(m, vec![json!({ "id": 1, "name": "A", "x": { "p": 1, "q": [9, 2] }, "extra": "" }), json!({ "id": 2, "name": "B" })]);
+    assert_eq!(ids(&by("keepMatches", json!({ "outputDataFrom": "input1" }))), vec![json!(1), json!(2)]);
+    // input 2's matched items keep input 2's order
+    assert_eq!(by("keepMatches", json!({ "outputDataFrom": "input2" }))[1], json!({ "id": 2, "name": "B" }));
+    assert_eq!(by("keepNonMatches", json!({})), vec![json!({ "id": 4, "name": "d", "_source": "input1" }), json!({ "id": 3, "name": "C", "_source": "input2" })]);
+    assert_eq!(ids(&by("keepNonMatches", json!({ "outputDataFrom": "input2" }))), vec![json!(3)]);
+    assert_eq!(ids(&by("keepEverything", json!({}))), vec![json!(1), json!(2), json!(4), json!(3)]);
+    assert_eq!(ids(&by("enrichInput1", json!({}))), vec![json!(1), json!(2), json!(4)]);
+    // v2 Enrich Input 2 looks input 2's items up in input 1; input 2 wins
+    let e2 = by("enrichInput2", json!({}));
+    assert_eq!(ids(&e2), vec![json!(1), json!(2), json!(3)]);
+    assert_eq!(e2[0]["name"], json!("A"));
+    // clash handling: suffixes, input 1 wins, shallow merge, minimize empty fields
+    let clash = |values: Value| by("keepMatches", json!({ "options": { "clashHandling": { "values": values } } }));
+    assert_eq!(clash(json!({ "resolveClash": "addSuffix" }))[1], json!({ "id_1": 2, "name_1": "b", "id_2": 2, "name_2": "B" }));
+    assert_eq!(clash(json!({ "resolveClash": "preferInput1", "mergeMode": "deepMerge" }))[0]["name"], json!("a"));
+    assert_eq!(clash(json!({ "resolveClash": "preferInput2", "mergeMode": "shallowMerge" }))[0]["x"], json!({ "q": [9] }));
+    let keep = by("keepMatches", json!({ "options": { "clashHandling": { "values": { "resolveClash": "preferInput1", "mergeMode": "shallowMerge", "overrideEmpty": true } } } }));
+    assert_eq!(keep[0]["extra"], json!(""), "an empty field only gives way to a filled one");
+}
+
+#[test]
+fn merge_by_fields_matching_options_and_errors() {
+    let a = json!([{ "id": "1", "k": { "n": 5 } }, { "id": 2, "k": { "n": 6 } }]);
+    let b = json!([{ "id": 1, "n": 5 }, { "id": 1, "n": 7 }, { "id": "2", "n": 6 }]);
+    let p = |fields: Value, options: Value| json!({ "mode": "combine", "mergeByFields": { "values": fields }, "joinMode": "keepMatches", "options": options });
+    // strict comparison: "1" is not 1
+    assert_eq!(merged(2.1, p(json!([{ "field1": "id", "field2": "id" }]), json!({})), a.clone(), b.clone()).len(), 0);
+    // fuzzy compare: every match of an item, or the first only
+    assert_eq!(merged(2.1, p(json!([{ "field1": "id", "field2": "id" }]), json!({ "fuzzyCompare": true })), a.clone(), b.clone()).len(), 3);
+    assert_eq!(merged(2.1, p(json!([{ "field1": "id", "field2": "id" }]), json!({ "fuzzyCompare": true, "multipleMatches": "first" })), a.clone(), b.clone()).len(), 2);
+    // dotted paths unless dot notation is disabled
+    assert_eq!(merged(2.1, p(json!([{ "field1": "k.n", "field2": "n" }]), json!({})), a.clone(), b.clone()).len(), 2);
+    assert_eq!(merged(2.1, p(json!([{ "field1": "k.n", "field2": "n" }]), json!({ "disableDotNotation": true })), a.clone(), b.clone()).len(), 0);
+    // n8n's validation texts
+    let st = run(&merge_wf(2.1, p(json!([{ "field1": "", "field2": "" }]), json!({})), a.clone(), b.clone()));
+    assert_eq!(error_message(&st), "You need to define at least one pair of fields in \"Fields to Match\" to match on");
+    let st = run(&merge_wf(2.1, p(json!([{ "field1": "id", "field2": "" }]), json!({})), a.clone(), b.clone()));
+    assert!(error_message(&st).starts_with("You need to define both fields in \"Fields to Match\" for pair 1,"), "{}", error_message(&st));
+    // v2.0 requires the fields to exist in the inputs
+    let st = run(&merge_wf(2.0, p(json!([{ "field1": "nope", "field2": "id" }]), json!({})), a.clone(), b.clone()));
+    assert_eq!(error_message(&st), "Field 'nope' is not present in any of items in 'Input 1'");
+    // v3 matches same-named fields from a comma-separated list
+    let v3 = json!({ "mode": "combine", "combineBy": "combineByFields", "fieldsToMatchString": "id, n", "options": { "fuzzyCompare": true } });
+    assert_eq!(merged(3.0, v3, json!([{ "id": 1, "n": 5 }]), json!([{ "id": "1", "n": "5", "z": true }])), vec![json!({ "id": "1", "n": "5", "z": true })]);
+}
+
+#[test]
+fn merge_empty_inputs_follow_n8n() {
+    let p = |join: &str, from: &str| json!({ "mode": "combine", "mergeByFields": { "values": [{ "field1": "id", "field2": "id" }] }, "joinMode": join, "outputDataFrom": from, "options": {} });
+    let a = json!([{ "id": 1 }]);
+    // keep matches with an empty input: nothing
+    assert!(merged(2.1, p("keepMatches", "both"), a.clone(), json!([])).is_empty());
+    // keep everything / non-matches: the items there are, without `_source`
+    assert_eq!(merged(2.1, p("keepEverything", "both"), a.clone(), json!([])), vec![json!({ "id": 1 })]);
+    assert_eq!(merged(2.1, p("keepNonMatches", "both"), a.clone(), json!([])), vec![json!({ "id": 1 })]);
+    assert!(merged(2.1, p("keepNonMatches", "input2"), a.clone(), json!([])).is_empty());
+    // by position: the input that has items
+    assert_eq!(merged(2.0, json!({ "mode": "combine", "combinationMode": "mergeByPosition", "options": {} }), a.clone(), json!([])), vec![json!({ "id": 1 })]);
+}
+
+#[test]
+fn merge_by_position_and_all_combinations() {
+    let a = json!([{ "k": 1, "a": "x" }, { "k": 2, "a": "y" }, { "k": 3, "a": "z" }]);
+    let b = json!([{ "k": 10, "b": true }, { "k": 20, "b": false }]);
+    let v2 = |options: Value| merged(2.0, json!({ "mode": "combine", "combinationMode": "mergeByPosition", "options": options }), a.clone(), b.clone());
+    assert_eq!(v2(json!({})), vec![json!({ "k": 10, "a": "x", "b": true }), json!({ "k": 20, "a": "y", "b": false })]);
+    assert_eq!(v2(json!({ "includeUnpaired": true })).len(), 3);
+    assert_eq!(v2(json!({ "clashHandling": { "values": { "resolveClash": "preferInput1" } } }))[0]["k"], json!(1));
+    // v3: the preferred input is merged last; with suffixes n8n also merges
+    // the preferred (last) input's own field names in
+    let v3 = |options: Value| merged(3.1, json!({ "mode": "combine", "combineBy": "combineByPosition", "options": options }), a.clone(), b.clone());
+    assert_eq!(v3(json!({}))[1], json!({ "k": 20, "a": "y", "b": false }));
+    assert_eq!(v3(json!({ "clashHandling": { "values": { "resolveClash": "preferInput1" } } }))[1]["k"], json!(2));
+    assert_eq!(v3(json!({ "clashHandling": { "values": { "resolveClash": "addSuffix" } } }))[0], json!({ "k_1": 1, "a_1": "x", "k_2": 10, "b_2": true, "k": 10, "b": true }));
+    assert_eq!(v3(json!({ "includeUnpaired": true }))[2], json!({ "k": 3, "a": "z" }));
+    // all combinations, input 1 outer
+    let all = merged(3.0, json!({ "mode": "combine", "combineBy": "combineAll", "options": {} }), a.clone(), b.clone());
+    assert_eq!(all.len(), 6);
+    assert_eq!(all[1], json!({ "k": 20, "a": "x", "b": false }));
+    let mx = merged(2.0, json!({ "mode": "combine", "combinationMode": "multiplex", "options": { "clashHandling": { "values": { "resolveClash": "preferInput1" } } } }), a.clone(), b.clone());
+    assert_eq!(mx[0], json!({ "k": 1, "a": "x", "b": true }));
+    assert_eq!(mx[1], json!({ "k": 2, "a": "y", "b": true }), "input 2 becomes the outer loop");
+}
+
+#[test]
+fn merge_v3_many_inputs_append_and_choose_branch() {
+    let mut wf = merge_wf(3.2, json!({ "mode": "append", "numberInputs": 3 }), json!([{ "n": 1 }]), json!([{ "n": 2 }]));
+    wf["nodes"].as_array_mut().unwrap().push(node("In3", "n8n-nodes-testing.testData", 1.0, json!({ "data": [{ "n": 3 }, { "n": 4 }] })));
+    wf["connections"]["Trigger"]["main"][0].as_array_mut().unwrap().push(json!({ "node": "In3", "type": "main", "index": 0 }));
+    wf["connections"]["In3"] = json!({ "main": [[{ "node": "Merge", "type": "main", "index": 2 }]] });
+    let st = run(&wf);
+    assert_eq!(out(&st, "Merge", 0), vec![json!({ "n": 1 }), json!({ "n": 2 }), json!({ "n": 3 }), json!({ "n": 4 })]);
+    wf["nodes"][3]["parameters"] = json!({ "mode": "chooseBranch", "numberInputs": 3, "useDataOfInput": 3 });
+    assert_eq!(out(&run(&wf), "Merge", 0), vec![json!({ "n": 3 }), json!({ "n": 4 })]);
+    wf["nodes"][3]["parameters"] = json!({ "mode": "chooseBranch", "numberInputs": 3, "useDataOfInput": 4 });
+    let st = run(&wf);
+    assert_eq!(error_message(&st), "Input 4 doesn't exist");
+    assert_eq!(error_description(&st), "The node has only 3 inputs, so selecting input 4 is not possible.");
+    let empty = merged(3.0, json!({ "mode": "chooseBranch", "output": "empty" }), json!([{ "n": 1 }]), json!([{ "n": 2 }]));
+    assert_eq!(empty, vec![json!({})]);
+    assert_eq!(merged(2.1, json!({ "mode": "chooseBranch", "output": "input2" }), json!([{ "n": 1 }]), json!([{ "n": 2 }])), vec![json!({ "n": 2 })]);
+    let st = run(&merge_wf(3.0, json!({ "mode": "combineBySql", "query": "SELECT * FROM input1" }), json!([{ "n": 1 }]), json!([])));
+    assert_eq!(error_message(&st), "The Merge node's SQL Query mode is not supported by this engine");
+}
+
+#[test]
+fn merge_choose_branch_waits_for_both_inputs_append_does_not() {
+    // v1 order: input 2 gets nothing. Append runs with input 1 alone,
+    // choose branch (both inputs required) does not run.
+    let wf = |params: Value| {
+        let mut w = merge_wf(2.1, params, json!([{ "n": 1 }]), json!([{ "n": 2 }]));
+        w["nodes"][2] = node("In2", "n8n-nodes-base.filter", 2.0, json!({ "conditions": { "conditions": [{ "leftValue": "={{ false }}", "rightValue": true, "operator": { "type": "boolean", "operation": "true", "singleValue": true } }], "combinator": "and", "options": {} } }));
+        w
+    };
+    let st = run(&wf(json!({ "mode": "append" })));
+    assert_eq!(out(&st, "Merge", 0), vec![json!({ "n": 1 })]);
+    let st = run(&wf(json!({ "mode": "chooseBranch" })));
+    assert!(!st.run_data.contains_key("Merge"), "choose branch must not run without input 2");
+}
+
+#[test]
+fn merge_v1_modes() {
+    let a = json!([{ "id": 1, "v": "a", "keep": "" }, { "id": 2, "v": "b" }, { "v": "none" }, { "id": { "x": 1 }, "v": "obj" }]);
+    let b = json!([{ "key": 1, "w": "A", "keep": "filled" }, { "key": "2", "w": "B" }, { "key": 0, "w": "zero" }]);
+    let v1 = |mode: &str, extra: Value| {
+        let mut p = json!({ "mode": mode, "propertyName1": "id", "propertyName2": "key" });
+        p.as_object_mut().unwrap().extend(extra.as_object().cloned().unwrap_or_default());
+        merged(1.0, p, a.clone(), b.clone())
+    };
+    let vs = |items: &[Value]| items.iter().map(|i| i["v"].clone()).collect::<Vec<_>>();
+    assert_eq!(v1("append", json!({})).len(), 7);
+    // numbers are looked up as strings; objects and missing keys never match
+    assert_eq!(vs(&v1("keepKeyMatches", json!({}))), vec![json!("a"), json!("b")]);
+    assert_eq!(vs(&v1("removeKeyMatches", json!({}))), vec![json!("none"), json!("obj")]);
+    let by_key = v1("mergeByKey", json!({}));
+    assert_eq!(by_key[0], json!({ "id": 1, "v": "a", "keep": "filled", "w": "A" }));
+    assert_eq!(by_key.len(), 2, "items without a usable key are dropped");
+    assert_eq!(v1("mergeByKey", json!({ "overwrite": "undefined" }))[0]["keep"], json!(""));
+    assert_eq!(v1("mergeByKey", json!({ "overwrite": "blank" }))[0]["keep"], json!("filled"));
+    let by_index = |join: &str| merged(1.0, json!({ "mode": "mergeByIndex", "join": join }), a.clone(), b.clone());
+    assert_eq!(by_index("left").len(), 4);
+    assert_eq!(by_index("inner").len(), 3);
+    assert_eq!(by_index("inner")[0], json!({ "id": 1, "v": "a", "keep": "filled", "key": 1, "w": "A" }));
+    assert_eq!(by_index("outer").len(), 4);
+    assert_eq!(merged(1.0, json!({ "mode": "multiplex" }), a.clone(), b.clone()).len(), 12);
+    assert_eq!(merged(1.0, json!({ "mode": "passThrough", "output": "input2" }), a.clone(), b.clone()).len(), 3);
+    assert_eq!(merged(1.0, json!({ "mode": "wait" }), a.clone(), b.clone()), vec![json!({})]);
+}
+
+// ---------------------------------------------------------------- Set / Edit Fields
+
+fn set_node(version: f64, params: Value) -> Value {
+    node("Set", "n8n-nodes-base.set", version, params)
+}
+
+fn set_out(version: f64, params: Value, input: Value) -> Vec<Value> {
+    let st = run(&chain(vec![trigger(), data(input), set_node(version, params)]));
+    assert_eq!(st.status, ExecutionStatus::Success, "{}", error_message(&st));
+    out(&st, "Set", 0)
+}
+
+fn set_error(version: f64, params: Value, input: Value) -> (String, String) {
+    let st = run(&chain(vec![trigger(), data(input), set_node(version, params)]));
+    assert_eq!(st.status, ExecutionStatus::Error);
+    (error_message(&st), error_description(&st))
+}
+
+#[test]
+fn set_v1_and_v2_typed_values() {
+    let values = json!({
+        "string": [{ "name": "s", "value": "={{ $json.n }}" }, { "name": "list[1]", "value": "x" }],
+        "number": [{ "name": "deep.n", "value": "={{ '7' }}" }],
+        "boolean": [{ "name": "b", "value": "={{ 'false' }}" }],
+    });
+    let input = json!([{ "n": 3, "list": ["a"] }]);
+    // booleans are JavaScript truthiness, strings keep the expression's type,
+    // paths go through lodash `set` (array indexes included)
+    let v1 = set_out(1.0, json!({ "values": values.clone(), "options": {} }), input.clone());
+    assert_eq!(v1, vec![json!({ "n": 3, "list": ["a", "x"], "b": true, "deep": { "n": "7" }, "s": 3 })]);
+    // v2 turns numeric strings into numbers
+    let v2 = set_out(2.0, json!({ "values": values.clone(), "options": {} }), input.clone());
+    assert_eq!(v2[0]["deep"], json!({ "n": 7 }));
+    let only = set_out(2.0, json!({ "keepOnlySet": true, "values": values.clone(), "options": { "dotNotation": false } }), input.clone());
+    assert_eq!(only, vec![json!({ "b": true, "deep.n": 7, "s": 3, "list[1]": "x" })]);
+}
+
+#[test]
+fn set_v3_field_types_and_conversion_errors() {
+    let fields = |list: Value| json!({ "mode": "manual", "fields": { "values": list }, "include": "none", "options": {} });
+    let got = set_out(3.2, fields(json!([
+        { "name": "s", "type": "stringValue", "stringValue": "={{ { a: 1 } }}" },
+        { "name": "n", "type": "numberValue", "numberValue": " 12 " },
+        { "name": "t", "type": "booleanValue", "booleanValue": "true" },
+        { "name": "one", "type": "booleanValue", "booleanValue": "={{ 1 }}" },
+        { "name": "a", "type": "arrayValue", "arrayValue": "['x', 2]" },
+        { "name": "o", "type": "objectValue", "objectValue": "{ key: 'v' }" },
+        { "name": "e", "type": "objectValue", "objectValue": "={ \"n\": {{ $json.n }}, \"obj\": {{ $json.o }} }" },
+        { "name": "nul", "type": "numberValue", "numberValue": "={{ null }}" },
+    ])), json!([{ "n": 5, "o": { "k": true } }]));
+    assert_eq!(got, vec![json!({ "s": "{\"a\":1}", "n": 12, "t": true, "one": true, "a": ["x", 2], "o": { "key": "v" }, "e": { "n": 5, "obj": { "k": true } }, "nul": null })]);
+    let (msg, desc) = set_error(3.2, fields(json!([{ "name": "n", "type": "numberValue", "numberValue": "abc" }])), json!([{}]));
+    assert_eq!(msg, "'n' expects a number but we got 'abc' [item 0]");
+    assert!(desc.contains("Ignore Type Conversion Errors"), "{desc}");
+    let (msg, _) = set_error(3.2, fields(json!([{ "name": "b", "type": "booleanValue", "booleanValue": "={{ [1, 2] }}" }])), json!([{}]));
+    assert_eq!(msg, "'b' expects a boolean but we got array [item 0]");
+    // v3.1 refuses null for a string; v3.0 writes "null"
+    let null_string = json!([{ "name": "s", "type": "stringValue", "stringValue": "={{ null }}" }]);
+    assert_eq!(set_error(3.1, fields(null_string.clone()), json!([{}])).0, "'s' expects a string but we got 'null' [item 0]");
+    assert_eq!(set_out(3.0, fields(null_string.clone()), json!([{}])), vec![json!({ "s": "null" })]);
+    assert_eq!(set_out(3.2, fields(null_string), json!([{}])), vec![json!({ "s": null })]);
+    // ignoring conversion errors keeps the value as it came
+    let lenient = json!({ "mode": "manual", "fields": { "values": [{ "name": "n", "type": "numberValue", "numberValue": "abc" }] }, "include": "none", "options": { "ignoreConversionErrors": true } });
+    assert_eq!(set_out(3.2, lenient, json!([{}])), vec![json!({ "n": "abc" })]);
+    let (msg, _) = set_error(3.2, fields(json!([{ "name": "e", "type": "objectValue", "objectValue": "={ nope {{ 1 }}" }])), json!([{}]));
+    assert_eq!(msg, "The entry \"e\" inside 'Fields to Set' in item 0 contains invalid JSON");
+}
+
+#[test]
+fn set_include_modes_per_version() {
+    let input = json!([{ "a": 1, "b": { "c": 2, "d": 3 }, "x.y": 4 }]);
+    let v32 = |include: &str, extra: Value| {
+        let mut p = json!({ "mode": "manual", "fields": { "values": [{ "name": "new", "type": "stringValue", "stringValue": "v" }] }, "include": include, "options": {} });
+        p.as_object_mut().unwrap().extend(extra.as_object().cloned().unwrap_or_default());
+        set_out(3.2, p, input.clone())
+    };
+    assert_eq!(v32("all", json!({}))[0], json!({ "a": 1, "b": { "c": 2, "d": 3 }, "x.y": 4, "new": "v" }));
+    assert_eq!(v32("none", json!({}))[0], json!({ "new": "v" }));
+    // selected dotted fields land under their last name
+    assert_eq!(v32("selected", json!({ "includeFields": "a, b.c" }))[0], json!({ "a": 1, "c": 2, "new": "v" }));
+    assert_eq!(v32("except", json!({ "excludeFields": "b.d,a" }))[0], json!({ "b": { "c": 2 }, "x.y": 4, "new": "v" }));
+    assert_eq!(v32("except", json!({ "excludeFields": "['x.y']", "options": { "dotNotation": false } }))[0], json!({ "a": 1, "b": { "c": 2, "d": 3 }, "new": "v" }));
+    // v3.3+: other fields only with includeOtherFields
+    let v34 = |extra: Value| {
+        let mut p = json!({ "mode": "manual", "assignments": { "assignments": [{ "id": "1", "name": "b.e", "type": "number", "value": "={{ $json.a + 1 }}" }] }, "options": {} });
+        p.as_object_mut().unwrap().extend(extra.as_object().cloned().unwrap_or_default());
+        set_out(3.4, p, input.clone())
+    };
+    assert_eq!(v34(json!({}))[0], json!({ "b": { "e": 2 } }));
+    assert_eq!(v34(json!({ "includeOtherFields": true }))[0], json!({ "a": 1, "b": { "c": 2, "d": 3, "e": 2 }, "x.y": 4 }));
+    assert_eq!(v34(json!({ "includeOtherFields": true, "include": "selected", "includeFields": "a" }))[0], json!({ "a": 1, "b": { "e": 2 } }));
+    let (msg, _) = set_error(3.2, json!({ "mode": "manual", "fields": { "values": [] }, "include": "some" }), input.clone());
+    assert_eq!(msg, "The include option \"some\" is not known!");
+}
+
+#[test]
+fn set_binary_handling_per_version_and_binary_fields() {
+    let file = json!({ "data": "aGk=", "mimeType": "text/plain", "fileName": "a.txt" });
+    let wf = |version: f64, params: Value| {
+        let code = node("Code", "n8n-nodes-base.code", 2.0, json!({ "jsCode": format!("return [{{ json: {{ a: 1 }}, binary: {{ data: {file} }} }}];") }));
+        chain(vec![trigger(), code, set_node(version, params)])
+    };
+    let binary_keys = |st: &ExecutionState| -> Vec<String> {
+        st.run_data["Set"][0].output(0).unwrap()[0].binary.as_ref().and_then(|b| b.as_object().map(|m| m.keys().cloned().collect())).unwrap_or_default()
+    };
+    let base = json!({ "mode": "manual", "assignments": { "assignments": [] }, "includeOtherFields": true, "options": {} });
+    // up to 3.3 binary data is kept only with the Include Binary File option
+    assert!(binary_keys(&run(&wf(3.3, base.clone()))).is_empty());
+    let mut with = base.clone();
+    with["options"] = json!({ "includeBinary": true });
+    assert_eq!(binary_keys(&run(&wf(3.3, with))), vec!["data".to_string()]);
+    // 3.4 keeps it unless stripped, and never without other fields
+    assert_eq!(binary_keys(&run(&wf(3.4, base.clone()))), vec!["data".to_string()]);
+    let mut strip = base.clone();
+    strip["options"] = json!({ "stripBinary": true });
+    assert!(binary_keys(&run(&wf(3.4, strip))).is_empty());
+    // a binary assignment copies an input file under a new name
+    let copy = json!({ "mode": "manual", "assignments": { "assignments": [{ "id": "1", "name": "copy", "type": "binary", "value": "data" }] }, "options": {} });
+    assert_eq!(binary_keys(&run(&wf(3.4, copy))), vec!["copy".to_string()]);
+    let missing = json!({ "mode": "manual", "assignments": { "assignments": [{ "id": "1", "name": "copy", "type": "binary", "value": "nope" }] }, "options": {} });
+    assert_eq!(error_message(&run(&wf(3.4, missing))), "The item has no binary field 'nope' [item 0]");
+}
+
+#[test]
+fn set_json_mode_fills_templates_and_repairs_json() {
+    let input = json!([{ "name": "Ann", "tags": ["a", "b"] }]);
+    let raw = |json_output: &str, extra: Value| {
+        let mut p = json!({ "mode": "raw", "jsonOutput": json_output, "includeOtherFields": true, "options": {} });
+        p.as_object_mut().unwrap().extend(extra.as_object().cloned().unwrap_or_default());
+        set_out(3.4, p, input.clone())
+    };
+    assert_eq!(raw("={ \"who\": \"{{ $json.name }}\", \"tags\": {{ $json.tags }} }", json!({}))[0], json!({ "name": "Ann", "tags": ["a", "b"], "who": "Ann" }));
+    // n8n's repair: single quotes, bare keys, trailing commas
+    assert_eq!(raw("{ k: 'v', }", json!({ "includeOtherFields": false }))[0], json!({ "k": "v" }));
+    let st = run(&chain(vec![trigger(), data(input.clone()), set_node(3.4, json!({ "mode": "raw", "jsonOutput": "[1, 2]" }))]));
+    assert_eq!(error_message(&st), "The 'JSON Output' in item 0 does not contain a valid JSON object");
+    let st = run(&chain(vec![trigger(), data(input.clone()), set_node(3.4, json!({ "mode": "raw", "jsonOutput": "={ \"a\": {{ 1 }" }))]));
+    assert_eq!(error_message(&st), "The 'JSON Output' in item 0 contains invalid JSON");
+}
+
+#[test]
+fn set_continue_on_fail_and_duplicates() {
+    let params = json!({ "mode": "manual", "assignments": { "assignments": [{ "id": "1", "name": "n", "type": "number", "value": "={{ $json.v }}" }] }, "options": {} });
+    let mut s = set_node(3.4, params.clone());
+    s["onError"] = json!("continueRegularOutput");
+    let st = run(&chain(vec![trigger(), data(json!([{ "v": "1" }, { "v": "x" }])), s]));
+    assert_eq!(out(&st, "Set", 0), vec![json!({ "n": 1 }), json!({ "error": "'n' expects a number but we got 'x' [item 1]" })]);
+    let mut dup = params;
+    dup["duplicateItem"] = json!(true);
+    dup["duplicateCount"] = json!(2);
+    assert_eq!(set_out(3.4, dup, json!([{ "v": 1 }])).len(), 3);
 }

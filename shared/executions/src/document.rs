@@ -4,7 +4,7 @@
 //!
 //! ```text
 //! { "workflowData":  { id, name, projectId, nodes, connections, settings, staticData },
-//!   "startData":     { trigger, triggerItems, destinationNode, timeoutSecs },
+//!   "startData":     { trigger, triggerItems, destinationNode, timeoutSecs, respond },
 //!   "resultData":    { runData, pinData, lastNodeExecuted, error },
 //!   "executionData": { engineState }   // only while waiting: the engine's state minus runData/pinData
 //! }
@@ -26,9 +26,32 @@ pub(crate) struct StartData {
     pub trigger: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trigger_items: Option<Vec<Item>>,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub trigger_output: usize,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub destination_node: Option<String>,
+    /// A run-step's input when it is not the chain above the target.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step_seed: Option<crate::StepSeed>,
     pub timeout_secs: u64,
+    /// An HTTP caller waits for this execution's answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub respond: Option<Respond>,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
+/// Who waits for an execution's HTTP answer: the node whose response
+/// settings apply (the Webhook or Form Trigger it started from, or the
+/// Wait node a call resumed) and the caller's token (the stored answer
+/// names it, so a later resume's caller never reads an earlier answer).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Respond {
+    pub node: String,
+    pub token: String,
 }
 
 /// What `run_execution` reads back.
@@ -113,6 +136,11 @@ pub(crate) fn load(id: &str, doc: Value) -> Result<Loaded> {
         pin_data,
         state,
     })
+}
+
+/// Checks that an edited document still loads.
+pub(crate) fn check(id: &str, doc: &Value) -> Result<()> {
+    load(id, doc.clone()).map(|_| ())
 }
 
 /// The document after a run segment. `keep_state` (waiting) stores what the

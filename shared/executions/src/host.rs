@@ -7,8 +7,8 @@
 //! `Handle::block_on`, which is allowed there (never on a runtime worker).
 
 use engine::host::{
-    CredentialsProvider, DataTableProvider, Host, RowFilter, SubExecutionRecorder, SystemResolver,
-    WorkflowProvider,
+    CredentialsProvider, DataTableProvider, Host, ProcessedDataStore, RowFilter,
+    SubExecutionRecorder, SystemResolver, WorkflowProvider,
 };
 use engine::EngineSettings;
 use serde_json::{json, Map, Value};
@@ -175,11 +175,79 @@ pub(crate) fn host(scope: Scope, sub_executions: Arc<dyn SubExecutionRecorder>) 
         credentials: Some(Arc::new(StoreCredentials(scope.clone()))),
         workflows: Some(Arc::new(StoreWorkflows(scope.clone()))),
         sub_executions: Some(sub_executions),
-        data_tables: Some(Arc::new(StoreDataTables(scope))),
+        data_tables: Some(Arc::new(StoreDataTables(scope.clone()))),
         // the file nodes work in a scratch folder of this execution only
         files: Some(Arc::new(engine::nodes::disk::ScratchDir::new())),
         resolver: Arc::new(SystemResolver),
-        processed_data: None,
+        processed_data: Some(Arc::new(StoreProcessedData(scope))),
+    }
+}
+
+/// Remove Duplicates' history, for workflows of the running project only.
+struct StoreProcessedData(Arc<Scope>);
+
+impl StoreProcessedData {
+    fn check(&self, workflow_id: &str) -> Result<(), String> {
+        let s = &self.0;
+        if workflow_id.trim().is_empty() {
+            return Err(
+                "save the workflow first: values seen in previous executions are kept per workflow"
+                    .into(),
+            );
+        }
+        let meta = s
+            .handle
+            .block_on(s.data.workflows.meta(workflow_id))
+            .map_err(|e| format!("workflow {workflow_id}: {e}"))?;
+        match meta {
+            Some(m) if m.project_id == s.project_id => Ok(()),
+            // Same answer as a missing one: another project's workflow.
+            _ => Err(format!("workflow {workflow_id} does not exist")),
+        }
+    }
+}
+
+impl ProcessedDataStore for StoreProcessedData {
+    fn load(&self, workflow_id: &str, context: &str) -> Result<Option<(Value, u64)>, String> {
+        self.check(workflow_id)?;
+        let s = &self.0;
+        s.handle
+            .block_on(s.data.processed_data.load(workflow_id, context))
+            .map_err(|e| e.to_string())
+    }
+
+    fn save(
+        &self,
+        workflow_id: &str,
+        context: &str,
+        value: &Value,
+        expected: Option<u64>,
+    ) -> Result<bool, String> {
+        self.check(workflow_id)?;
+        let s = &self.0;
+        s.handle
+            .block_on(
+                s.data
+                    .processed_data
+                    .save(workflow_id, context, value, expected),
+            )
+            .map_err(|e| e.to_string())
+    }
+
+    fn delete(&self, workflow_id: &str, context: &str) -> Result<(), String> {
+        self.check(workflow_id)?;
+        let s = &self.0;
+        s.handle
+            .block_on(s.data.processed_data.delete(workflow_id, context))
+            .map_err(|e| e.to_string())
+    }
+}
+
+/// A host with only the credentials of `scope` (a connection test needs nothing else).
+pub(crate) fn credentials_only(scope: Scope) -> Host {
+    Host {
+        credentials: Some(Arc::new(StoreCredentials(Arc::new(scope)))),
+        ..Host::default()
     }
 }
 
@@ -188,41 +256,55 @@ struct StoreCredentials(Arc<Scope>);
 impl CredentialsProvider for StoreCredentials {
     fn get(&self, cred_type: &str, reference: &Value) -> Result<Value, String> {
         let s = &self.0;
-        let id = reference
-            .get("id")
-            .and_then(Value::as_str)
-            .filter(|i| !i.is_empty())
-            .ok_or_else(|| {
-                format!("the node selects no {cred_type} credential (reference without id)")
-            })?;
-        let meta = s
-            .handle
-            .block_on(s.data.credentials.get(id))
-            .map_err(|e| format!("credential {id}: {e}"))?
-            .ok_or_else(|| format!("credential {id} does not exist"))?;
-        let usable = meta.is_global
-            || meta.home_project_id == s.project_id
-            || meta
-                .shared_with_project_ids
-                .iter()
-                .any(|p| *p == s.project_id);
-        if !usable {
-            // Same answer as a missing one: the workflow's project cannot see it.
-            return Err(format!("credential {id} does not exist"));
-        }
-        if meta.kind != cred_type {
-            return Err(format!(
-                "credential {id} is of type {}, the node needs {cred_type}",
-                meta.kind
-            ));
-        }
-        let secret = s
-            .handle
-            .block_on(s.data.credentials.decrypt_secret(id))
-            .map_err(|e| format!("credential {id}: {e}"))?;
-        s.secrets.remember(secret.expose());
-        Ok(secret.expose().clone())
+        let secret = s.handle.block_on(project_credential(
+            &s.data,
+            &s.project_id,
+            cred_type,
+            reference,
+        ))?;
+        s.secrets.remember(&secret);
+        Ok(secret)
     }
+}
+
+/// The decrypted data of the credential a node's reference (`{id, name}`)
+/// selects, if the project may use it and it is of `cred_type`. A
+/// credential the project cannot see reads as missing.
+pub async fn project_credential(
+    data: &InstanceData,
+    project_id: &str,
+    cred_type: &str,
+    reference: &Value,
+) -> Result<Value, String> {
+    let id = reference
+        .get("id")
+        .and_then(Value::as_str)
+        .filter(|i| !i.is_empty())
+        .ok_or_else(|| format!("the node selects no {cred_type} credential (reference without id)"))?;
+    let meta = data
+        .credentials
+        .get(id)
+        .await
+        .map_err(|e| format!("credential {id}: {e}"))?
+        .ok_or_else(|| format!("credential {id} does not exist"))?;
+    let usable = meta.is_global
+        || meta.home_project_id == project_id
+        || meta.shared_with_project_ids.iter().any(|p| *p == project_id);
+    if !usable {
+        return Err(format!("credential {id} does not exist"));
+    }
+    if meta.kind != cred_type {
+        return Err(format!(
+            "credential {id} is of type {}, the node needs {cred_type}",
+            meta.kind
+        ));
+    }
+    let secret = data
+        .credentials
+        .decrypt_secret(id)
+        .await
+        .map_err(|e| format!("credential {id}: {e}"))?;
+    Ok(secret.expose().clone())
 }
 
 struct StoreWorkflows(Arc<Scope>);

@@ -17,6 +17,16 @@
 //!   a final status, through the queue or inline ([`Dispatch`]).
 //! - [`Sweeper::resume_due`] / [`Sweeper::mark_crashed`]: the minute sweep.
 //! - [`Executor::handle_queue_batch`]: the SQS consumer's body.
+//! - [`Executor::test_credential`]: a credential's connection test (`probe`).
+//! - [`Executor::handle_queue_batch`]: the SQS consumer's body (execution
+//!   messages, and schedule ticks: `ticks`).
+//! - [`Executor::waiting_on`] / [`Executor::resume_waiting`]: a webhook call
+//!   or form submission resumes a Wait node (`resume`).
+//!
+//! An execution an HTTP caller waits for (`StartRequest::respond`) stores
+//! its answer as soon as it has one (`respond`); a failed production run
+//! starts its error workflow (`error_workflow`). Finished executions expire
+//! after the configured retention (DynamoDB TTL); waiting ones never do.
 //!
 //! Delivery is at least once: a message for an execution that is finished,
 //! running under a live lease, or waiting and not yet due does nothing; a
@@ -26,15 +36,23 @@
 mod children;
 mod document;
 pub mod error;
+mod error_workflow;
 mod host;
+mod probe;
 mod progress;
 mod records;
+mod respond;
+mod resume;
 mod sweep;
+mod ticks;
 
 pub use error::ExecutionError;
-pub use host::HttpPolicy;
+pub use host::{project_credential, HttpPolicy};
 pub use store::data::executions::{ExecutionMode, ExecutionStatus};
+pub use document::Respond;
+pub use resume::{ResumeRefused, WaitingOn};
 pub use sweep::{SweepReport, Sweeper};
+pub use ticks::{ScheduleTick, TickMessage, TickOutcome};
 
 use crate::document::StartData;
 use crate::error::Result;
@@ -104,12 +122,19 @@ pub struct StartRequest {
     pub trigger: Option<String>,
     /// Items the trigger outputs (default one empty item).
     pub trigger_items: Option<Vec<Item>>,
+    /// The trigger output they leave on (a multi-method Webhook's method).
+    pub trigger_output: usize,
     /// Stop after this node (run-step): only it and its ancestors run.
     pub destination: Option<String>,
+    /// With `destination`: where the target's input comes from instead of
+    /// running the nodes above it.
+    pub step_seed: Option<StepSeed>,
     /// This execution's time limit (capped by [`ExecutorSettings::max_timeout`]);
     /// the workflow's `settings.executionTimeout` applies too, the lower wins.
     pub timeout: Option<Duration>,
     pub retry_of: Option<String>,
+    /// An HTTP caller waits for the answer (webhook, form).
+    pub respond: Option<Respond>,
 }
 
 impl StartRequest {
@@ -120,11 +145,25 @@ impl StartRequest {
             pin_data: BTreeMap::new(),
             trigger: None,
             trigger_items: None,
+            trigger_output: 0,
             destination: None,
+            step_seed: None,
             timeout: None,
             retry_of: None,
+            respond: None,
         }
     }
+}
+
+/// A run-step's input other than the chain above the target.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "mode", rename_all = "camelCase")]
+pub enum StepSeed {
+    /// Replay this execution's run data for the nodes above the target.
+    #[serde(rename_all = "camelCase")]
+    Reuse { execution_id: String },
+    /// Feed these items to the target; every node above it gets a placeholder.
+    Mock { items: Vec<Item> },
 }
 
 /// Where `execute_and_wait` runs the execution.
@@ -202,6 +241,8 @@ pub struct ExecutorSettings {
     /// finish (the final write is always made); `None` stores it only at
     /// the end or when it parks.
     pub progress_interval: Option<Duration>,
+    /// Where webhooks are served (`$execution.resumeUrl`, error data URLs).
+    pub public_url: Option<String>,
 }
 
 impl Default for ExecutorSettings {
@@ -214,17 +255,21 @@ impl Default for ExecutorSettings {
             inline_wait: Duration::from_secs(65),
             retention_secs: None,
             progress_interval: Some(Duration::from_secs(1)),
+            public_url: None,
         }
     }
 }
 
 impl ExecutorSettings {
     /// The defaults, with what the configuration sets: the HTTP policy
-    /// (`INSTANCE_AI_HTTP_*`) and the progress interval.
+    /// (`INSTANCE_AI_HTTP_*`), the progress interval, retention and the
+    /// public URL.
     pub fn from_config(config: &Config) -> Self {
         ExecutorSettings {
             http: HttpPolicy::from_config(config),
             progress_interval: config.execution_progress_ms.map(Duration::from_millis),
+            retention_secs: config.execution_retention_secs,
+            public_url: config.public_url.clone(),
             ..ExecutorSettings::default()
         }
     }
@@ -254,6 +299,7 @@ pub struct Executor {
     inner: Arc<Inner>,
 }
 
+#[derive(Clone)]
 struct Inner {
     data: InstanceData,
     sweeper: Sweeper,
@@ -312,7 +358,16 @@ impl Executor {
     ) -> Result<Self> {
         let data = Box::pin(InstanceData::new(clients, config)).await?;
         let url = config.queue_url(QueueId::Runs)?.to_owned();
-        Ok(Executor::new(data, clients.sqs.clone(), url, settings))
+        let steps = config.queue_url(QueueId::Steps).ok().map(str::to_owned);
+        Ok(Executor::new(data, clients.sqs.clone(), url, settings).notifying(steps))
+    }
+
+    /// Sends each settled execution's waiter message to `steps_queue_url`
+    /// (the agent's Steps queue): see [`Sweeper::notify`].
+    pub fn notifying(self, steps_queue_url: Option<String>) -> Self {
+        let mut inner = Arc::try_unwrap(self.inner).unwrap_or_else(|shared| (*shared).clone());
+        inner.sweeper.steps_queue_url = steps_queue_url;
+        Executor { inner: Arc::new(inner) }
     }
 
     pub fn sweeper(&self) -> &Sweeper {
@@ -331,6 +386,11 @@ impl Executor {
 
     pub fn settings(&self) -> &ExecutorSettings {
         &self.inner.settings
+    }
+
+    /// The repositories this executor runs over.
+    pub fn data(&self) -> &InstanceData {
+        &self.inner.data
     }
 
     fn records(&self) -> &Records {
@@ -364,6 +424,9 @@ impl Executor {
         if let Some(d) = &req.destination {
             graph.node_or_err(d)?;
         }
+        if req.step_seed.is_some() && req.destination.is_none() {
+            return Err(ExecutionError::Invalid("a step input needs the node to run".into()));
+        }
         let max = self.inner.settings.max_timeout;
         let timeout = req
             .timeout
@@ -372,8 +435,11 @@ impl Executor {
         let start = StartData {
             trigger: req.trigger,
             trigger_items: req.trigger_items,
+            trigger_output: req.trigger_output,
             destination_node: req.destination,
+            step_seed: req.step_seed,
             timeout_secs: timeout.as_secs().max(1),
+            respond: req.respond,
         };
         let doc = document::initial(snapshot, &start, &req.pin_data)?;
         let exec = self
@@ -551,16 +617,11 @@ impl Executor {
     /// flag is polled), a `new` or `waiting` one at once. Idempotent; a
     /// finished execution is left as it is.
     pub async fn stop_execution(&self, id: &str) -> Result<ExecutionOutcome> {
-        let records = self.records();
-        let meta = records
-            .request_cancel(id)
+        self.inner
+            .sweeper
+            .stop(id)
             .await?
             .ok_or_else(|| ExecutionError::NotFound(format!("execution {id}")))?;
-        if matches!(meta.status, ExecutionStatus::New | ExecutionStatus::Waiting)
-            && records.cancel_idle(id).await?
-        {
-            tracing::info!(executionId = %id, "execution canceled before it ran");
-        }
         self.outcome(id).await
     }
 
@@ -572,15 +633,25 @@ impl Executor {
     ) -> Vec<String> {
         let mut failed = Vec::new();
         for record in batch {
-            let msg = record
-                .body
-                .as_deref()
-                .map(serde_json::from_str::<RunMessage>);
-            let Some(Ok(msg)) = msg else {
-                // Kept for the dead-letter queue, where someone can look at it.
-                tracing::error!(message_id = %record.message_id, "malformed Runs message");
-                failed.push(record.message_id);
-                continue;
+            let msg = match record.body.as_deref().and_then(ticks::parse) {
+                Some(ticks::Message::Run(m)) => m,
+                Some(ticks::Message::Tick(t)) => {
+                    // Boxed, as `run_execution` is: keeps the consumer's future shallow.
+                    match Box::pin(self.handle_tick(&t.schedule_tick)).await {
+                        Ok(outcome) => tracing::info!(workflowId = %t.schedule_tick.workflow_id, ?outcome, "schedule tick"),
+                        Err(e) => {
+                            tracing::error!(workflowId = %t.schedule_tick.workflow_id, error = %e, "schedule tick failed; will be redelivered");
+                            failed.push(record.message_id);
+                        }
+                    }
+                    continue;
+                }
+                None => {
+                    // Kept for the dead-letter queue, where someone can look at it.
+                    tracing::error!(message_id = %record.message_id, "malformed Runs message");
+                    failed.push(record.message_id);
+                    continue;
+                }
             };
             match self.run_execution(msg.execution_id.as_str()).await {
                 Ok(RunResult::Ran(o)) => {
@@ -625,6 +696,7 @@ impl Executor {
                 let expired = meta.lease_until.as_deref().is_none_or(|l| l < now.as_str());
                 if expired && records.crash_if_expired(id, &now).await? {
                     tracing::warn!("found running with an expired lease: marked crashed");
+                    self.inner.sweeper.notify(id).await;
                     return Ok(RunResult::Skipped(SkipReason::MarkedCrashed));
                 }
                 return Ok(RunResult::Skipped(SkipReason::RunningElsewhere));
@@ -663,6 +735,7 @@ impl Executor {
                     .finish(id, &owner, ExecutionStatus::Error, Some(&message))
                     .await?
                 {
+                    self.inner.sweeper.notify(id).await;
                     Ok(RunResult::Ran(ExecutionOutcome {
                         execution_id: ExecutionId(id.to_owned()),
                         status: ExecutionStatus::Error,
@@ -719,10 +792,15 @@ impl Executor {
             execution_timeout: Some(timeout),
             max_inline_wait: settings.inline_wait,
             mode: mode_str(exec.mode),
+            public_url: settings.public_url.clone(),
             ..EngineSettings::default()
         };
         settings.http.apply(&mut engine_settings);
         let secrets = host::Secrets::default();
+        let responder = start
+            .respond
+            .as_ref()
+            .and_then(|r| respond::Responder::new(&data.executions, id, r, &graph, &secrets));
         let handle = tokio::runtime::Handle::current();
         let children = Arc::new(children::Children::new(
             children::ChildScope {
@@ -765,6 +843,18 @@ impl Executor {
             }
             None => (None, None),
         };
+        // A run-step from replayed or mocked input: the engine's partial run.
+        let step_input = match (&loaded.state, &start.step_seed, &start.destination_node) {
+            (None, Some(seed), Some(_)) => match self.step_input(seed).await {
+                Ok(i) => Some(i),
+                Err(msg) => {
+                    let doc = document::failed_before_run(&workflow, &start, &msg);
+                    return self.end(id, owner, ExecutionStatus::Error, &msg, doc, &secrets).await;
+                }
+            },
+            _ => None,
+        };
+        let progress = respond::both(progress, responder.as_ref().and_then(|r| r.hook(&handle)));
         let cancel = CancelToken::new();
         let job = {
             let cancel = cancel.clone();
@@ -773,6 +863,7 @@ impl Executor {
                 pin_data: loaded.pin_data,
                 trigger: loaded.start.trigger,
                 trigger_items: loaded.start.trigger_items,
+                trigger_output: loaded.start.trigger_output,
                 cancel: Some(cancel.clone()),
                 timeout: Some(timeout),
                 execution_id: Some(id.to_owned()),
@@ -785,6 +876,9 @@ impl Executor {
             tokio::task::spawn_blocking(move || {
                 let _entered = span.enter();
                 let engine = Engine::new(engine_settings, host);
+                if let (Some(input), Some(target)) = (step_input, opts.destination.clone()) {
+                    return engine.run_node(&graph, &target, input, opts);
+                }
                 match state {
                     Some(st) => engine.resume_with(
                         &graph,
@@ -865,6 +959,9 @@ impl Executor {
             Ok(run) => run,
             Err(msg) => {
                 let doc = document::failed_before_run(&workflow, &start, &msg);
+                if let Some(r) = &responder {
+                    r.at_end(None, true).await;
+                }
                 return self.end(id, owner, ExecutionStatus::Error, &msg, doc, &secrets).await;
             }
         };
@@ -928,11 +1025,17 @@ impl Executor {
             let mut doc =
                 document::after_run(&workflow, &start, &state, error_value.as_ref(), true)?;
             secrets.scrub(&mut doc);
+            // A waiting execution never expires while it waits.
+            data.executions.set_expiry(id, None).await?;
             data.executions.save_data(id, &doc).await?;
+            if let Some(r) = &responder {
+                r.at_park(&state).await;
+            }
             if !records.park(id, owner, &wait_till).await? {
                 return Ok(RunResult::Skipped(SkipReason::LostLease));
             }
             tracing::info!(waitTill = %wait_till, "execution waiting");
+            self.inner.sweeper.notify(id).await;
             // A wait within SQS's 15-minute delay gets its resume message now,
             // due a second after waitTill: it resumes on time instead of at
             // the next minute sweep (which stays the fallback).
@@ -958,15 +1061,58 @@ impl Executor {
             }));
         }
         let doc = document::after_run(&workflow, &start, &state, error_value.as_ref(), false)?;
-        self.end(
-            id,
-            owner,
-            status,
-            message.as_deref().unwrap_or_default(),
-            doc,
-            &secrets,
-        )
-        .await
+        if let Some(r) = &responder {
+            r.at_end(Some(&state), status != ExecutionStatus::Success).await;
+        }
+        let result = self
+            .end(
+                id,
+                owner,
+                status,
+                message.as_deref().unwrap_or_default(),
+                doc,
+                &secrets,
+            )
+            .await?;
+        if matches!(&result, RunResult::Ran(o) if o.status == ExecutionStatus::Error) {
+            let mut error = error_value.clone();
+            if let Some(e) = error.as_mut() {
+                secrets.scrub(e);
+            }
+            Box::pin(self.run_error_workflow(error_workflow::Failure {
+                execution_id: id,
+                mode: exec.mode,
+                workflow: &workflow,
+                error,
+                last_node: state.last_node_executed.clone(),
+                retry_of: exec.retry_of.clone(),
+            }))
+            .await;
+        }
+        Ok(result)
+    }
+
+    /// The engine input of a run-step seed; `Err` is the message the
+    /// execution fails with (the replayed execution is gone or unreadable).
+    async fn step_input(&self, seed: &StepSeed) -> std::result::Result<engine::partial::StepInput, String> {
+        match seed {
+            StepSeed::Mock { items } => Ok(engine::partial::StepInput::Mock(items.clone())),
+            StepSeed::Reuse { execution_id } => {
+                let doc = self
+                    .inner
+                    .data
+                    .executions
+                    .get_data(execution_id, &DataSelection::default())
+                    .await
+                    .map_err(|e| format!("the execution to replay ({execution_id}) could not be read: {e}"))?
+                    .ok_or_else(|| format!("the execution to replay ({execution_id}) holds no run data"))?;
+                let run_data = doc.pointer("/resultData/runData").cloned().unwrap_or_else(|| json!({}));
+                let mut prior = engine::ExecutionState::new(execution_id.clone());
+                prior.run_data = serde_json::from_value(run_data)
+                    .map_err(|e| format!("the execution to replay ({execution_id}) has unreadable run data: {e}"))?;
+                Ok(engine::partial::StepInput::Reuse(Box::new(prior)))
+            }
+        }
     }
 
     /// Stores the document, then the final status (in that order, so a
@@ -982,6 +1128,9 @@ impl Executor {
     ) -> Result<RunResult> {
         secrets.scrub(&mut doc);
         let message = secrets.scrub_str(message);
+        // Retention counts from the end (parts saved next carry the time).
+        let expires = self.inner.settings.retention_secs.map(|r| db::now_secs() + r);
+        self.inner.data.executions.set_expiry(id, expires).await?;
         self.inner.data.executions.save_data(id, &doc).await?;
         let error = (!message.is_empty()).then_some(message.as_str());
         if !self.records().finish(id, owner, status, error).await? {
@@ -989,6 +1138,7 @@ impl Executor {
             return Ok(RunResult::Skipped(SkipReason::LostLease));
         }
         tracing::info!(status = status.as_str(), "execution finished");
+        self.inner.sweeper.notify(id).await;
         Ok(RunResult::Ran(ExecutionOutcome {
             execution_id: ExecutionId(id.to_owned()),
             status,

@@ -104,10 +104,29 @@ impl Records {
         lease_until: &str,
         now: &str,
     ) -> Result<Claim> {
+        self.claim_if(id, from, false, owner, lease_until, now).await
+    }
+
+    /// Takes a `waiting` execution whatever its time (a webhook call or form
+    /// submission resumes it): of concurrent resumers exactly one gets it.
+    pub async fn claim_for_resume(&self, id: &str, owner: &str, lease_until: &str) -> Result<Claim> {
+        self.claim_if(id, ExecutionStatus::Waiting, true, owner, lease_until, &db::now_iso()).await
+    }
+
+    async fn claim_if(
+        &self,
+        id: &str,
+        from: ExecutionStatus,
+        any_time: bool,
+        owner: &str,
+        lease_until: &str,
+        now: &str,
+    ) -> Result<Claim> {
         // The store writes `startedAt: NULL` at create, so `if_not_exists`
         // cannot be used: a first run stamps it, a resume keeps it.
         let (set_started, condition) = match from {
             ExecutionStatus::New => (", startedAt = :now", "attribute_exists(pk) AND #st = :new"),
+            _ if any_time => ("", "attribute_exists(pk) AND #st = :waiting"),
             _ => (
                 "",
                 "attribute_exists(pk) AND #st = :waiting AND waitTill <= :now",
@@ -120,6 +139,18 @@ impl Records {
         // One conditional UpdateItem: atomic on its own, so of concurrent
         // deliveries exactly one claims.
         self.table.count();
+        let mut values = std::collections::HashMap::from([
+            (":running".to_owned(), s("running")),
+            ((if from == ExecutionStatus::New { ":new" } else { ":waiting" }).to_owned(), s(from.as_str())),
+            (":owner".to_owned(), s(owner)),
+            (":lease".to_owned(), s(lease_until)),
+            (":null".to_owned(), AttributeValue::Null(true)),
+            (":false".to_owned(), AttributeValue::Bool(false)),
+        ]);
+        // DynamoDB refuses values no expression uses.
+        if condition.contains(":now") || set_started.contains(":now") {
+            values.insert(":now".to_owned(), s(now));
+        }
         let res = self
             .table
             .client
@@ -132,20 +163,7 @@ impl Records {
             ))
             .condition_expression(condition)
             .expression_attribute_names("#st", "status")
-            .expression_attribute_values(":running", s("running"))
-            .expression_attribute_values(
-                if from == ExecutionStatus::New {
-                    ":new"
-                } else {
-                    ":waiting"
-                },
-                s(from.as_str()),
-            )
-            .expression_attribute_values(":owner", s(owner))
-            .expression_attribute_values(":lease", s(lease_until))
-            .expression_attribute_values(":now", s(now))
-            .expression_attribute_values(":null", AttributeValue::Null(true))
-            .expression_attribute_values(":false", AttributeValue::Bool(false))
+            .set_expression_attribute_values(Some(values))
             .send()
             .await;
         match res {

@@ -60,6 +60,18 @@ impl Instance {
         }
     }
 
+    /// The project an operation that may name one acts in: the named one
+    /// (checked for `scope`), else the caller's write project.
+    pub async fn target_project(&self, caller: &Caller, project_id: Option<&str>, scope: &str) -> Result<String, InstanceError> {
+        match project_id {
+            Some(p) => {
+                self.require_project(caller, p, scope).await?;
+                Ok(p.to_owned())
+            }
+            None => self.write_project(caller, scope).await,
+        }
+    }
+
     /// Requires `scope` in `project_id`.
     pub async fn require_project(&self, caller: &Caller, project_id: &str, scope: &str) -> Result<ProjectRole, InstanceError> {
         self.user(caller).await?;

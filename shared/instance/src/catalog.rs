@@ -37,44 +37,48 @@ pub fn input_count(d: &NodeDescription, parameters: &Value) -> usize {
     d.inputs.len()
 }
 
-/// `search_nodes` output for several queries.
+/// `search_nodes` output for several queries: [`crate::nodes::search`]'s
+/// ranked results as text.
 pub fn search_text(queries: &[String]) -> String {
     let mut out = String::new();
     for q in queries {
-        let hits = catalog::search(q, 8);
+        let hits = crate::nodes::search(Some(q), None, Some(8)).map(|(h, _)| h).unwrap_or_default();
         out.push_str(&format!("## Results for {q:?}\n"));
         if hits.is_empty() {
             out.push_str("No matching nodes. This instance implements the core nodes only; use the HTTP Request node (n8n-nodes-base.httpRequest) to call a service's API.\n\n");
             continue;
         }
         for h in hits {
-            let Some(d) = describe_exact(&h.name) else { continue };
+            let trigger = describe_exact(&h.name).is_some_and(|d| d.is_trigger());
             out.push_str(&format!(
                 "- nodeId: {} (\"{}\", version {}{})\n  {}\n",
-                d.name,
-                d.display_name,
-                d.latest_version(),
-                if d.is_trigger() { ", trigger" } else { "" },
-                d.description
+                h.name,
+                h.display_name,
+                h.version,
+                if trigger { ", trigger" } else { "" },
+                h.description
             ));
-            let discriminators: Vec<String> = d
-                .properties
-                .iter()
-                .filter(|p| matches!(p.name.as_str(), "resource" | "operation" | "mode") && p.prop_type == "options")
-                .map(|p| {
-                    let values: Vec<String> =
-                        p.options.iter().flatten().filter_map(|o| o.get("value").map(|v| v.to_string())).collect();
-                    format!("{}: {}", p.name, values.join(" | "))
-                })
-                .collect();
-            if !discriminators.is_empty() {
-                out.push_str(&format!("  discriminators: {}\n", discriminators.join("; ")));
+            if let Some(d) = &h.discriminators {
+                let mut parts = Vec::new();
+                if !d.resources.is_empty() {
+                    let rs: Vec<String> = d.resources.iter().map(|r| format!("{} ({})", r.name, r.operations.join(" | "))).collect();
+                    parts.push(format!("resource: {}", rs.join("; ")));
+                }
+                if !d.operations.is_empty() {
+                    parts.push(format!("operation: {}", d.operations.join(" | ")));
+                }
+                if !d.modes.is_empty() {
+                    parts.push(format!("mode: {}", d.modes.join(" | ")));
+                }
+                out.push_str(&format!("  discriminators: {}\n", parts.join("; ")));
             }
-            let creds = credential_types(d);
-            if !creds.is_empty() {
-                out.push_str(&format!("  credentials: {}\n", creds.join(", ")));
+            if !h.credentials.is_empty() {
+                out.push_str(&format!("  credentials: {}\n", h.credentials.join(", ")));
             }
-            if let Some(related) = related(&d.name) {
+            if let Some(hint) = &h.builder_hint_message {
+                out.push_str(&format!("  @builderHint {hint}\n"));
+            }
+            if let Some(related) = related(&h.name) {
                 out.push_str(&format!("  related: {related}\n"));
             }
         }
@@ -108,41 +112,82 @@ pub struct NodeIdRequest {
 pub fn types_text(requests: &[NodeIdRequest]) -> String {
     let mut out = String::new();
     for r in requests {
-        let Some(d) = catalog::describe(&r.node_id) else {
-            out.push_str(&format!("// {}: unknown node type; use search_nodes to find node IDs\n\n", r.node_id));
-            continue;
-        };
-        let versions: Vec<String> = d.versions().iter().map(|v| v.to_string()).collect();
-        out.push_str(&format!(
-            "// {} — {} (node type \"{}\"; versions {}; use version {} unless told otherwise)\n// {}\n",
-            d.display_name,
-            if d.is_trigger() { "trigger" } else { "node" },
-            d.name,
-            versions.join(", "),
-            r.version.clone().unwrap_or_else(|| d.latest_version().to_string()),
-            d.description
-        ));
-        if let Some(v) = &r.version {
-            if !versions.iter().any(|x| x == v) {
-                out.push_str(&format!("// note: version {v} is not supported; supported versions are {}\n", versions.join(", ")));
-            }
-        }
-        for (k, v) in [("resource", &r.resource), ("operation", &r.operation), ("mode", &r.mode)] {
-            if let Some(v) = v {
-                out.push_str(&format!("// requested {k} = {v:?}: use the union member with {k}: '{v}'\n"));
-            }
-        }
-        out.push_str(&catalog::typescript(&d.name).unwrap_or_default());
-        let creds = credential_types(d);
-        if !creds.is_empty() {
-            out.push_str(&format!("// credentials (node.credentials keys): {}\n", creds.join(", ")));
-        }
-        if let Some(names) = &d.output_names {
-            out.push_str(&format!("// outputs: {}\n", names.iter().enumerate().map(|(i, n)| format!("{i} = {n}")).collect::<Vec<_>>().join(", ")));
+        match type_definition_text(r) {
+            Ok((_, content)) => out.push_str(&content),
+            Err(e) => out.push_str(&format!("// {}: {e}\n", r.node_id)),
         }
         out.push('\n');
     }
     out.push_str(SHARED_TYPES);
+    out
+}
+
+/// The whole catalog as one reference document (the knowledge base's
+/// `reference/node-types.md`): every node type's definition, by type name.
+pub fn reference_text() -> String {
+    let mut names: Vec<&str> = catalog::all().iter().map(|d| d.name.as_str()).collect();
+    names.sort_unstable();
+    let requests: Vec<NodeIdRequest> = names
+        .into_iter()
+        .map(|n| NodeIdRequest { node_id: n.to_owned(), version: None, resource: None, operation: None, mode: None })
+        .collect();
+    format!(
+        "# Node types of this instance\n\nEvery node type the engine runs, with its versions, parameters (as TypeScript \
+         types), credentials and outputs. Only these types exist here; call other services with HTTP Request.\n\n```ts\n{}```\n",
+        types_text(&requests)
+    )
+}
+
+/// One node's definition: `(version, TypeScript with builder hints)`, or
+/// why there is none.
+pub fn type_definition_text(r: &NodeIdRequest) -> Result<(String, String), String> {
+    let Some(d) = catalog::describe(&r.node_id) else {
+        return Err("unknown node type; use search_nodes to find node IDs".into());
+    };
+    let versions: Vec<String> = d.versions().iter().map(|v| v.to_string()).collect();
+    let version = r.version.clone().unwrap_or_else(|| d.latest_version().to_string());
+    let mut out = format!(
+        "// {} — {} (node type \"{}\"; versions {}; use version {} unless told otherwise)\n// {}\n",
+        d.display_name,
+        if d.is_trigger() { "trigger" } else { "node" },
+        d.name,
+        versions.join(", "),
+        version,
+        d.description
+    );
+    if !versions.iter().any(|x| *x == version) {
+        out.push_str(&format!("// note: version {version} is not supported; supported versions are {}\n", versions.join(", ")));
+    }
+    if let Some(hint) = crate::nodes::builder_hint(d) {
+        out.push_str(&format!("/** @builderHint {hint} */\n"));
+    }
+    for (k, v) in [("resource", &r.resource), ("operation", &r.operation), ("mode", &r.mode)] {
+        if let Some(v) = v {
+            out.push_str(&format!("// requested {k} = {v:?}: use the union member with {k}: '{v}'\n"));
+        }
+    }
+    out.push_str(&catalog::typescript(&d.name).unwrap_or_default());
+    let creds = credential_types(d);
+    if !creds.is_empty() {
+        out.push_str(&format!("// credentials (node.credentials keys): {}\n", creds.join(", ")));
+    }
+    if let Some(names) = &d.output_names {
+        out.push_str(&format!("// outputs: {}\n", names.iter().enumerate().map(|(i, n)| format!("{i} = {n}")).collect::<Vec<_>>().join(", ")));
+    }
+    Ok((version, out))
+}
+
+/// The shared value types a definition refers to.
+pub fn shared_types_for(content: &str) -> String {
+    let mut out = String::new();
+    for block in SHARED_TYPES.split("\ntype ").skip(1) {
+        let name = block.split_whitespace().next().unwrap_or_default();
+        if content.contains(name) {
+            out.push_str("type ");
+            out.push_str(block.trim_end());
+            out.push('\n');
+        }
+    }
     out
 }
 
@@ -165,42 +210,23 @@ type AssignmentCollectionValue = {
 type ResourceLocatorValue = { __rl: true; mode: 'list' | 'id' | 'url'; value: string };
 "#;
 
-pub const CATEGORIES: &[&str] = &[
-    "chatbot",
-    "notification",
-    "scheduling",
-    "data_transformation",
-    "data_persistence",
-    "data_extraction",
-    "document_processing",
-    "form_input",
-    "content_generation",
-    "triage",
-    "find_research",
-];
-
-/// Curated guidance per technique category (core nodes of this instance).
+/// Curated guidance per technique category ([`crate::nodes::suggested`] as text).
 pub fn suggestions_text(categories: &[String]) -> String {
+    let (results, unknown) = crate::nodes::suggested(categories);
     let mut out = String::new();
-    for c in categories {
-        let text = match c.as_str() {
-            "chatbot" => "Start with @n8n/n8n-nodes-langchain.chatTrigger; build the reply with n8n-nodes-base.set or call a model API with n8n-nodes-base.httpRequest; keep per-session state in a data table (n8n-nodes-base.dataTable) keyed by {{ $json.sessionId }}.",
-            "notification" => "Trigger with n8n-nodes-base.scheduleTrigger or n8n-nodes-base.webhook; decide with n8n-nodes-base.if; send with n8n-nodes-base.httpRequest to the service's API (Slack/Teams/Discord webhooks take a POST with a JSON body). Put tokens in credentials (httpHeaderAuth), never in headers.",
-            "scheduling" => "n8n-nodes-base.scheduleTrigger (rule.interval: [{ field: 'hours', hoursInterval: 1 }] or a cron expression); add n8n-nodes-base.dateTime to format times; n8n-nodes-base.wait to pause.",
-            "data_transformation" => "n8n-nodes-base.set (assignments) to map fields; n8n-nodes-base.code for anything custom; n8n-nodes-base.splitOut / aggregate / summarize / sort / limit / removeDuplicates for list shaping; n8n-nodes-base.merge to join streams.",
-            "data_persistence" => "n8n-nodes-base.dataTable (insert, get, update, upsert, delete rows); create tables first with create_data_table.",
-            "data_extraction" => "n8n-nodes-base.httpRequest to fetch, n8n-nodes-base.html (extractHtmlContent with CSS selectors) to scrape, n8n-nodes-base.splitOut to turn arrays into items.",
-            "document_processing" => "n8n-nodes-base.readBinaryFiles to load files, n8n-nodes-base.code to parse, n8n-nodes-base.crypto for hashes, n8n-nodes-base.httpRequest to send documents to an extraction API.",
-            "form_input" => "n8n-nodes-base.formTrigger (formFields.values: [{ fieldLabel, fieldType, requiredField }]); validate with n8n-nodes-base.if; store with n8n-nodes-base.dataTable.",
-            "content_generation" => "Call a model API with n8n-nodes-base.httpRequest (credential httpHeaderAuth), shape the prompt with n8n-nodes-base.set, post-process with n8n-nodes-base.code.",
-            "triage" => "n8n-nodes-base.switch to route by rules (one output per rule, optional fallback), n8n-nodes-base.if for yes/no, n8n-nodes-base.filter to drop items.",
-            "find_research" => "n8n-nodes-base.httpRequest against search APIs, n8n-nodes-base.splitInBatches to page through results, n8n-nodes-base.aggregate to collect them.",
-            other => {
-                out.push_str(&format!("## {other}\nUnknown category; available: {}\n\n", CATEGORIES.join(", ")));
-                continue;
-            }
-        };
-        out.push_str(&format!("## {c}\n{text}\n\n"));
+    for r in results {
+        let nodes: Vec<String> = r
+            .suggested_nodes
+            .iter()
+            .map(|n| match &n.note {
+                Some(note) => format!("{} ({note})", n.name),
+                None => n.name.clone(),
+            })
+            .collect();
+        out.push_str(&format!("## {}\n{} {}\nNodes: {}\n\n", r.category, r.description, r.pattern_hint, nodes.join(", ")));
+    }
+    for c in unknown {
+        out.push_str(&format!("## {c}\nUnknown category; available: {}\n\n", crate::nodes::CATEGORIES.join(", ")));
     }
     out
 }

@@ -38,6 +38,19 @@ impl From<StoreError> for InstanceError {
     }
 }
 
+impl From<triggers::TriggerError> for InstanceError {
+    fn from(e: triggers::TriggerError) -> Self {
+        use triggers::TriggerError as T;
+        match e {
+            T::NotFound(m) => InstanceError::NotFound(m),
+            T::Conflict(m) => InstanceError::Conflict(m),
+            T::Invalid(m) | T::BadRequest(m) | T::NotSupported(m) | T::Misconfigured(m) => InstanceError::Invalid(m),
+            T::Store(s) => s.into(),
+            other => InstanceError::Internal(other.to_string()),
+        }
+    }
+}
+
 impl InstanceError {
     /// The text a caller (person or model) sees; internal details are logged.
     pub fn message(&self) -> String {

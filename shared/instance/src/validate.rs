@@ -1,7 +1,10 @@
 //! Workflow JSON against the node catalog: node types and versions,
-//! parameters (required, option values, value types), connections (ends,
-//! output and input indexes), expression syntax, and no hard-coded secrets
-//! in HTTP auth headers. Errors and warnings name the node and parameter.
+//! parameters (required, option values, value types, shown by
+//! displayOptions), connections (ends, output and input indexes, a Switch
+//! without connected outputs), expression syntax, credentials a node needs,
+//! and no hard-coded secrets in HTTP auth headers. Every finding carries a
+//! code, the node and parameter it concerns, and the canvas category
+//! (`workflows(action="validate")` filters by category).
 
 use crate::catalog;
 use engine::catalog::{NodeDescription, NodeProperty};
@@ -10,45 +13,99 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 use std::collections::{HashMap, HashSet};
 
+/// The canvas issue categories (`ignoreIssues`), plus `workflow` for the
+/// structure itself (names, connections), which nothing can ignore.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, serde::Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum Category {
+    Parameters,
+    Credentials,
+    Input,
+    Execution,
+    TypeUnknown,
+    AiGateway,
+    ChatModel,
+    Workflow,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Severity {
+    /// Blocks a save.
+    Error,
+    Warning,
+}
+
+/// One finding: what is wrong, where.
 #[derive(Debug, Clone, Serialize, JsonSchema, PartialEq)]
 #[serde(rename_all = "camelCase")]
-pub struct Warning {
+pub struct Finding {
     pub code: String,
     pub message: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub node_name: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub parameter_path: Option<String>,
+    pub category: Category,
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub severity: Severity,
 }
 
-#[derive(Debug, Default)]
+/// A non-blocking finding.
+pub type Warning = Finding;
+
+impl Finding {
+    /// The finding as one sentence naming node and parameter.
+    pub fn sentence(&self) -> String {
+        match (&self.node_name, &self.parameter_path) {
+            (Some(n), Some(p)) => format!("node {n:?}, parameter {p}: {}", self.message),
+            (Some(n), None) => format!("node {n:?}: {}", self.message),
+            _ => self.message.clone(),
+        }
+    }
+}
+
+#[derive(Debug, Default, Clone)]
 pub struct Report {
-    pub errors: Vec<String>,
-    pub warnings: Vec<Warning>,
+    pub findings: Vec<Finding>,
 }
 
 impl Report {
-    fn error(&mut self, node: Option<&str>, path: Option<&str>, msg: impl Into<String>) {
-        let msg = msg.into();
-        self.errors.push(match (node, path) {
-            (Some(n), Some(p)) => format!("node {n:?}, parameter {p}: {msg}"),
-            (Some(n), None) => format!("node {n:?}: {msg}"),
-            _ => msg,
-        });
-    }
-
-    fn warn(&mut self, code: &str, node: Option<&str>, path: Option<&str>, msg: impl Into<String>) {
-        self.warnings.push(Warning {
+    fn push(&mut self, severity: Severity, code: &str, category: Category, node: Option<&str>, path: Option<&str>, msg: impl Into<String>) {
+        self.findings.push(Finding {
             code: code.into(),
             message: msg.into(),
             node_name: node.map(str::to_owned),
             parameter_path: path.map(str::to_owned),
+            category,
+            severity,
         });
+    }
+
+    fn error(&mut self, code: &str, category: Category, node: Option<&str>, path: Option<&str>, msg: impl Into<String>) {
+        self.push(Severity::Error, code, category, node, path, msg);
+    }
+
+    fn warn(&mut self, code: &str, category: Category, node: Option<&str>, path: Option<&str>, msg: impl Into<String>) {
+        self.push(Severity::Warning, code, category, node, path, msg);
+    }
+
+    pub fn has_errors(&self) -> bool {
+        self.findings.iter().any(|f| f.severity == Severity::Error)
+    }
+
+    /// The blocking findings as sentences.
+    pub fn errors(&self) -> Vec<String> {
+        self.findings.iter().filter(|f| f.severity == Severity::Error).map(Finding::sentence).collect()
+    }
+
+    pub fn warnings(&self) -> Vec<Warning> {
+        self.findings.iter().filter(|f| f.severity == Severity::Warning).cloned().collect()
     }
 }
 
 /// Header names whose literal values are secrets.
-const SECRET_HEADERS: &[&str] =
+pub(crate) const SECRET_HEADERS: &[&str] =
     &["authorization", "proxy-authorization", "x-api-key", "api-key", "apikey", "x-auth-token", "x-access-token", "private-token", "x-token"];
 
 /// Validates n8n workflow JSON. `check_expressions` compiles every
@@ -56,46 +113,46 @@ const SECRET_HEADERS: &[&str] =
 pub fn validate(wf: &Value, check_expressions: bool) -> Report {
     let mut r = Report::default();
     let Some(nodes) = wf.get("nodes").and_then(Value::as_array) else {
-        r.error(None, None, "the workflow has no `nodes` array");
+        r.error("INVALID_WORKFLOW", Category::Workflow, None, None, "the workflow has no `nodes` array");
         return r;
     };
     if nodes.is_empty() {
-        r.error(None, None, "the workflow has no nodes");
+        r.error("NO_NODES", Category::Workflow, None, None, "the workflow has no nodes");
     }
     let mut by_name: HashMap<String, &Value> = HashMap::new();
     let mut evaluator = if check_expressions { expression::Evaluator::new(expression::Limits::default()).ok() } else { None };
     for (i, node) in nodes.iter().enumerate() {
         let Some(name) = node.get("name").and_then(Value::as_str).filter(|n| !n.trim().is_empty()) else {
-            r.error(None, None, format!("node {i} has no name"));
+            r.error("MISSING_NODE_NAME", Category::Workflow, None, None, format!("node {i} has no name"));
             continue;
         };
         if by_name.insert(name.to_owned(), node).is_some() {
-            r.error(Some(name), None, "the name is used by two nodes; node names must be unique");
+            r.error("DUPLICATE_NODE_NAME", Category::Workflow, Some(name), None, "the name is used by two nodes; node names must be unique");
         }
         let Some(ty) = node.get("type").and_then(Value::as_str) else {
-            r.error(Some(name), None, "no `type` (e.g. \"n8n-nodes-base.set\")");
+            r.error("MISSING_NODE_TYPE", Category::TypeUnknown, Some(name), None, "no `type` (e.g. \"n8n-nodes-base.set\")");
             continue;
         };
         if ty == "n8n-nodes-base.stickyNote" {
             continue;
         }
         let Some(desc) = catalog::describe_exact(ty) else {
-            r.error(Some(name), None, format!("unknown node type {ty:?}; use search_nodes to find available node types"));
+            r.error("UNKNOWN_NODE_TYPE", Category::TypeUnknown, Some(name), None, format!("unknown node type {ty:?}; only the node types of this instance exist (search them with search_nodes / knowledge-base/reference/node-types.md)"));
             continue;
         };
         match node.get("typeVersion").and_then(Value::as_f64) {
-            None => r.error(Some(name), None, format!("no numeric `typeVersion`; {ty} supports {}", versions(desc))),
+            None => r.error("INVALID_TYPE_VERSION", Category::TypeUnknown, Some(name), None, format!("no numeric `typeVersion`; {ty} supports {}", versions(desc))),
             Some(v) if !desc.versions().contains(&v) => {
-                r.error(Some(name), None, format!("typeVersion {v} is not supported by {ty}; supported: {}", versions(desc)))
+                r.error("INVALID_TYPE_VERSION", Category::TypeUnknown, Some(name), None, format!("typeVersion {v} is not supported by {ty}; supported: {}", versions(desc)))
             }
             Some(_) => {}
         }
         if !node.get("position").is_some_and(|p| p.as_array().is_some_and(|a| a.len() == 2 && a.iter().all(Value::is_number))) {
-            r.warn("MISSING_POSITION", Some(name), None, "no [x, y] position; the editor will place the node");
+            r.warn("MISSING_POSITION", Category::Workflow, Some(name), None, "no [x, y] position; the editor will place the node");
         }
         let params = node.get("parameters").cloned().unwrap_or_else(|| Value::Object(Map::new()));
         let Some(pmap) = params.as_object() else {
-            r.error(Some(name), Some("parameters"), "must be an object");
+            r.error("INVALID_PARAMETER", Category::Parameters, Some(name), Some("parameters"), "must be an object");
             continue;
         };
         check_parameters(&mut r, name, desc, pmap, node.get("typeVersion").and_then(Value::as_f64));
@@ -105,9 +162,10 @@ pub fn validate(wf: &Value, check_expressions: bool) -> Report {
         if let Some(ev) = evaluator.as_mut() {
             check_expressions_in(&mut r, ev, name, "", &params);
         }
+        check_credentials(&mut r, name, node, desc);
         if let Some(creds) = node.get("credentials") {
             if !creds.is_object() {
-                r.error(Some(name), Some("credentials"), "must be an object {credentialType: {id, name}}");
+                r.error("INVALID_CREDENTIALS", Category::Credentials, Some(name), Some("credentials"), "must be an object {credentialType: {id, name}}");
             }
         }
     }
@@ -124,7 +182,7 @@ pub fn validate(wf: &Value, check_expressions: bool) -> Report {
             && !n.get("disabled").and_then(Value::as_bool).unwrap_or(false)
     });
     if !has_trigger && !nodes.is_empty() {
-        r.warn("NO_TRIGGER", None, None, "the workflow has no enabled trigger node; it can only run manually from its first node");
+        r.warn("NO_TRIGGER", Category::Workflow, None, None, "the workflow has no enabled trigger node; it can only run manually from its first node");
     }
     r
 }
@@ -167,7 +225,13 @@ fn for_version(p: &NodeProperty, version: Option<f64>) -> bool {
 /// Does `p` show, given the node's parameters (defaults fill the gaps) and
 /// its `typeVersion` (for `@version` conditions)?
 fn shown(p: &NodeProperty, params: &Map<String, Value>, all: &[NodeProperty], version: Option<f64>) -> bool {
-    let Some(opts) = p.display_options.as_ref() else { return true };
+    displayed(p.display_options.as_ref(), params, all, version)
+}
+
+/// Do these `displayOptions` hold for the node's parameters (and version)?
+/// Also for entries of a node's `credentials` list.
+pub fn displayed(opts: Option<&Value>, params: &Map<String, Value>, all: &[NodeProperty], version: Option<f64>) -> bool {
+    let Some(opts) = opts else { return true };
     let value_of = |k: &str| params.get(k).cloned().or_else(|| all.iter().find(|x| x.name == k && for_version(x, version)).map(|x| x.default.clone()));
     if let Some(show) = opts.get("show").and_then(Value::as_object) {
         for (k, allowed) in show {
@@ -213,47 +277,63 @@ fn check_parameters(r: &mut Report, node: &str, d: &NodeDescription, params: &Ma
         if !known.contains(k.as_str()) {
             r.warn(
                 "UNKNOWN_PARAMETER",
+                Category::Parameters,
                 Some(node),
                 Some(k),
                 format!("{} has no parameter {k:?}; it is ignored (get_node_types lists the parameters)", d.name),
             );
         }
     }
+    for (param, message) in parameter_errors(d, params, version) {
+        r.error("INVALID_PARAMETER", Category::Parameters, Some(node), Some(&param), message);
+    }
+}
+
+/// The node's parameter problems, as `(parameter, message)`: a shown
+/// required parameter left empty, a value of the wrong type or not among
+/// the options. Expressions are not judged (their value is known at run time).
+pub fn parameter_errors(d: &NodeDescription, params: &Map<String, Value>, version: Option<f64>) -> Vec<(String, String)> {
+    let mut out = Vec::new();
     for p in &d.properties {
         if !shown(p, params, &d.properties, version) {
             continue;
         }
         let v = params.get(&p.name);
-        let empty = match v {
+        // n8n fills an absent parameter with its default, so only an empty value is missing.
+        let empty = match v.or(Some(&p.default)) {
             None | Some(Value::Null) => true,
             Some(Value::String(s)) => s.trim().is_empty(),
             _ => false,
         };
         if p.required && empty {
-            r.error(Some(node), Some(&p.name), format!("is required ({})", p.display_name));
+            out.push((p.name.clone(), format!("is required ({})", p.display_name)));
             continue;
         }
         let Some(v) = v else { continue };
         if is_expr(v) {
             continue;
         }
-        match p.prop_type.as_str() {
-            "boolean" if !v.is_boolean() => r.error(Some(node), Some(&p.name), format!("must be a boolean, got {v}")),
-            "number" if !v.is_number() => r.error(Some(node), Some(&p.name), format!("must be a number, got {v}")),
-            "string" if !v.is_string() && !v.is_number() => r.error(Some(node), Some(&p.name), format!("must be a string, got {v}")),
+        let problem = match p.prop_type.as_str() {
+            "boolean" if !v.is_boolean() => Some(format!("must be a boolean, got {v}")),
+            "number" if !v.is_number() => Some(format!("must be a number, got {v}")),
+            "string" if !v.is_string() && !v.is_number() => Some(format!("must be a string, got {v}")),
             "options" => {
                 let allowed: Vec<&Value> = p.options.iter().flatten().filter_map(|o| o.get("value")).collect();
-                if !allowed.is_empty() && !allowed.contains(&v) {
+                (!allowed.is_empty() && !allowed.contains(&v)).then(|| {
                     let list: Vec<String> = allowed.iter().map(|a| a.to_string()).collect();
-                    r.error(Some(node), Some(&p.name), format!("{v} is not an option; use one of {}", list.join(", ")));
-                }
+                    format!("{v} is not an option; use one of {}", list.join(", "))
+                })
             }
             "collection" | "fixedCollection" | "filter" | "assignmentCollection" if !v.is_object() => {
-                r.error(Some(node), Some(&p.name), format!("must be an object, got {v}"))
+                Some(format!("must be an object, got {v}"))
             }
-            _ => {}
+            _ => None,
+        };
+        if let Some(m) = problem {
+            out.push((p.name.clone(), m));
         }
     }
+    out
 }
 
 fn check_secret_headers(r: &mut Report, node: &str, params: &Value) {
@@ -263,6 +343,8 @@ fn check_secret_headers(r: &mut Report, node: &str, params: &Value) {
         let value = h.get("value").and_then(Value::as_str).unwrap_or_default();
         if SECRET_HEADERS.contains(&name.as_str()) && !value.trim().is_empty() && !value.starts_with('=') {
             r.error(
+                "HARDCODED_CREDENTIALS",
+                Category::Credentials,
                 Some(node),
                 Some(&format!("headerParameters.parameters[{i}].value")),
                 format!(
@@ -297,6 +379,7 @@ fn check_references(r: &mut Report, names: &HashSet<String>, node: &str, path: &
                 if !names.contains(&n) {
                     r.warn(
                         "UNKNOWN_NODE_REFERENCE",
+                        Category::Parameters,
                         Some(node),
                         Some(if path.is_empty() { "/" } else { path }),
                         format!("the expression refers to node {n:?}, which is not in the workflow"),
@@ -315,7 +398,7 @@ fn check_expressions_in(r: &mut Report, ev: &mut expression::Evaluator, node: &s
         Value::String(s) if s.starts_with('=') => {
             let data = expression::StaticData::new(vec![Value::Object(Map::new())]);
             if let Err(expression::ExpressionError::Syntax { message, .. }) = ev.evaluate(s, &data) {
-                r.error(Some(node), Some(if path.is_empty() { "/" } else { path }), format!("expression {s:?} does not parse: {message}"));
+                r.error("INVALID_EXPRESSION", Category::Parameters, Some(node), Some(if path.is_empty() { "/" } else { path }), format!("expression {s:?} does not parse: {message}"));
             }
         }
         Value::Object(m) => {
@@ -332,27 +415,73 @@ fn check_expressions_in(r: &mut Report, ev: &mut expression::Evaluator, node: &s
     }
 }
 
+fn enabled(node: &Value) -> bool {
+    !node.get("disabled").and_then(Value::as_bool).unwrap_or(false)
+}
+
+/// Whether a node's entry in `connections` has any main target.
+pub fn has_main_outputs(by_type: Option<&Value>) -> bool {
+    by_type
+        .and_then(|b| b.get("main"))
+        .and_then(Value::as_array)
+        .is_some_and(|outs| outs.iter().any(|o| o.as_array().is_some_and(|a| !a.is_empty())))
+}
+
+/// The credential types a node needs with its current parameters: HTTP
+/// Request's chosen auth type, or a description's required credentials.
+pub fn needed_credentials(node: &Value, d: &NodeDescription) -> Vec<String> {
+    let p = node.get("parameters").unwrap_or(&Value::Null);
+    if d.name == "n8n-nodes-base.httpRequest" {
+        let field = match p.get("authentication").and_then(Value::as_str) {
+            Some("genericCredentialType") => "genericAuthType",
+            Some("predefinedCredentialType") => "nodeCredentialType",
+            _ => return Vec::new(),
+        };
+        return p.get(field).and_then(Value::as_str).filter(|t| !t.is_empty() && !t.starts_with('=')).map(|t| vec![t.to_owned()]).unwrap_or_default();
+    }
+    d.credentials
+        .iter()
+        .filter(|c| c.get("required").and_then(Value::as_bool).unwrap_or(false))
+        .filter_map(|c| c.get("name").and_then(Value::as_str).map(str::to_owned))
+        .collect()
+}
+
+fn check_credentials(r: &mut Report, name: &str, node: &Value, d: &NodeDescription) {
+    let have = node.get("credentials").and_then(Value::as_object);
+    for ty in needed_credentials(node, d) {
+        if !have.is_some_and(|c| c.contains_key(&ty)) {
+            r.warn(
+                "MISSING_CREDENTIALS",
+                Category::Credentials,
+                Some(name),
+                Some(&format!("credentials.{ty}")),
+                format!("needs a {ty} credential; select one the user created (credentials are never written into parameters)"),
+            );
+        }
+    }
+}
+
 fn check_connections(r: &mut Report, conns: Option<&Value>, nodes: &HashMap<String, &Value>) {
-    let Some(conns) = conns else { return };
-    let Some(conns) = conns.as_object() else {
-        r.error(None, None, "`connections` must be an object");
+    let none = Value::Object(Map::new());
+    let Some(conns) = conns.unwrap_or(&none).as_object() else {
+        r.error("INVALID_CONNECTION", Category::Workflow, None, None, "`connections` must be an object");
         return;
     };
     let mut has_parent: HashSet<&str> = HashSet::new();
     for (src, by_type) in conns {
         let Some(src_node) = nodes.get(src) else {
-            r.error(None, None, format!("connection from {src:?}, which is not a node of the workflow"));
+            r.error("INVALID_CONNECTION", Category::Workflow, None, None, format!("connection from {src:?}, which is not a node of the workflow"));
             continue;
         };
         let src_desc = src_node.get("type").and_then(Value::as_str).and_then(catalog::describe_exact);
         let src_params = src_node.get("parameters").cloned().unwrap_or(Value::Null);
         let Some(by_type) = by_type.as_object() else {
-            r.error(Some(src), None, "connections must map a type (\"main\") to outputs");
+            r.error("INVALID_CONNECTION", Category::Workflow, Some(src), None, "connections must map a type (\"main\") to outputs");
             continue;
         };
         for (kind, outputs) in by_type {
             let Some(outputs) = outputs.as_array() else {
-                r.error(Some(src), None, format!("connections.{kind} must be an array of outputs"));
+                r.error("INVALID_CONNECTION", Category::Workflow, Some(src), None, format!("connections.{kind} must be an array of outputs"));
                 continue;
             };
             if kind == "main" {
@@ -360,18 +489,18 @@ fn check_connections(r: &mut Report, conns: Option<&Value>, nodes: &HashMap<Stri
                     let n = catalog::output_count(d, &src_params);
                     let used = outputs.iter().rposition(|o| o.as_array().is_some_and(|a| !a.is_empty())).map_or(0, |i| i + 1);
                     if used > n {
-                        r.error(Some(src), None, format!("connects output {} but {} has {n} output(s)", used - 1, d.name));
+                        r.error("INVALID_CONNECTION", Category::Workflow, Some(src), None, format!("connects output {} but {} has {n} output(s)", used - 1, d.name));
                     }
                 }
             }
             for output in outputs.iter().filter(|o| !o.is_null()) {
                 for t in output.as_array().into_iter().flatten() {
                     let Some(target) = t.get("node").and_then(Value::as_str) else {
-                        r.error(Some(src), None, "a connection has no target `node`");
+                        r.error("INVALID_CONNECTION", Category::Workflow, Some(src), None, "a connection has no target `node`");
                         continue;
                     };
                     let Some(tn) = nodes.get(target) else {
-                        r.error(Some(src), None, format!("connects to {target:?}, which is not a node of the workflow"));
+                        r.error("INVALID_CONNECTION", Category::Workflow, Some(src), None, format!("connects to {target:?}, which is not a node of the workflow"));
                         continue;
                     };
                     has_parent.insert(target);
@@ -380,19 +509,32 @@ fn check_connections(r: &mut Report, conns: Option<&Value>, nodes: &HashMap<Stri
                     if let (Some(d), "main") = (t_desc, kind.as_str()) {
                         let inputs = catalog::input_count(d, tn.get("parameters").unwrap_or(&Value::Null));
                         if inputs == 0 {
-                            r.error(Some(src), None, format!("connects into {target:?}, a trigger, which has no inputs"));
+                            r.error("INVALID_CONNECTION", Category::Workflow, Some(src), None, format!("connects into {target:?}, a trigger, which has no inputs"));
                         } else if idx >= inputs {
-                            r.error(Some(src), None, format!("connects into input {idx} of {target:?}, which has {inputs} input(s)"));
+                            r.error("INVALID_CONNECTION", Category::Workflow, Some(src), None, format!("connects into input {idx} of {target:?}, which has {inputs} input(s)"));
                         }
                     }
                 }
             }
         }
     }
+    // A Switch exists to route: with no output connected, every item ends there.
+    for (name, node) in nodes {
+        let ty = node.get("type").and_then(Value::as_str).unwrap_or_default();
+        if ty == "n8n-nodes-base.switch" && enabled(node) && !has_main_outputs(conns.get(name.as_str())) {
+            r.error(
+                "SWITCH_NO_OUTPUT_CONNECTIONS",
+                Category::Workflow,
+                Some(name),
+                None,
+                "no output of this Switch is connected; connect each rule's output (.onCase(i, …)) to the node that handles it",
+            );
+        }
+    }
     for (name, node) in nodes {
         let ty = node.get("type").and_then(Value::as_str).unwrap_or_default();
         if !engine::workflow::is_trigger_type(ty) && ty != "n8n-nodes-base.stickyNote" && !has_parent.contains(name.as_str()) {
-            r.warn("DISCONNECTED_NODE", Some(name), None, "no connection leads into this node; it will never run");
+            r.warn("DISCONNECTED_NODE", Category::Input, Some(name), None, "no connection leads into this node; it will never run");
         }
     }
 }
@@ -421,7 +563,7 @@ mod tests {
                    "Call": {"main": [[{"node": "Check", "type": "main", "index": 0}], [{"node": "Hook", "type": "main", "index": 0}]]}}),
         );
         let r = validate(&w, false);
-        let all = r.errors.join("\n");
+        let all = r.errors().join("\n");
         assert!(all.contains("node \"Bogus\": unknown node type"), "{all}");
         assert!(all.contains("node \"Call\", parameter headerParameters.parameters[0].value: hard-coded secret"), "{all}");
         assert!(all.contains("node \"Check\", parameter looseTypeValidation: must be a boolean"), "{all}");
@@ -440,9 +582,52 @@ mod tests {
             json!({"Hook": {"main": [[{"node": "Set", "type": "main", "index": 0}]]}}),
         );
         let r = validate(&w, true);
-        let all = r.errors.join("\n");
+        let all = r.errors().join("\n");
         assert!(all.contains("node \"Hook\", parameter path: is required"), "{all}");
         assert!(all.contains("node \"Set\", parameter /assignments/assignments/0/value: expression"), "{all}");
+    }
+
+    #[test]
+    fn a_switch_without_outputs_blocks_and_http_auth_needs_its_credential() {
+        let w = wf(
+            json!([
+                {"name": "Start", "type": "n8n-nodes-base.manualTrigger", "typeVersion": 1, "position": [0, 0]},
+                {"name": "Route", "type": "n8n-nodes-base.switch", "typeVersion": 3.2, "position": [0, 0], "parameters": {"rules": {"values": []}}},
+                {"name": "Parked", "type": "n8n-nodes-base.switch", "typeVersion": 3.2, "position": [0, 0], "disabled": true, "parameters": {}},
+                {"name": "Call", "type": "n8n-nodes-base.httpRequest", "typeVersion": 4.2, "position": [0, 0], "parameters": {
+                    "url": "https://api.example.com", "authentication": "genericCredentialType", "genericAuthType": "httpHeaderAuth"}}
+            ]),
+            json!({"Start": {"main": [[{"node": "Route", "type": "main", "index": 0}, {"node": "Parked", "type": "main", "index": 0}, {"node": "Call", "type": "main", "index": 0}]]}}),
+        );
+        let r = validate(&w, false);
+        let switch: Vec<&Finding> = r.findings.iter().filter(|f| f.code == "SWITCH_NO_OUTPUT_CONNECTIONS").collect();
+        assert_eq!(switch.len(), 1, "only the enabled Switch: {:?}", r.findings);
+        assert_eq!((switch[0].node_name.as_deref(), switch[0].severity), (Some("Route"), Severity::Error));
+        let creds: Vec<Finding> = r.warnings().into_iter().filter(|f| f.code == "MISSING_CREDENTIALS").collect();
+        assert_eq!(creds.len(), 1, "{:?}", r.findings);
+        assert_eq!((creds[0].category, creds[0].parameter_path.as_deref()), (Category::Credentials, Some("credentials.httpHeaderAuth")));
+    }
+
+    #[test]
+    fn parameters_are_checked_against_the_nodes_version() {
+        let node = |name: &str, ty: &str, v: f64, params: Value| json!({"name": name, "type": ty, "typeVersion": v, "position": [0, 0], "parameters": params});
+        let w = wf(
+            json!([
+                node("Start", "n8n-nodes-base.manualTrigger", 1.0, json!({})),
+                node("Old", "n8n-nodes-base.dateTime", 1.0, json!({"action": "calculate", "value": "2024-01-01", "duration": 2, "timeUnit": "days"})),
+                node("New", "n8n-nodes-base.dateTime", 2.0, json!({"operation": "addToDate", "magnitude": "={{ $now }}", "duration": 2, "timeUnit": "days"})),
+                node("Mixed", "n8n-nodes-base.dateTime", 2.0, json!({"operation": "formatDate", "date": "2024-01-01", "format": "YYYY"})),
+                node("Hash", "n8n-nodes-base.crypto", 2.0, json!({"action": "hash", "type": "SHA1", "value": "x"}))
+            ]),
+            json!({"Start": {"main": [[{"node": "Old", "type": "main", "index": 0}, {"node": "New", "type": "main", "index": 0},
+                                       {"node": "Mixed", "type": "main", "index": 0}, {"node": "Hash", "type": "main", "index": 0}]]}}),
+        );
+        let r = validate(&w, false);
+        let all = r.errors().join("\n");
+        assert!(!all.contains("\"Old\"") && !all.contains("\"New\""), "{all}");
+        // Version 2 formats with Luxon presets, and dropped SHA1.
+        assert!(all.contains("node \"Mixed\", parameter format"), "{all}");
+        assert!(all.contains("node \"Hash\", parameter type"), "{all}");
     }
 
     #[test]
@@ -456,8 +641,9 @@ mod tests {
             json!({"Start": {"main": [[{"node": "Set", "type": "main", "index": 0}]]}}),
         );
         let r = validate(&w, false);
-        let refs: Vec<&Warning> = r.warnings.iter().filter(|w| w.code == "UNKNOWN_NODE_REFERENCE").collect();
-        assert_eq!(refs.len(), 1, "{:?}", r.warnings);
+        let warnings = r.warnings();
+        let refs: Vec<&Warning> = warnings.iter().filter(|w| w.code == "UNKNOWN_NODE_REFERENCE").collect();
+        assert_eq!(refs.len(), 1, "{:?}", warnings);
         assert!(refs[0].message.contains("Gone"));
     }
 }

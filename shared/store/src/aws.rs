@@ -11,6 +11,8 @@ pub struct AwsClients {
     pub sqs: aws_sdk_sqs::Client,
     /// `None` when `WS_MANAGEMENT_URL` is not configured.
     pub connections: Option<aws_sdk_apigatewaymanagement::Client>,
+    /// EventBridge Scheduler (schedules of published workflows).
+    pub scheduler: aws_sdk_scheduler::Client,
 }
 
 impl AwsClients {
@@ -29,6 +31,7 @@ impl AwsClients {
         AwsClients {
             dynamo: aws_sdk_dynamodb::Client::new(&shared),
             sqs: aws_sdk_sqs::Client::new(&shared),
+            scheduler: aws_sdk_scheduler::Client::new(&shared),
             connections,
         }
     }

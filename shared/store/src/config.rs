@@ -47,9 +47,17 @@ pub const VARIABLES: &[Variable] = &[
     Variable { name: "INSTANCE_AI_WEB_ORIGIN", purpose: "comma-separated origins of the web page (`https://{api}.execute-api.{region}.amazonaws.com`, `*` for any) that may read the SSE endpoint across origins (CORS); unset: same origin only", default: None },
     Variable { name: "INSTANCE_AI_EVENTS_URL", purpose: "the web page's base URL of the SSE endpoint (in AWS its Function URL, set by the template); unset: the page's own origin", default: None },
     Variable { name: "INSTANCE_AI_APPROVAL_POLICY", purpose: "admin policy per gated agent action, comma-separated `action=mode` (`mode`: `require_approval`, `always_allow` or `blocked`; `*=mode` sets the default; actions are listed in `agent::tools::policy::ACTIONS`, e.g. `workflows.publish=blocked,runWorkflow=always_allow`)", default: Some("*=require_approval") },
+    Variable { name: "INSTANCE_AI_ALLOW_SENDING_PARAMETER_VALUES", purpose: "`false` keeps execution data from the assistant: the `executions` tool then returns no item values, no node input and no error details that came from outside (n8n's `N8N_AI_ALLOW_SENDING_PARAMETER_VALUES`)", default: Some("true") },
+    Variable { name: "INSTANCE_AI_EXECUTION_INLINE_WAIT_MS", purpose: "how long the agent's `executions` run/run-step wait inline for an execution before the chain parks on it (no step runs while parked; the executor's completion resumes it)", default: Some("2000") },
     Variable { name: "INSTANCE_AI_LOG_FORMAT", purpose: "`json` (default in Lambda) or `text`", default: Some("json") },
     Variable { name: "RUST_LOG", purpose: "log filter (`info`, `store=debug`, ...)", default: Some("info") },
-    Variable { name: "INSTANCE_AI_PUBLIC_URL", purpose: "the instance's public origin (`https://mcp.example.com`): the OAuth issuer and, with `/mcp`, the resource tokens are bound to; unset: the origin each request was sent to (`Host`, `X-Forwarded-Proto`)", default: None },
+    Variable { name: "INSTANCE_AI_PUBLIC_URL", purpose: "base URL webhooks, forms and Wait resume URLs are served under (`$execution.resumeUrl` = `<url>/webhook-waiting/<id>`); set by the template for the executor (the HTTP API's URL, or the `PublicUrl` parameter), the local cloud's URL locally; also the OAuth issuer, and with `/mcp` the resource OAuth tokens are bound to; functions use the request's own origin (`Host`, `X-Forwarded-Proto`) when unset", default: None },
+    Variable { name: "INSTANCE_AI_EXECUTION_RETENTION_DAYS", purpose: "days a finished execution is kept before DynamoDB's TTL removes it with its run data (`0`: keep forever); a waiting execution never expires while it waits", default: Some("14") },
+    Variable { name: "INSTANCE_AI_WEBHOOK_MAX_BODY_BYTES", purpose: "largest webhook or form request body accepted (413 beyond, nothing runs); under API Gateway's 6 MB Lambda payload once base64-encoded", default: Some("4194304") },
+    Variable { name: "INSTANCE_AI_WEBHOOK_RESPONSE_WAIT_SECS", purpose: "how long a webhook call waits for a `lastNode` or Respond to Webhook answer before it gets `202` with the execution id (the run goes on); below API Gateway's 30 s", default: Some("25") },
+    Variable { name: "SCHEDULER_GROUP", purpose: "EventBridge Scheduler schedule group that holds the schedules of published Schedule Trigger workflows", default: None },
+    Variable { name: "SCHEDULER_ROLE_ARN", purpose: "IAM role EventBridge Scheduler assumes to send a schedule's tick to the Runs queue", default: None },
+    Variable { name: "RUNS_QUEUE_ARN", purpose: "ARN of the Runs queue, the target of every schedule", default: None },
     Variable { name: "INSTANCE_AI_OAUTH_ACCESS_TOKEN_SECS", purpose: "lifetime of an OAuth access token for `/mcp` (short: a client refreshes it)", default: Some("900") },
     Variable { name: "INSTANCE_AI_OAUTH_REFRESH_TOKEN_SECS", purpose: "how long an OAuth refresh token (rotated at each use) stays valid unused", default: Some("2592000") },
 ];
@@ -78,12 +86,28 @@ pub struct Config {
     pub http_allow_private_network: bool,
     /// `None`: progress of running executions is not stored.
     pub execution_progress_ms: Option<u64>,
+    pub public_url: Option<String>,
+    /// `None`: executions are kept forever.
+    pub execution_retention_secs: Option<u64>,
+    pub webhook_max_body_bytes: usize,
+    pub webhook_response_wait_secs: u64,
+    /// Where published schedules live; `None` when not configured.
+    pub scheduler: Option<SchedulerTarget>,
     pub log_json: bool,
     /// Every documented variable that is set, as given: knobs owned by one
     /// crate are parsed there (at init, naming the variable on error).
     raw: HashMap<&'static str, String>,
     tables: HashMap<TableId, String>,
     queues: HashMap<QueueId, String>,
+}
+
+/// EventBridge Scheduler: the group schedules go in, the role it assumes,
+/// the queue it sends ticks to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SchedulerTarget {
+    pub group: String,
+    pub role_arn: String,
+    pub queue_arn: String,
 }
 
 // Secrets (the data key, bootstrap keys) never reach a log line.
@@ -107,6 +131,11 @@ impl fmt::Debug for Config {
             .field("http_allowed_hosts", &self.http_allowed_hosts)
             .field("http_allow_private_network", &self.http_allow_private_network)
             .field("execution_progress_ms", &self.execution_progress_ms)
+            .field("public_url", &self.public_url)
+            .field("execution_retention_secs", &self.execution_retention_secs)
+            .field("webhook_max_body_bytes", &self.webhook_max_body_bytes)
+            .field("webhook_response_wait_secs", &self.webhook_response_wait_secs)
+            .field("scheduler", &self.scheduler)
             .field("tables", &self.tables)
             .field("queues", &self.queues)
             .finish()
@@ -196,6 +225,34 @@ impl Config {
             Some("text") => false,
             Some(other) => return Err(malformed("INSTANCE_AI_LOG_FORMAT", format!("expected json or text, got {other:?}"))),
         };
+        let public_url = get("INSTANCE_AI_PUBLIC_URL")
+            .map(|v| parse_url("INSTANCE_AI_PUBLIC_URL", v).map(|u| u.trim_end_matches('/').to_owned()))
+            .transpose()?;
+        let count = |name: &'static str, default: u64| -> Result<u64, ConfigError> {
+            match get(name) {
+                None => Ok(default),
+                Some(v) => v.trim().parse::<u64>().map_err(|_| malformed(name, format!("expected a whole number, got {v:?}"))),
+            }
+        };
+        let execution_retention_secs = match count("INSTANCE_AI_EXECUTION_RETENTION_DAYS", 14)? {
+            0 => None,
+            days => Some(days * 86_400),
+        };
+        let webhook_max_body_bytes = count("INSTANCE_AI_WEBHOOK_MAX_BODY_BYTES", 4 * 1024 * 1024)? as usize;
+        let webhook_response_wait_secs = match count("INSTANCE_AI_WEBHOOK_RESPONSE_WAIT_SECS", 25)? {
+            n @ 1..=28 => n,
+            n => return Err(malformed("INSTANCE_AI_WEBHOOK_RESPONSE_WAIT_SECS", format!("expected 1 to 28 seconds (API Gateway answers 504 at 30), got {n}"))),
+        };
+        let scheduler = match (get("SCHEDULER_GROUP"), get("SCHEDULER_ROLE_ARN"), get("RUNS_QUEUE_ARN")) {
+            (Some(group), Some(role_arn), Some(queue_arn)) => Some(SchedulerTarget { group, role_arn, queue_arn }),
+            (None, None, None) => None,
+            _ => {
+                return Err(malformed(
+                    "SCHEDULER_GROUP",
+                    "SCHEDULER_GROUP, SCHEDULER_ROLE_ARN and RUNS_QUEUE_ARN are set together".into(),
+                ))
+            }
+        };
         let raw = VARIABLES.iter().filter_map(|v| get(v.name).map(|value| (v.name, value))).collect();
         let tables = TABLES.iter().filter_map(|t| get(t.env).map(|v| (t.id, v))).collect();
         let mut queues = HashMap::new();
@@ -223,6 +280,11 @@ impl Config {
             http_allowed_hosts,
             http_allow_private_network,
             execution_progress_ms,
+            public_url,
+            execution_retention_secs,
+            webhook_max_body_bytes,
+            webhook_response_wait_secs,
+            scheduler,
             log_json,
             raw,
             tables,
@@ -253,6 +315,12 @@ impl Config {
         }
         for q in function.sends_to.iter().chain(function.consumes).chain(function.inspects) {
             self.queue_url(*q)?;
+        }
+        if crate::deployment::SCHEDULE_MANAGERS.contains(&function.id) && self.scheduler.is_none() {
+            return Err(ConfigError::Missing {
+                name: "SCHEDULER_GROUP",
+                purpose: "the EventBridge Scheduler group of published schedules",
+            });
         }
         if function.manages_connections && self.ws_management_url.is_none() {
             return Err(ConfigError::Missing {

@@ -222,7 +222,9 @@ pub enum FunctionId {
     Step,
     Executor,
     Sweep,
+    Webhook,
     Web,
+    Credentials,
     OAuth,
 }
 
@@ -318,7 +320,8 @@ pub const FUNCTIONS: &[FunctionDef] = &[
         package: "cancel",
         timeout_secs: 15,
         memory_mb: 256,
-        tables: &[r(ApiKeys), rw(Agent), rw(Events), rw(LiveFrames), rw(Connections)],
+        // Executions: a run parked on an execution is cancelled with it.
+        tables: &[r(ApiKeys), rw(Agent), rw(Events), rw(LiveFrames), rw(Connections), rw(Executions)],
         sends_to: &[QueueId::Steps],
         consumes: &[],
         inspects: &[],
@@ -403,7 +406,8 @@ pub const FUNCTIONS: &[FunctionDef] = &[
         timeout_secs: 900,
         memory_mb: 1024,
         tables: &[rw(Instance), rw(Executions), rw(DataRows)],
-        sends_to: &[QueueId::Runs],
+        // Steps: a settled execution wakes the agent chain parked on it.
+        sends_to: &[QueueId::Runs, QueueId::Steps],
         consumes: &[QueueId::Runs],
         inspects: &[],
         manages_connections: false,
@@ -425,6 +429,23 @@ pub const FUNCTIONS: &[FunctionDef] = &[
         uses_kms: false,
         calls_model: false,
     },
+    // Webhooks, forms and Wait resumes: public routes, authenticated by
+    // the workflow's own node settings (no API key). Starts executions on
+    // the Runs queue and waits for their answer below API Gateway's 30 s.
+    FunctionDef {
+        id: FunctionId::Webhook,
+        logical_id: "WebhookFunction",
+        package: "webhook",
+        timeout_secs: 30,
+        memory_mb: 512,
+        tables: &[r(Instance), rw(Executions)],
+        sends_to: &[QueueId::Runs],
+        consumes: &[],
+        inspects: &[],
+        manages_connections: false,
+        uses_kms: true,
+        calls_model: false,
+    },
     // The web page: static assets embedded in the binary, no table.
     FunctionDef {
         id: FunctionId::Web,
@@ -438,6 +459,23 @@ pub const FUNCTIONS: &[FunctionDef] = &[
         inspects: &[],
         manages_connections: false,
         uses_kms: false,
+        calls_model: false,
+    },
+    // The REST API where a person types a secret (the page's credential cards, curl).
+    FunctionDef {
+        id: FunctionId::Credentials,
+        logical_id: "CredentialsFunction",
+        package: "credentials",
+        timeout_secs: 60,
+        memory_mb: 512,
+        // Agent (read) and the Runs queue only because the instance's
+        // repositories and executor are built whole; nothing is read or sent.
+        tables: &[r(ApiKeys), rw(Instance), r(Executions), r(DataRows), r(Agent)],
+        sends_to: &[QueueId::Runs],
+        consumes: &[],
+        inspects: &[],
+        manages_connections: false,
+        uses_kms: true,
         calls_model: false,
     },
     // The OAuth 2.1 authorization server of the MCP server: metadata,
@@ -469,6 +507,10 @@ pub enum Method {
     Get,
     Post,
     Head,
+    Patch,
+    Delete,
+    /// Every method (webhooks: the node decides which it answers).
+    Any,
 }
 
 impl Method {
@@ -477,7 +519,14 @@ impl Method {
             Method::Get => "GET",
             Method::Post => "POST",
             Method::Head => "HEAD",
+            Method::Patch => "PATCH",
+            Method::Delete => "DELETE",
+            Method::Any => "ANY",
         }
+    }
+
+    pub fn matches(self, method: &str) -> bool {
+        self == Method::Any || self.as_str() == method
     }
 }
 
@@ -515,6 +564,21 @@ pub const ROUTES: &[RouteDef] = &[
     RouteDef { method: Method::Post, path: "/instance-ai/chat/{threadId}/tasks/{taskId}/cancel", function: FunctionId::Cancel, edge: Edge::HttpApi },
     RouteDef { method: Method::Get, path: "/", function: FunctionId::Web, edge: Edge::HttpApi },
     RouteDef { method: Method::Get, path: "/assets/{asset}", function: FunctionId::Web, edge: Edge::HttpApi },
+    RouteDef { method: Method::Get, path: "/instance-ai/credentials", function: FunctionId::Credentials, edge: Edge::HttpApi },
+    RouteDef { method: Method::Post, path: "/instance-ai/credentials", function: FunctionId::Credentials, edge: Edge::HttpApi },
+    RouteDef { method: Method::Get, path: "/instance-ai/credentials/{credentialId}", function: FunctionId::Credentials, edge: Edge::HttpApi },
+    RouteDef { method: Method::Patch, path: "/instance-ai/credentials/{credentialId}", function: FunctionId::Credentials, edge: Edge::HttpApi },
+    RouteDef { method: Method::Delete, path: "/instance-ai/credentials/{credentialId}", function: FunctionId::Credentials, edge: Edge::HttpApi },
+    RouteDef { method: Method::Post, path: "/instance-ai/credentials/{credentialId}/test", function: FunctionId::Credentials, edge: Edge::HttpApi },
+    RouteDef { method: Method::Get, path: "/instance-ai/credential-types", function: FunctionId::Credentials, edge: Edge::HttpApi },
+    // n8n's URL spaces: production and test webhooks, forms, and the resume
+    // URLs of waiting executions (`{proxy+}` is the rest of the path).
+    RouteDef { method: Method::Any, path: "/webhook/{proxy+}", function: FunctionId::Webhook, edge: Edge::HttpApi },
+    RouteDef { method: Method::Any, path: "/webhook-test/{proxy+}", function: FunctionId::Webhook, edge: Edge::HttpApi },
+    RouteDef { method: Method::Any, path: "/webhook-waiting/{proxy+}", function: FunctionId::Webhook, edge: Edge::HttpApi },
+    RouteDef { method: Method::Any, path: "/form/{proxy+}", function: FunctionId::Webhook, edge: Edge::HttpApi },
+    RouteDef { method: Method::Any, path: "/form-test/{proxy+}", function: FunctionId::Webhook, edge: Edge::HttpApi },
+    RouteDef { method: Method::Any, path: "/form-waiting/{proxy+}", function: FunctionId::Webhook, edge: Edge::HttpApi },
     RouteDef { method: Method::Get, path: "/.well-known/oauth-protected-resource", function: FunctionId::OAuth, edge: Edge::HttpApi },
     RouteDef { method: Method::Get, path: "/.well-known/oauth-protected-resource/mcp", function: FunctionId::OAuth, edge: Edge::HttpApi },
     RouteDef { method: Method::Get, path: "/.well-known/oauth-authorization-server", function: FunctionId::OAuth, edge: Edge::HttpApi },
@@ -531,6 +595,17 @@ pub const WS_FUNCTION: FunctionId = FunctionId::Gateway;
 
 /// Scheduled invocations: (function, rate in seconds).
 pub const SCHEDULES: &[(FunctionId, u32)] = &[(FunctionId::Sweep, 60)];
+
+/// Functions that publish workflows, so create and delete the EventBridge
+/// Scheduler schedules of their Schedule Triggers (`SCHEDULER_*`,
+/// `RUNS_QUEUE_ARN`, `scheduler:*Schedule` and `iam:PassRole` on the
+/// scheduler's role). The schedules send their ticks to the Runs queue.
+pub const SCHEDULE_MANAGERS: &[FunctionId] = &[FunctionId::Mcp, FunctionId::Step];
+
+/// Functions told the public base URL (`INSTANCE_AI_PUBLIC_URL`): the
+/// executor evaluates `$execution.resumeUrl`. Functions behind the HTTP API
+/// cannot reference its URL (a template cycle); they read the request's host.
+pub const PUBLIC_URL_FUNCTIONS: &[FunctionId] = &[FunctionId::Executor];
 
 #[cfg(test)]
 mod tests {

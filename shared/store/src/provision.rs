@@ -29,6 +29,40 @@ pub async fn provision(clients: &AwsClients, config: &mut Config, prefix: &str) 
         let url = create_queue(&clients.sqs, queue, prefix).await?;
         config.set_queue_url(queue.id, url);
     }
+    provision_scheduler(clients, config, prefix).await
+}
+
+/// A queue's ARN (what event sources and schedules name it by).
+pub async fn queue_arn(sqs: &aws_sdk_sqs::Client, queue_url: &str) -> Result<String, StoreError> {
+    Ok(sqs
+        .get_queue_attributes()
+        .queue_url(queue_url)
+        .attribute_names(QueueAttributeName::QueueArn)
+        .send()
+        .await
+        .map_err(StoreError::sqs)?
+        .attributes
+        .and_then(|a| a.get(&QueueAttributeName::QueueArn).cloned())
+        .unwrap_or_default())
+}
+
+/// The EventBridge Scheduler group published schedules go in (the SAM
+/// template's `ScheduleGroup`), targeting the Runs queue.
+async fn provision_scheduler(clients: &AwsClients, config: &mut Config, prefix: &str) -> Result<(), StoreError> {
+    let group = local_name(prefix, "workflows");
+    let sched = |e: &dyn std::error::Error| StoreError::Aws { service: "scheduler", message: e.to_string() };
+    match clients.scheduler.create_schedule_group().name(&group).send().await {
+        Ok(_) => {}
+        Err(e) if e.as_service_error().is_some_and(|s| s.is_conflict_exception()) => {}
+        Err(e) => return Err(sched(&e)),
+    }
+    let runs = config.queue_url(crate::deployment::QueueId::Runs)?.to_owned();
+    let queue_arn = queue_arn(&clients.sqs, &runs).await?;
+    config.scheduler = Some(crate::config::SchedulerTarget {
+        group,
+        role_arn: format!("arn:aws:iam::123456789012:role/{prefix}-scheduler"),
+        queue_arn,
+    });
     Ok(())
 }
 

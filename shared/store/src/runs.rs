@@ -12,6 +12,12 @@
 //! - history: `(thread#<t>, history)` — the conversation the next run starts from;
 //! - allow: `(thread#<t>, allow#<tool>#<action>)` — "always allow" decisions.
 //!
+//! A chain parked on an execution (`waiting`) names its wait record in
+//! `suspendedRequest`; the wait record is a suspension item (`req#<id>`) whose
+//! `kind` is `execution`. Parking is one transaction with the execution's
+//! `waiter` attribute (see [`crate::data::executions`]), so a chain only ever
+//! waits on an execution that had not yet settled.
+//!
 //! A chain that may need the sweep (queued, running, finishing, or suspended
 //! with a deadline) sits in the sparse `gsi1` index under `runlease#<shard>`
 //! with `gsi1sk = <leaseUntil ms, 13 digits>#<run>#<agent>`, so the sweep
@@ -45,6 +51,9 @@ pub enum ChainState {
     Running,
     /// Waiting for a human decision (a suspension record).
     Suspended,
+    /// Parked on a workflow execution (a wait record): the executor's
+    /// completion, or the sweep at the wait's deadline, sends the resume step.
+    Waiting,
     /// Slot released; `run-finish` / `agent-completed` is being written.
     Finishing,
     Finished,
@@ -56,6 +65,7 @@ impl ChainState {
             ChainState::Queued => "queued",
             ChainState::Running => "running",
             ChainState::Suspended => "suspended",
+            ChainState::Waiting => "waiting",
             ChainState::Finishing => "finishing",
             ChainState::Finished => "finished",
         }
@@ -66,6 +76,7 @@ impl ChainState {
             "queued" => ChainState::Queued,
             "running" => ChainState::Running,
             "suspended" => ChainState::Suspended,
+            "waiting" => ChainState::Waiting,
             "finishing" => ChainState::Finishing,
             "finished" => ChainState::Finished,
             other => return Err(StoreError::Corrupt(format!("unknown chain state {other:?}"))),
@@ -474,6 +485,85 @@ impl Runs {
         )?;
         let put = db::tx_put(t, suspension, Some("attribute_not_exists(pk)"))?;
         self.table.transact(vec![chain, put], "suspend").await
+    }
+
+    /// Parks the chain on a workflow execution: one transaction of the chain
+    /// (`running` at `step`, no cancel requested → `waiting` with the resume
+    /// checkpoint and a sweep deadline), the wait record, and `watch` (the
+    /// execution's conditional waiter write, which fails once the execution
+    /// has settled). `Ok(false)`: nothing was written — the execution had
+    /// settled, a cancel was requested, or the step lost the chain; the
+    /// caller re-reads to tell which.
+    #[allow(clippy::too_many_arguments)]
+    pub async fn park(
+        &self,
+        run: &RunId,
+        agent: &AgentId,
+        step: u64,
+        checkpoint: &[u8],
+        wait_record: Item,
+        wait_id: &str,
+        deadline: u64,
+        watch: aws_sdk_dynamodb::types::TransactWriteItem,
+    ) -> Result<bool, StoreError> {
+        let t = self.table_name();
+        let chain = db::tx_update(
+            t,
+            chain_key(run, agent),
+            "SET ckpt = :c, #state = :waiting, suspendedRequest = :q, leaseUntil = :l, gsi1pk = :gpk, gsi1sk = :gsk",
+            Some("#step = :step AND #state = :running AND #cancel = :false"),
+            &[("#step", "step"), ("#state", "state"), ("#cancel", "cancel")],
+            vec![
+                (":c", b(db::compress(checkpoint)?)),
+                (":waiting", s("waiting")),
+                (":q", s(wait_id)),
+                (":l", n(deadline)),
+                (":gpk", s(lease_pk(run))),
+                (":gsk", s(lease_sk(deadline, run, agent))),
+                (":step", n(step)),
+                (":running", s("running")),
+                (":false", AttributeValue::Bool(false)),
+            ],
+        )?;
+        let put = db::tx_put(t, wait_record, Some("attribute_not_exists(pk)"))?;
+        match self.table.transact(vec![chain, put, watch], "park").await {
+            Ok(()) => Ok(true),
+            Err(StoreError::Conflict(_)) => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Claims the step that resumes a chain parked on wait `wait_id`
+    /// (condition: `waiting` on that wait at `step - 1`) and takes the lease.
+    /// `None`: a duplicate or late resume (the execution's completion and the
+    /// sweep may both send one), or the run was cancelled meanwhile.
+    pub async fn claim_wait(&self, run: &RunId, agent: &AgentId, step: u64, wait_id: &str, lease_until: u64) -> Result<Option<Chain>, StoreError> {
+        self.table.count();
+        let result = self
+            .client()
+            .update_item()
+            .table_name(self.table_name())
+            .set_key(Some(chain_key(run, agent)))
+            .update_expression("SET #step = :n, #state = :running, leaseUntil = :l, gsi1pk = :gpk, gsi1sk = :gsk REMOVE suspendedRequest")
+            .condition_expression("#step = :prev AND #state = :waiting AND suspendedRequest = :q")
+            .expression_attribute_names("#step", "step")
+            .expression_attribute_names("#state", "state")
+            .expression_attribute_values(":n", n(step))
+            .expression_attribute_values(":prev", n(step.saturating_sub(1)))
+            .expression_attribute_values(":running", s("running"))
+            .expression_attribute_values(":waiting", s("waiting"))
+            .expression_attribute_values(":q", s(wait_id))
+            .expression_attribute_values(":l", n(lease_until))
+            .expression_attribute_values(":gpk", s(lease_pk(run)))
+            .expression_attribute_values(":gsk", s(lease_sk(lease_until, run, agent)))
+            .return_values(ReturnValue::AllNew)
+            .send()
+            .await;
+        match result {
+            Ok(out) => Ok(Some(parse_chain(&out.attributes.unwrap_or_default())?)),
+            Err(e) if db::is_condition_failed(&e) => Ok(None),
+            Err(e) => Err(StoreError::dynamo(e)),
+        }
     }
 
     /// Records a decision and re-queues the suspended chain for `next_step`,

@@ -3,6 +3,11 @@
 //! checkpoint ([`crate::runs::Runs::suspend`]); its `state` goes
 //! `pending → approved | denied | cancelled | expired` under a condition
 //! ([`crate::runs::Runs::decide`]), so the first decision wins.
+//!
+//! A wait record (a tool call parked on a workflow execution,
+//! [`crate::runs::Runs::park`]) is the same item with `kind = execution`,
+//! state `waiting` (never `pending`: no one can confirm it), the execution's
+//! id and what the tool needs to finish the call ([`ExecutionWait`]).
 
 use crate::data::db::{get_s, key, n, s, Item, Table};
 use crate::error::StoreError;
@@ -28,6 +33,18 @@ pub struct Suspension {
     /// The decision as confirmed (`approved`, `userInput`, `answers`, `scope`).
     pub decision: Option<Value>,
     pub created_at: u64,
+    /// Set on a wait record: the execution the call waits on.
+    pub wait: Option<ExecutionWait>,
+}
+
+/// What a call parked on an execution waits for.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ExecutionWait {
+    pub execution_id: String,
+    /// Epoch ms after which the sweep resumes the call without a completion.
+    pub deadline_ms: u64,
+    /// The tool's own context for finishing the call (opaque here).
+    pub state: Value,
 }
 
 impl Suspension {
@@ -45,6 +62,12 @@ impl Suspension {
         item.insert("step".into(), n(self.step));
         item.insert("state".into(), s(&self.state));
         item.insert("createdAt".into(), n(self.created_at));
+        if let Some(w) = &self.wait {
+            item.insert("kind".into(), s("execution"));
+            item.insert("executionId".into(), s(&w.execution_id));
+            item.insert("deadline".into(), n(w.deadline_ms));
+            item.insert("waitState".into(), s(w.state.to_string()));
+        }
         item
     }
 
@@ -73,6 +96,14 @@ impl Suspension {
             state: req("state")?,
             decision: get_s(item, "decision").and_then(|d| serde_json::from_str(d).ok()),
             created_at: num("createdAt"),
+            wait: match get_s(item, "kind") {
+                Some("execution") => Some(ExecutionWait {
+                    execution_id: req("executionId")?,
+                    deadline_ms: num("deadline"),
+                    state: get_s(item, "waitState").and_then(|v| serde_json::from_str(v).ok()).unwrap_or(Value::Null),
+                }),
+                _ => None,
+            },
         })
     }
 }
@@ -101,8 +132,8 @@ impl Suspensions {
         }
     }
 
-    /// Marks a pending suspension cancelled (the run was cancelled while
-    /// waiting); `false` when it was decided first.
+    /// Marks a pending suspension (or a wait record) cancelled: the run was
+    /// cancelled while waiting; `false` when it was decided first.
     pub async fn cancel(&self, request_id: &str) -> Result<bool, StoreError> {
         self.table.count();
         let result = self
@@ -112,10 +143,11 @@ impl Suspensions {
             .table_name(&self.table.name)
             .set_key(Some(key(format!("req#{request_id}"), "meta")))
             .update_expression("SET #state = :c")
-            .condition_expression("#state = :pending")
+            .condition_expression("#state = :pending OR #state = :waiting")
             .expression_attribute_names("#state", "state")
             .expression_attribute_values(":c", s("cancelled"))
             .expression_attribute_values(":pending", s("pending"))
+            .expression_attribute_values(":waiting", s("waiting"))
             .send()
             .await;
         match result {

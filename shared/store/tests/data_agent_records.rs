@@ -1,5 +1,5 @@
 //! The agent's thread-level records against moto: saved preferences,
-//! the conversation index, workspace files.
+//! the conversation index.
 
 mod data_support;
 
@@ -122,25 +122,4 @@ async fn conversation_history_search_and_windows() {
     assert_eq!(around.messages.iter().map(|m| m.message_id.as_str()).collect::<Vec<_>>(), ["n2", "n3", "n4"]);
     assert!(a.get_messages(&u, p, &t2, None, Some(1), Some(1)).await.is_err());
     assert!(a.get_messages(&UserId("stranger".into()), p, &t2, None, None, None).await.is_err());
-}
-
-#[tokio::test]
-async fn workspace_files_per_thread() {
-    let (_env, data) = data_support::data().await;
-    let a = &data.agent;
-    let (t, other) = (ThreadId("ws1".into()), ThreadId("ws2".into()));
-    a.write_file(&t, "src/main.workflow.ts", "export default workflow('x')").await.unwrap();
-    a.write_file(&t, "notes.md", "# plan").await.unwrap();
-    a.write_file(&t, "src/main.workflow.ts", "export default workflow('y')").await.unwrap();
-    assert_eq!(a.read_file(&t, "src/main.workflow.ts").await.unwrap().unwrap().content, "export default workflow('y')");
-    assert!(a.read_file(&other, "notes.md").await.unwrap().is_none(), "files belong to their thread");
-    assert_eq!(
-        a.list_files(&t, "").await.unwrap().iter().map(|f| f.path.as_str()).collect::<Vec<_>>(),
-        ["notes.md", "src/main.workflow.ts"]
-    );
-    assert_eq!(a.list_files(&t, "src/").await.unwrap().len(), 1);
-    assert!(a.write_file(&t, "../escape", "x").await.is_err());
-    assert!(a.write_file(&t, "big.txt", &"x".repeat(400 * 1024)).await.is_err());
-    assert!(a.delete_file(&t, "notes.md").await.unwrap());
-    assert!(!a.delete_file(&t, "notes.md").await.unwrap());
 }

@@ -146,12 +146,40 @@ async fn search_filters_pages_and_counts() {
     expected.reverse();
     assert_eq!(seen, expected);
 
-    // Retry links and cleanup of test runs.
+    // Retry links.
     x.set_retry_success(&ids[0], &ids[1]).await.unwrap();
     assert_eq!(x.get(&ids[0]).await.unwrap().unwrap().retry_success_id.as_deref(), Some(ids[1].as_str()));
-    assert_eq!(x.delete_for_workflow("wfB", &[ExecutionMode::Manual]).await.unwrap(), 1);
-    assert_eq!(x.delete_for_workflow("wfA", &[ExecutionMode::Manual]).await.unwrap(), 0);
-    assert!(x.get(&other.id).await.unwrap().is_none());
+}
+
+#[tokio::test]
+async fn cleanup_deletes_only_finished_manual_runs_started_before_the_cutoff() {
+    let (_env, data) = data_support::data().await;
+    let x = &data.executions;
+    let finished = |mode, started: &'static str| async move {
+        let e = x.create(new_exec("wfC", mode, started)).await.unwrap();
+        x.finish(&e.id, ExecutionStatus::Success, None).await.unwrap();
+        e.id
+    };
+    let old_manual = finished(ExecutionMode::Manual, "2025-01-01T00:00:00Z").await;
+    let new_manual = finished(ExecutionMode::Manual, "2025-01-03T00:00:00Z").await;
+    let old_trigger = finished(ExecutionMode::Trigger, "2025-01-01T00:00:00Z").await;
+    let running = x.create(new_exec("wfC", ExecutionMode::Manual, "2025-01-01T00:00:00Z")).await.unwrap().id;
+    let old_manual_2 = finished(ExecutionMode::Manual, "2025-01-01T12:00:00Z").await;
+    let other_wf = x.create(new_exec("wfD", ExecutionMode::Manual, "2025-01-01T00:00:00Z")).await.unwrap();
+    x.finish(&other_wf.id, ExecutionStatus::Success, None).await.unwrap();
+
+    assert!(x.delete_for_workflow("wfC", &[ExecutionMode::Manual], Some("yesterday")).await.is_err());
+    let n = x.delete_for_workflow("wfC", &[ExecutionMode::Manual], Some("2025-01-02T00:00:00Z")).await.unwrap();
+    assert_eq!(n, 2, "the two old finished manual runs of wfC");
+    for gone in [&old_manual, &old_manual_2] {
+        assert!(x.get(gone).await.unwrap().is_none());
+    }
+    for kept in [&new_manual, &old_trigger, &running, &other_wf.id] {
+        assert!(x.get(kept).await.unwrap().is_some(), "{kept} is kept");
+    }
+    // Without a cutoff every finished manual run goes; the running one stays.
+    assert_eq!(x.delete_for_workflow("wfC", &[ExecutionMode::Manual], None).await.unwrap(), 1);
+    assert!(x.get(&running).await.unwrap().is_some());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

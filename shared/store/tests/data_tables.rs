@@ -342,6 +342,11 @@ async fn comparisons_sort_update_delete_upsert_and_columns() {
         schema.columns.iter().map(|c| c.index).collect::<Vec<_>>(),
         (0..schema.columns.len()).collect::<Vec<_>>()
     );
+    let old_name = schema.name.clone();
     let renamed = t.rename(&table.id, "Deals 2024").await.unwrap();
     assert_eq!(renamed.name, "Deals 2024");
+    let project = &renamed.project_id;
+    assert_eq!(t.by_name(project, "Deals 2024").await.unwrap().map(|x| x.id), Some(table.id.clone()));
+    assert!(t.by_name(project, &old_name).await.unwrap().is_none(), "the old name no longer finds it");
+    assert!(t.by_name(project, "deals 2024").await.unwrap().is_none(), "names match exactly");
 }

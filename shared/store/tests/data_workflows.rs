@@ -275,7 +275,8 @@ async fn listing_filters_folders_tags_and_scopes() {
     assert_eq!(mcp.total, 1);
 
     // Deleting a folder subtree moves its workflows elsewhere.
-    data.workflows.delete_folder(&team.id, &acme.id, Some(&clients.id)).await.unwrap();
+    let done = data.workflows.delete_folder(&team.id, &acme.id, Some(&clients.id)).await.unwrap();
+    assert_eq!((done.folders, done.workflows), (2, 2), "Acme and Invoices, with their two workflows");
     assert_eq!(data.folders.list(&team.id).await.unwrap().len(), 1);
     let moved = data.workflows.meta(&ids[1]).await.unwrap().unwrap();
     assert_eq!(moved.parent_folder_id.as_deref(), Some(clients.id.as_str()));
@@ -338,4 +339,61 @@ async fn a_dead_writers_claim_is_released_or_rolled_forward() {
     let now = data.workflows.get(&id).await.unwrap().unwrap();
     assert_eq!(now.meta.version_id, "resurrected");
     assert_eq!(now.body, body(None));
+}
+
+fn hook_body(path: &str, method: &str) -> WorkflowBody {
+    WorkflowBody {
+        nodes: json!([{"name": "Webhook", "type": "n8n-nodes-base.webhook", "typeVersion": 2, "webhookId": "wh-1", "parameters": {"path": path, "httpMethod": method}}]),
+        connections: json!({}),
+        settings: json!({}),
+        pin_data: json!({}),
+        meta: json!({}),
+    }
+}
+
+#[tokio::test]
+async fn test_webhook_paths_follow_every_saved_draft() {
+    use store::data::webhooks::{best_match, EndpointKind, Scope};
+    let (_env, data) = data_support::data().await;
+    let (alice, home) = data_support::user(&data, "alice").await;
+    let path = format!("in-{}", uuid::Uuid::new_v4().simple());
+    let wf = data.workflows.create(NewWorkflow { body: hook_body(&path, "POST"), ..new_wf(&home.id, "Hook") }, &alice).await.unwrap();
+    let found = data.webhooks.candidates(EndpointKind::Webhook, "POST", &path, Scope::Test).await.unwrap();
+    let (reg, _) = best_match(&found, &path).expect("registered on create");
+    assert_eq!((reg.workflow_id.as_str(), reg.endpoint.node.as_str()), (wf.meta.id.as_str(), "Webhook"));
+    assert!(data.webhooks.candidates(EndpointKind::Webhook, "POST", &path, Scope::Production).await.unwrap().is_empty(), "drafts hold no production path");
+    // The next save moves the path: the old one is gone, the new one answers.
+    let moved = format!("{path}-v2");
+    let update = WorkflowUpdate { body: Some(hook_body(&moved, "PUT")), ..Default::default() };
+    data.workflows.update(&wf.meta.id, &wf.meta.version_id, update, &alice).await.unwrap();
+    assert!(data.webhooks.candidates(EndpointKind::Webhook, "POST", &path, Scope::Test).await.unwrap().is_empty());
+    assert_eq!(data.webhooks.candidates(EndpointKind::Webhook, "PUT", &moved, Scope::Test).await.unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn of_workflows_racing_for_one_path_exactly_one_holds_it() {
+    use store::data::webhooks::{Endpoint, EndpointKind, Registration};
+    let (_env, data) = data_support::data().await;
+    let path = format!("race-{}", uuid::Uuid::new_v4().simple());
+    let reg = |wf: usize| Registration {
+        endpoint: Endpoint { kind: EndpointKind::Webhook, method: "POST".into(), path: path.clone(), node: "Webhook".into() },
+        workflow_id: format!("wf-{wf}"),
+        version_id: "v1".into(),
+    };
+    let claims = (0..8).map(|i| {
+        let (hooks, r) = (data.webhooks.clone(), reg(i));
+        tokio::spawn(async move { hooks.claim(&r).await.unwrap() })
+    });
+    let results: Vec<_> = futures::future::join_all(claims).await.into_iter().map(Result::unwrap).collect();
+    let winners: Vec<usize> = results.iter().enumerate().filter(|(_, r)| r.is_ok()).map(|(i, _)| i).collect();
+    assert_eq!(winners.len(), 1, "{results:?}");
+    let winner = winners[0];
+    let holder = results.iter().find_map(|r| r.as_ref().err()).unwrap();
+    assert_eq!(holder.workflow_id, format!("wf-{winner}"));
+    // Its own claim again is fine; a loser's release leaves the winner's claim.
+    assert!(data.webhooks.claim(&reg(winner)).await.unwrap().is_ok());
+    data.webhooks.release(&[reg((winner + 1) % 8)]).await.unwrap();
+    assert!(data.webhooks.claim(&reg((winner + 1) % 8)).await.unwrap().is_err());
+    data.webhooks.release(&[reg(winner)]).await.unwrap();
+    assert!(data.webhooks.claim(&reg((winner + 1) % 8)).await.unwrap().is_ok(), "released: free again");
 }

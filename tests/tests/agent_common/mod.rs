@@ -18,8 +18,11 @@ use tokio::sync::mpsc;
 pub const ALICE: &str = "alice-key-for-agent-tests";
 pub const BOB: &str = "bob-key-for-agent-tests";
 
-pub fn script_path() -> String {
-    format!("{}/fixtures/agent_script.json", env!("CARGO_MANIFEST_DIR"))
+pub fn script_path(file: &str) -> String {
+    if file.starts_with('/') {
+        return file.to_owned();
+    }
+    format!("{}/fixtures/{file}", env!("CARGO_MANIFEST_DIR"))
 }
 
 /// A stand-in `workflows` domain tool: `list` answers three workflows,
@@ -103,11 +106,30 @@ pub struct Setup {
     pub confirmation_timeout_secs: Option<u64>,
     /// `INSTANCE_AI_APPROVAL_POLICY`.
     pub approval_policy: Option<&'static str>,
+    /// The model script, a file in `tests/fixtures/`.
+    pub script: &'static str,
+    /// Register the stand-in tools (`workflows`, `slow`) over the real ones.
+    pub stubs: bool,
+    /// Other documented configuration variables, set as given.
+    pub vars: &'static [(&'static str, &'static str)],
+    /// HTTP Request nodes and credential tests may reach 127.0.0.1 (a local
+    /// service); every other private address stays refused.
+    pub local_http: bool,
 }
 
 impl Default for Setup {
     fn default() -> Self {
-        Setup { consumers: true, lease_secs: None, model: true, confirmation_timeout_secs: None, approval_policy: None }
+        Setup {
+            consumers: true,
+            lease_secs: None,
+            model: true,
+            confirmation_timeout_secs: None,
+            approval_policy: None,
+            script: "agent_script.json",
+            stubs: true,
+            vars: &[],
+            local_http: false,
+        }
     }
 }
 
@@ -125,7 +147,11 @@ pub async fn cloud_with<X>(
     let env = TestEnv::new().await;
     let mut config = env.config.clone();
     config.bootstrap_keys = vec![("alice".into(), ALICE.into()), ("bob".into(), BOB.into())];
-    config.model = setup.model.then(|| format!("scripted:{}", script_path()));
+    config.model = setup.model.then(|| format!("scripted:{}", script_path(setup.script)));
+    if setup.local_http {
+        config.http_allowed_hosts = vec!["127.0.0.1".into()];
+        config.http_allow_private_network = true;
+    }
     if let Some(l) = setup.lease_secs {
         config.step_lease_secs = l;
     }
@@ -133,14 +159,19 @@ pub async fn cloud_with<X>(
     if let Some(p) = setup.approval_policy {
         config.set_var("INSTANCE_AI_APPROVAL_POLICY", p);
     }
+    for (name, value) in setup.vars {
+        config.set_var(name, *value);
+    }
     let running = start(Options { config, prefix: env.prefix.clone(), port: 0, run_consumers: setup.consumers, run_schedules: false })
         .await
         .expect("local cloud starts");
     let (clients, extra) = wrap(&running.app.clients);
     // The runtime with the stand-in domain tools, installed before any request.
     let mut rt = agent::Runtime::from_config(&running.app.config, &clients).await.expect("runtime");
-    rt.tools.register(Arc::new(WorkflowsStub));
-    rt.tools.register(Arc::new(SlowTool));
+    if setup.stubs {
+        rt.tools.register(Arc::new(WorkflowsStub));
+        rt.tools.register(Arc::new(SlowTool));
+    }
     rt.settings.cancel_poll = Duration::from_millis(200);
     if let Some(m) = model {
         rt.model = Ok(m);
@@ -416,3 +447,27 @@ pub async fn receive(cloud: &Cloud) -> SqsEvent {
 }
 
 pub const WAIT: Duration = Duration::from_secs(20);
+
+/// A scripted model whose script is set after the cloud started.
+#[derive(Default)]
+pub struct LateScript(std::sync::Mutex<Option<Arc<agent::model::scripted::ScriptedProvider>>>);
+
+impl LateScript {
+    pub fn set(&self, script: Value) {
+        *self.0.lock().unwrap() = Some(Arc::new(agent::model::scripted::ScriptedProvider::from_json(&script.to_string()).expect("script parses")));
+    }
+}
+
+impl agent::model::ModelProvider for LateScript {
+    fn provider(&self) -> &str {
+        "scripted"
+    }
+    fn model(&self) -> &str {
+        "late"
+    }
+    fn stream(&self, request: agent::model::ModelRequest, cancel: agent::model::CancellationToken) -> agent::model::ModelStream {
+        let p = self.0.lock().unwrap().clone().expect("the test set the script");
+        p.stream(request, cancel)
+    }
+}
+

@@ -5,10 +5,21 @@
 //! gets a `tool-error` it can read and correct.
 
 pub mod ask_user;
+pub mod build_workflow;
+pub mod load_skill;
+pub mod executions;
+pub mod credentials;
+pub mod nodes;
+pub mod data_table_card;
+pub mod data_tables;
 pub mod policy;
 pub mod schema;
 pub mod tasks;
 pub mod untrusted;
+pub mod workflows;
+pub mod workspace;
+pub mod workflow_setup;
+pub mod workspace_resources;
 
 use crate::model::ToolDefinition;
 use crate::runtime::Runtime;
@@ -17,7 +28,7 @@ use protocol::events::{ConfirmationRequest, EventPayload};
 use protocol::ids::{AgentId, RunId, ThreadId};
 use protocol::UserId;
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use store::EventWriter;
@@ -83,7 +94,15 @@ pub enum ToolOutcome {
     Done(Value),
     /// `tool-error`, readable by the model.
     Failed(String),
+    /// Not settled yet: the call waits on a workflow execution. The step
+    /// parks the chain on it (a wait record; no step runs meanwhile) and
+    /// [`Tool::resume_wait`] settles the call once the execution settles,
+    /// or at the deadline.
+    Wait(ExecutionWait),
 }
+
+/// What a call parked on an execution waits for (kept in the wait record).
+pub use store::suspensions::ExecutionWait;
 
 /// A human's answer to a confirmation request.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -99,6 +118,60 @@ pub struct Decision {
     /// Set by the sweep when a confirmation timed out.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub expired: bool,
+    /// A setup card's answer (see [`SetupAnswer`]).
+    #[serde(default, skip_serializing_if = "SetupAnswer::is_empty")]
+    pub setup: SetupAnswer,
+}
+
+/// What a person chose on a credential or workflow setup card. Only ids and
+/// parameter values: a secret never passes through a confirmation (it goes
+/// to the credentials REST API).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SetupAnswer {
+    /// `credentials(setup)`: credential type → chosen credential id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub credentials: Option<BTreeMap<String, String>>,
+    /// `workflows(setup)`: node name → credential type → credential id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_credentials: Option<BTreeMap<String, BTreeMap<String, String>>>,
+    /// `workflows(setup)`: node name → parameter → value.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_parameters: Option<BTreeMap<String, Map<String, Value>>>,
+    /// `workflows(setup)`: nodes whose cards the person dismissed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skipped_nodes: Option<Vec<String>>,
+    /// `credentials(setup)`: the person asked for help creating this type in a browser.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auto_setup: Option<AutoSetup>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AutoSetup {
+    pub credential_type: String,
+}
+
+impl SetupAnswer {
+    pub fn is_empty(&self) -> bool {
+        *self == SetupAnswer::default()
+    }
+}
+
+impl Decision {
+    /// Credential type → id the person chose: `credentials`, or the same
+    /// map sent as `answers.credentials` (the page's cards).
+    pub fn chosen_credentials(&self) -> std::collections::BTreeMap<String, String> {
+        if let Some(c) = &self.setup.credentials {
+            return c.clone();
+        }
+        self.answers
+            .as_ref()
+            .and_then(|a| a.get("credentials"))
+            .and_then(|c| serde_json::from_value::<std::collections::BTreeMap<String, Option<String>>>(c.clone()).ok())
+            .map(|m| m.into_iter().filter_map(|(t, id)| Some((t, id.filter(|i| !i.is_empty())?))).collect())
+            .unwrap_or_default()
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -143,6 +216,18 @@ pub trait Tool: Send + Sync {
         self.allow_key(args).into_iter().collect()
     }
     fn run<'a>(&'a self, ctx: &'a ToolContext<'a>, args: Value) -> BoxFuture<'a, ToolOutcome>;
+    /// Settles a call that returned [`ToolOutcome::Wait`]: after the
+    /// execution settled, or with `deadline_passed` when its deadline came
+    /// first (or the run is being cancelled: the tool stops the execution).
+    fn resume_wait<'a>(&'a self, _ctx: &'a ToolContext<'a>, _args: Value, _wait: ExecutionWait, _deadline_passed: bool) -> BoxFuture<'a, ToolOutcome> {
+        Box::pin(async { ToolOutcome::Failed("this tool cannot wait on an execution".into()) })
+    }
+    /// `true` when the handler itself answers the abort signal (promptly,
+    /// after undoing what it started, e.g. stopping an execution); the loop
+    /// then awaits it instead of dropping it when the run is cancelled.
+    fn handles_abort(&self) -> bool {
+        false
+    }
     /// Runs a gated call after the human decided. Approval runs the tool;
     /// denial answers with a structured denied result the model reads.
     fn resume<'a>(&'a self, ctx: &'a ToolContext<'a>, args: Value, decision: Decision) -> BoxFuture<'a, ToolOutcome> {
@@ -185,13 +270,27 @@ impl Registry {
         Registry::default()
     }
 
-    /// The orchestration tools of this crate.
+    /// Every tool of this crate: orchestration, skills, workspace and domain tools.
     pub fn standard() -> Self {
         let mut r = Registry::empty();
         r.register(Arc::new(ask_user::AskUser));
         r.register(Arc::new(tasks::TaskControl));
         r.register(Arc::new(tasks::CreateTasks));
         r.register(Arc::new(tasks::CompleteCheckpoint));
+        r.register(Arc::new(load_skill::LoadSkill));
+        r.register(Arc::new(workspace::ListFiles));
+        r.register(Arc::new(workspace::ReadFile));
+        r.register(Arc::new(workspace::WriteFile));
+        r.register(Arc::new(workspace::EditFile));
+        r.register(Arc::new(workspace::Grep));
+        r.register(Arc::new(workflows::Workflows));
+        r.register(Arc::new(build_workflow::BuildWorkflow));
+        r.register(Arc::new(executions::Executions));
+        // Domain tools (front doors to `instance`).
+        r.register(Arc::new(credentials::Credentials));
+        r.register(Arc::new(nodes::Nodes));
+        r.register(Arc::new(data_tables::DataTables));
+        r.register(Arc::new(workspace_resources::Workspace));
         r
     }
 

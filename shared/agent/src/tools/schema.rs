@@ -1,6 +1,7 @@
 //! A small JSON Schema validator for tool inputs: the subset our tool
 //! schemas use (`type`, `properties`, `required`, `additionalProperties`,
-//! `enum`, `const`, `items`, `minItems`, `minLength`, `oneOf`). Errors name
+//! `enum`, `const`, `items`, `minItems`, `maxItems`, `minLength`, `maxLength`, `minimum`,
+//! `maximum`, `oneOf`). Errors name
 //! the path so the model can fix its call.
 
 use serde_json::{Map, Value};
@@ -60,6 +61,11 @@ fn check(schema: &Value, value: &Value, path: &str) -> Result<(), String> {
                     return Err(format!("{path} needs at least {min} item(s)"));
                 }
             }
+            if let Some(max) = s.get("maxItems").and_then(Value::as_u64) {
+                if items.len() as u64 > max {
+                    return Err(format!("{path} takes at most {max} item(s), got {}", items.len()));
+                }
+            }
             if let Some(item_schema) = s.get("items") {
                 for (i, item) in items.iter().enumerate() {
                     check(item_schema, item, &format!("{path}[{i}]"))?;
@@ -67,9 +73,28 @@ fn check(schema: &Value, value: &Value, path: &str) -> Result<(), String> {
             }
         }
         Value::String(text) => {
+            let len = text.chars().count() as u64;
             if let Some(min) = s.get("minLength").and_then(Value::as_u64) {
-                if (text.chars().count() as u64) < min {
+                if len < min {
                     return Err(format!("{path} must not be empty"));
+                }
+            }
+            if let Some(max) = s.get("maxLength").and_then(Value::as_u64) {
+                if len > max {
+                    return Err(format!("{path} must be at most {max} characters"));
+                }
+            }
+        }
+        Value::Number(n) => {
+            let x = n.as_f64().unwrap_or(f64::NAN);
+            if let Some(min) = s.get("minimum").and_then(Value::as_f64) {
+                if x < min {
+                    return Err(format!("{path} must be at least {min}"));
+                }
+            }
+            if let Some(max) = s.get("maximum").and_then(Value::as_f64) {
+                if x > max {
+                    return Err(format!("{path} must be at most {max}"));
                 }
             }
         }
@@ -145,5 +170,17 @@ mod tests {
         assert!(validate(&schema, &json!({"action": "c"})).unwrap_err().contains("one of \"a\", \"b\""));
         assert!(validate(&schema, &json!({"action": "b", "y": 1})).unwrap_err().contains("input.y is not a known field"));
         assert!(validate(&schema, &json!({"action": "a", "x": 5})).unwrap_err().contains("type string"));
+    }
+
+    #[test]
+    fn bounds_on_numbers_and_strings() {
+        let schema = json!({"type": "object", "properties": {
+            "limit": {"type": "integer", "minimum": 1, "maximum": 100},
+            "name": {"type": "string", "maxLength": 3}
+        }});
+        assert!(validate(&schema, &json!({"limit": 100, "name": "abc"})).is_ok());
+        assert_eq!(validate(&schema, &json!({"limit": 0})).unwrap_err(), "input.limit must be at least 1");
+        assert_eq!(validate(&schema, &json!({"limit": 101})).unwrap_err(), "input.limit must be at most 100");
+        assert!(validate(&schema, &json!({"name": "abcd"})).unwrap_err().contains("at most 3 characters"));
     }
 }

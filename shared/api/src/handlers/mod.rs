@@ -3,6 +3,7 @@
 pub mod cancel;
 pub mod chat;
 pub mod confirm;
+pub mod credentials;
 pub mod events;
 pub mod executor;
 pub mod gateway;
@@ -13,3 +14,4 @@ pub mod step;
 pub mod sweep;
 pub mod threads;
 pub mod web;
+pub mod webhook;

@@ -1,7 +1,9 @@
 //! Node catalog: each implemented node's description as data (properties,
 //! defaults, options, displayOptions, credentials, inputs/outputs), with
-//! list / describe / search and TypeScript type generation.
+//! list / describe / search and TypeScript type generation; the credential
+//! types nodes accept ([`credential_types`]).
 
+pub mod credential_types;
 mod typescript;
 
 use std::sync::OnceLock;
@@ -31,6 +33,9 @@ pub struct NodeProperty {
     pub required: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub type_options: Option<Value>,
+    /// A resource locator's modes (`list` with its `searchListMethod`, `id`, `url`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub modes: Option<Value>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -55,6 +60,10 @@ pub struct NodeDescription {
     pub credentials: Vec<Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub codex: Option<Value>,
+    /// Guidance for an agent building with the node (`{message}`), shown as
+    /// `@builderHint` in search results and type definitions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub builder_hint: Option<Value>,
 }
 
 impl NodeDescription {
@@ -138,11 +147,16 @@ pub fn describe(node_type: &str) -> Option<&'static NodeDescription> {
 
 /// Ranked keyword search over names, display names, aliases and descriptions.
 pub fn search(query: &str, limit: usize) -> Vec<NodeSummary> {
-    let q = query.to_lowercase();
-    let terms: Vec<&str> = q.split_whitespace().collect();
-    if terms.is_empty() {
+    if query.split_whitespace().next().is_none() {
         return list().into_iter().take(limit).collect();
     }
+    search_scored(query).into_iter().take(limit).map(|(_, d)| summary(d)).collect()
+}
+
+/// Every match of a non-empty query with its relevance score, best first.
+pub fn search_scored(query: &str) -> Vec<(u32, &'static NodeDescription)> {
+    let q = query.to_lowercase();
+    let terms: Vec<&str> = q.split_whitespace().collect();
     let mut scored: Vec<(u32, &NodeDescription)> = all()
         .iter()
         .filter_map(|d| {
@@ -175,7 +189,7 @@ pub fn search(query: &str, limit: usize) -> Vec<NodeSummary> {
         })
         .collect();
     scored.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.display_name.cmp(&b.1.display_name)));
-    scored.into_iter().take(limit).map(|(_, d)| summary(d)).collect()
+    scored
 }
 
 #[cfg(test)]

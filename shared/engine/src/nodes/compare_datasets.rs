@@ -97,7 +97,7 @@ fn is_falsy(v: Option<&Value>) -> bool {
 
 /// n8n's `fuzzyCompare(useFuzzy, version)`: strict `isEqual`, or tolerant of
 /// number/string/boolean/JSON-text forms of the same value.
-fn entries_equal(a: Option<&Value>, b: Option<&Value>, fuzzy: bool, version: f64) -> bool {
+pub(crate) fn entries_equal(a: Option<&Value>, b: Option<&Value>, fuzzy: bool, version: f64) -> bool {
     if !fuzzy {
         return is_equal(a, b);
     }

@@ -236,6 +236,10 @@ fn check_and_record(
                 }
             }
         };
+        // Nothing new: the record stays as it is, without a write.
+        if stored.as_ref().is_some_and(|(v, _)| *v == record) {
+            return Ok((new, processed));
+        }
         if store.save(workflow, context, &record, version).map_err(EngineError::Host)? {
             return Ok((new, processed));
         }

@@ -129,15 +129,21 @@ fn secret(creds: &Value) -> Vec<u8> {
 /// keys pasted without their line breaks.
 fn pem(creds: &Value, key: &str) -> Result<String> {
     let raw = creds.get(key).and_then(Value::as_str).filter(|s| !s.trim().is_empty()).ok_or_else(|| EngineError::node(format!("The credential has no {key}")))?;
+    Ok(format_private_key(raw))
+}
+
+/// n8n's `formatPrivateKey`: a PEM key pasted without its line breaks (or
+/// with literal `\\n`) gets them back.
+pub(crate) fn format_private_key(raw: &str) -> String {
     let raw = raw.trim().replace("\\n", "\n");
-    let (Some(b), Some(e)) = (raw.find("-----BEGIN"), raw.rfind("-----END")) else { return Ok(raw) };
+    let (Some(b), Some(e)) = (raw.find("-----BEGIN"), raw.rfind("-----END")) else { return raw };
     let header_end = raw[b + 10..].find("-----").map(|x| b + 10 + x + 5).unwrap_or(b);
     if header_end >= e {
-        return Ok(raw);
+        return raw;
     }
     let body: String = raw[header_end..e].chars().filter(|c| !c.is_whitespace()).collect();
     let lines: Vec<String> = body.as_bytes().chunks(64).map(|c| String::from_utf8_lossy(c).into_owned()).collect();
-    Ok(format!("{}\n{}\n{}", &raw[b..header_end], lines.join("\n"), raw[e..].trim()))
+    format!("{}\n{}\n{}", &raw[b..header_end], lines.join("\n"), raw[e..].trim())
 }
 
 fn hmac_sig(alg: &str, key: &[u8], data: &[u8]) -> Result<Vec<u8>> {

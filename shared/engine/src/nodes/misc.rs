@@ -1,5 +1,4 @@
-//! Small nodes: triggers, test data, No Op, Stop and Error, Respond to
-//! Webhook.
+//! Small nodes: triggers, test data, No Op, Stop and Error.
 
 use serde_json::{json, Value};
 
@@ -50,36 +49,4 @@ pub fn stop_and_error(ctx: &mut NodeContext<'_>) -> Result<NodeOutput> {
         return Err(EngineError::Node { message: msg, description: obj.get("description").and_then(|d| d.as_str()).map(str::to_string), http_code: None });
     }
     Err(EngineError::node(ctx.param_str("errorMessage", 0, "")?))
-}
-
-/// Records the webhook response for the host and passes items on.
-pub fn respond_to_webhook(ctx: &mut NodeContext<'_>) -> Result<NodeOutput> {
-    let input = ctx.input(0);
-    let with = ctx.param_str("respondWith", 0, "firstIncomingJson")?;
-    let code = ctx.param_f64("options.responseCode", 0, if with == "redirect" { 307.0 } else { 200.0 })? as u16;
-    let mut headers = serde_json::Map::new();
-    for h in ctx.param("options.responseHeaders.entries", 0, json!([]))?.as_array().into_iter().flatten() {
-        if let (Some(n), Some(v)) = (h.get("name").and_then(|n| n.as_str()), h.get("value")) {
-            headers.insert(n.to_string(), Value::String(super::js_string(v)));
-        }
-    }
-    let body = match with.as_str() {
-        "allIncomingItems" => Value::Array(input.iter().map(|i| Value::clone(&i.json)).collect()),
-        "firstIncomingJson" => input.first().map(|i| Value::clone(&i.json)).unwrap_or(json!({})),
-        "json" => {
-            let b = ctx.param("responseBody", 0, json!({}))?;
-            match b {
-                Value::String(s) => serde_json::from_str(&s).map_err(|_| EngineError::node("Invalid JSON in 'Response Body' field"))?,
-                o => o,
-            }
-        }
-        "text" => Value::String(ctx.param_str("responseBody", 0, "")?),
-        "redirect" => {
-            headers.insert("location".into(), Value::String(ctx.param_str("redirectURL", 0, "")?));
-            Value::Null
-        }
-        _ => Value::Null,
-    };
-    ctx.webhook_response = Some(json!({ "statusCode": code, "headers": headers, "body": body }));
-    Ok(NodeOutput::Data(vec![ctx.input_arc(0).unwrap_or_default()]))
 }

@@ -42,14 +42,17 @@ pub mod misc;
 pub mod regex_safety;
 pub mod remove_duplicates;
 pub mod rename_keys;
+pub mod respond;
 pub mod set;
 pub mod sort;
 pub mod split_in_batches;
 pub mod split_out;
 pub mod summarize;
 pub mod switch;
+pub mod triggers;
 pub mod wait;
 pub mod xml;
+pub mod markdown;
 
 /// What a node run produced.
 pub enum NodeOutput {
@@ -57,6 +60,9 @@ pub enum NodeOutput {
     Data(Vec<Items>),
     /// Park the execution until the given time (Wait node).
     Wait(chrono::DateTime<chrono::Utc>),
+    /// Park the execution until resumed from outside (a webhook call, a
+    /// form submission) or, at the latest, the given time; never slept in-process.
+    Park(chrono::DateTime<chrono::Utc>),
 }
 
 impl NodeOutput {
@@ -74,16 +80,17 @@ pub type NodeFn = fn(&mut NodeContext<'_>) -> Result<NodeOutput>;
 pub fn get(node_type: &str) -> Option<NodeFn> {
     let f: NodeFn = match node_type {
         "n8n-nodes-base.manualTrigger"
-        | "n8n-nodes-base.webhook"
-        | "n8n-nodes-base.scheduleTrigger"
-        | "n8n-nodes-base.formTrigger"
         | "@n8n/n8n-nodes-langchain.chatTrigger"
         | "n8n-nodes-base.executeWorkflowTrigger"
         | "n8n-nodes-base.start" => misc::trigger,
+        "n8n-nodes-base.webhook"
+        | "n8n-nodes-base.scheduleTrigger"
+        | "n8n-nodes-base.formTrigger"
+        | "n8n-nodes-base.errorTrigger" => triggers::execute,
         "n8n-nodes-testing.testData" => misc::test_data,
         "n8n-nodes-base.noOp" => misc::no_op,
         "n8n-nodes-base.stopAndError" => misc::stop_and_error,
-        "n8n-nodes-base.respondToWebhook" => misc::respond_to_webhook,
+        "n8n-nodes-base.respondToWebhook" => respond::execute,
         "n8n-nodes-base.readBinaryFiles" => disk::read_binary_files,
         "n8n-nodes-base.readWriteFile" => disk::read_write_file,
         "n8n-nodes-base.readBinaryFile" => disk::read_binary_file,
@@ -125,6 +132,7 @@ pub fn get(node_type: &str) -> Option<NodeFn> {
         "n8n-nodes-base.compareDatasets" => compare_datasets::execute,
         "n8n-nodes-base.renameKeys" => rename_keys::execute,
         "n8n-nodes-base.xml" => xml::execute,
+        "n8n-nodes-base.markdown" => markdown::execute,
         _ => return None,
     };
     Some(f)
@@ -210,6 +218,7 @@ impl<'a> NodeContext<'a> {
             run_index: self.run_index,
             execution_id: self.execution_id,
             mode: &self.env.settings.mode,
+            public_url: self.env.settings.public_url.as_deref(),
         };
         f(self.expr, &proxy)
     }

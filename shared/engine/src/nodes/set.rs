@@ -1,10 +1,13 @@
-//! Set (Edit Fields): v1/v2 typed value lists, v3.0–3.2 `fields.values`,
-//! v3.3+ `assignments`, and raw JSON mode.
+//! Set / Edit Fields, every version as n8n runs it: v1/v2 typed value lists
+//! (`values.{boolean,number,string}`, keep only set), v3.0–3.2 `fields.values`
+//! with `include`, v3.3+ `assignments` (incl. binary fields) with
+//! `includeOtherFields`, v3.4's binary handling, and the JSON (raw) mode.
 
 use serde_json::{Map, Value};
 
-use super::conditions::{js_to_number, num_value, parse_bool};
-use super::{set_path, string_list, NodeContext, NodeOutput};
+use super::conditions::{js_to_number, num_value, parse_bool, truthy};
+use super::lodash::{self, js_to_string};
+use super::{NodeContext, NodeOutput};
 use crate::data::{item_from, Item, Json};
 use crate::error::{EngineError, Result};
 
@@ -12,179 +15,256 @@ pub fn execute(ctx: &mut NodeContext<'_>) -> Result<NodeOutput> {
     if ctx.version() < 3.0 {
         return execute_v1(ctx);
     }
-    // In place when expressions only read their own item: the input item's
-    // object becomes the output object without a copy.
+    // The input's objects become the outputs without a copy when nothing
+    // else can read them (n8n deep-copies them).
     let in_place = !ctx.reads_other_items();
     let mut items = ctx.take_input(0);
-    let mut out = Vec::with_capacity(items.len());
-    // Parameters without expressions are read once, not per item.
-    let fixed = |ctx: &NodeContext<'_>, keys: &[&str]| keys.iter().all(|k| ctx.raw(k).is_none_or(|v| !crate::expr::has_expression(v)));
-    let (list_path, v33) = if ctx.version() >= 3.3 { ("assignments.assignments", true) } else { ("fields.values", false) };
-    let list = ctx.raw(list_path).and_then(|a| a.as_array()).map(|a| a.as_slice()).unwrap_or(&[]);
-    let consts = Consts {
-        raw_mode: if fixed(ctx, &["mode"]) { Some(p_str(ctx, &[], "mode", 0, "manual")? == "raw") } else { None },
-        include: if fixed(ctx, &["includeOtherFields", "include"]) { Some(include_mode(ctx, &[], 0)?) } else { None },
-        ignore: ctx.raw("options.ignoreConversionErrors").and_then(|v| v.as_bool()).unwrap_or(false),
-        dot: ctx.raw("options.dotNotation").and_then(|v| v.as_bool()).unwrap_or(true),
-        include_binary: ctx.raw("options.includeBinary").and_then(|v| v.as_bool()).unwrap_or(true),
-        fields: list
-            .iter()
-            .map(|a| {
-                let (ty, value_key) = if v33 {
-                    (a.get("type").and_then(|t| t.as_str()).unwrap_or("string"), "value")
-                } else {
-                    let k = a.get("type").and_then(|t| t.as_str()).unwrap_or("stringValue");
-                    (k.trim_end_matches("Value"), k)
-                };
-                Field { name: a.get("name"), ty, value: a.get(value_key).unwrap_or(&Value::Null) }
-            })
-            .collect(),
+    let v = ctx.version();
+    let plan = Plan::read(ctx)?;
+    let duplicates = if ctx.param_bool("duplicateItem", 0, false)? && ctx.env.settings.mode == "manual" {
+        ctx.param_f64("duplicateCount", 0, 0.0)?.max(0.0) as usize
+    } else {
+        0
     };
+    let mut out = Vec::with_capacity(items.len());
     for i in 0..items.len() {
-        match set_item(ctx, &mut items, i, in_place, &consts) {
-            Ok(it) => out.push(it),
-            Err(e) if ctx.continue_on_fail() => ctx.error_item(&mut out, &e, i),
+        let it = match set_item(ctx, &mut items, i, in_place, &plan, v) {
+            Ok(it) => it,
+            Err(e) if ctx.continue_on_fail() => {
+                let mut m = Map::new();
+                m.insert("error".into(), Value::String(e.to_string()));
+                item_from(Value::Object(m), i)
+            }
             Err(e) => return Err(e),
+        };
+        for _ in 0..duplicates {
+            out.push(it.clone());
         }
+        out.push(it);
     }
     Ok(NodeOutput::one(out))
 }
 
-fn p_str(ctx: &mut NodeContext<'_>, items: &[Item], path: &str, i: usize, default: &str) -> Result<String> {
-    Ok(match ctx.raw(path) {
-        Some(v) => match ctx.resolve_in(items, v, i)? {
-            Value::String(s) => s,
-            Value::Null => default.to_string(),
-            other => crate::nodes::js_string(&other),
-        },
-        None => default.to_string(),
-    })
-}
-
-fn p_bool(ctx: &mut NodeContext<'_>, items: &[Item], path: &str, i: usize, default: bool) -> Result<bool> {
-    Ok(match ctx.raw(path) {
-        Some(v) => super::conditions::truthy(&ctx.resolve_in(items, v, i)?),
-        None => default,
-    })
-}
-
-/// What is the same for every item, read once per run.
-struct Consts<'a> {
+/// What is the same for every item, read once per run. `None` where a
+/// parameter is an expression (then it is read per item, as n8n does).
+struct Plan<'a> {
     raw_mode: Option<bool>,
     include: Option<String>,
-    ignore: bool,
-    dot: bool,
-    include_binary: bool,
+    options: Option<Options>,
+    /// v3.0–3.2 field list or v3.3+ assignments.
     fields: Vec<Field<'a>>,
+    /// Raw mode: the JSON Output template (the raw text after `=`) when it is an expression.
+    json_template: Option<String>,
 }
 
-/// One assignment: its raw name, declared type and raw value.
+#[derive(Clone)]
+struct Options {
+    ignore: bool,
+    dot: bool,
+    include_binary: Option<bool>,
+    strip_binary: Option<bool>,
+}
+
+/// One field to set: its raw name, declared type and raw value.
 struct Field<'a> {
     name: Option<&'a Value>,
     ty: &'a str,
     value: &'a Value,
 }
 
-fn include_mode(ctx: &mut NodeContext<'_>, items: &[Item], i: usize) -> Result<String> {
-    if ctx.version() >= 3.3 {
-        if p_bool(ctx, items, "includeOtherFields", i, false)? {
-            p_str(ctx, items, "include", i, "all")
-        } else {
-            Ok("none".into())
-        }
-    } else {
-        p_str(ctx, items, "include", i, "all")
+static EMPTY_STRING: Value = Value::String(String::new());
+static TRUE_TEXT: std::sync::LazyLock<Value> = std::sync::LazyLock::new(|| Value::String("true".into()));
+static EMPTY_OBJECT: std::sync::LazyLock<Value> = std::sync::LazyLock::new(|| Value::Object(Map::new()));
+
+impl<'a> Plan<'a> {
+    fn read(ctx: &NodeContext<'a>) -> Result<Plan<'a>> {
+        let fixed = |keys: &[&str]| keys.iter().all(|k| ctx.raw(k).is_none_or(|v| !crate::expr::has_expression(v)));
+        let v33 = ctx.version() >= 3.3;
+        let list_path = if v33 { "assignments.assignments" } else { "fields.values" };
+        let list = ctx.raw(list_path).and_then(Value::as_array).map(Vec::as_slice).unwrap_or(&[]);
+        let fields = list
+            .iter()
+            .map(|a| {
+                if v33 {
+                    Field { name: a.get("name"), ty: a.get("type").and_then(Value::as_str).unwrap_or("string"), value: a.get("value").unwrap_or(&Value::Null) }
+                } else {
+                    let key = a.get("type").and_then(Value::as_str).unwrap_or("stringValue");
+                    // n8n fills a missing value with the property's default
+                    let value = a.get(key).unwrap_or(match key {
+                        "booleanValue" => &*TRUE_TEXT,
+                        "objectValue" => &*EMPTY_OBJECT,
+                        _ => &EMPTY_STRING,
+                    });
+                    Field { name: a.get("name"), ty: key, value }
+                }
+            })
+            .collect();
+        let mode_fixed = fixed(&["mode"]);
+        let raw_mode = mode_fixed.then(|| ctx.raw("mode").and_then(Value::as_str).unwrap_or("manual") == "raw");
+        let include = if fixed(&["includeOtherFields", "include"]) { Some(include_of(ctx.raw("includeOtherFields").cloned(), ctx.raw("include").cloned(), ctx.version())) } else { None };
+        let options = fixed(&["options"]).then(|| options_of(ctx.raw("options").unwrap_or(&Value::Null)));
+        let json_template = ctx.raw("jsonOutput").and_then(Value::as_str).filter(|s| s.starts_with('=')).map(|s| s.trim_start_matches('=').to_string());
+        Ok(Plan { raw_mode, include, options, fields, json_template })
     }
 }
 
-/// The fields an item gets: `(name, value)` pairs, evaluated against the unmodified input.
-fn writes(ctx: &mut NodeContext<'_>, items: &[Item], i: usize, ignore: bool, consts: &Consts) -> Result<Vec<(String, Value)>> {
-    let v = ctx.version();
-    let mut out = vec![];
-    let raw_mode = match consts.raw_mode {
-        Some(r) => r,
-        None => p_str(ctx, items, "mode", i, "manual")? == "raw",
-    };
-    if raw_mode {
-        let raw = match ctx.raw("jsonOutput") {
-            Some(r) => ctx.resolve_in(items, r, i)?,
-            None => Value::String("{}".into()),
-        };
-        let parsed = match raw {
-            Value::String(s) => serde_json::from_str::<Value>(&s)
-                .map_err(|_| EngineError::node_with(format!("The 'JSON Output' in item {i} contains invalid JSON"), s))?,
-            other => other,
-        };
-        let Value::Object(add) = parsed else {
-            return Err(EngineError::node(format!("The 'JSON Output' in item {i} does not contain a valid JSON object")));
-        };
-        out.extend(add);
-        return Ok(out);
+fn options_of(o: &Value) -> Options {
+    let b = |k: &str| o.get(k).map(truthy);
+    Options { ignore: b("ignoreConversionErrors").unwrap_or(false), dot: b("dotNotation").unwrap_or(true), include_binary: b("includeBinary"), strip_binary: b("stripBinary") }
+}
+
+/// Which input fields an item keeps: v3.0–3.2 `include`; v3.3+ `include`
+/// only when `includeOtherFields`, else none.
+fn include_of(other: Option<Value>, include: Option<Value>, version: f64) -> String {
+    let include = include.map(|v| js_to_string(Some(&v))).unwrap_or_else(|| "all".into());
+    if version >= 3.3 && !other.as_ref().is_some_and(truthy) {
+        return "none".into();
     }
-    out.reserve_exact(consts.fields.len());
-    for f in &consts.fields {
+    include
+}
+
+fn set_item(ctx: &mut NodeContext<'_>, items: &mut [Item], i: usize, in_place: bool, plan: &Plan, v: f64) -> Result<Item> {
+    let include = match &plan.include {
+        Some(s) => s.clone(),
+        None => {
+            let other = ctx.raw("includeOtherFields").map(|r| ctx.resolve_in(items, r, i)).transpose()?;
+            let inc = ctx.raw("include").map(|r| ctx.resolve_in(items, r, i)).transpose()?;
+            include_of(other, inc, v)
+        }
+    };
+    let options = match &plan.options {
+        Some(o) => o.clone(),
+        None => options_of(&ctx.raw("options").map(|r| ctx.resolve_in(items, r, i)).transpose()?.unwrap_or(Value::Null)),
+    };
+    let raw_mode = match plan.raw_mode {
+        Some(r) => r,
+        None => {
+            let m = ctx.raw("mode").map(|r| ctx.resolve_in(items, r, i)).transpose()?;
+            m.as_ref().and_then(Value::as_str) == Some("raw")
+        }
+    };
+    let (fields, binaries) = if raw_mode { (json_output(ctx, items, i, plan)?, vec![]) } else { manual_fields(ctx, items, i, plan, &options, v)? };
+    let mut it = compose(ctx, items, i, in_place, &include, &options, fields, v)?;
+    for (name, prop) in binaries {
+        let entry = crate::binary::assert_entry(&items[i], &prop, i)?.clone();
+        let mut b = it.binary.take().map(|b| b.into_value()).and_then(|b| match b {
+            Value::Object(m) => Some(m),
+            _ => None,
+        }).unwrap_or_default();
+        b.insert(name, entry);
+        it.binary = Some(Json::new(Value::Object(b)));
+    }
+    Ok(it)
+}
+
+/// The fields an item gets in manual mode, as `(name, value)` in n8n's
+/// `newData` key order (a repeated name keeps its first place, last value),
+/// and the binary fields to copy (`(name, input binary property)`).
+#[allow(clippy::type_complexity)]
+fn manual_fields(ctx: &mut NodeContext<'_>, items: &[Item], i: usize, plan: &Plan, options: &Options, v: f64) -> Result<(Vec<(String, Value)>, Vec<(String, String)>)> {
+    let mut out: Vec<(String, Value)> = Vec::with_capacity(plan.fields.len());
+    let mut binaries = vec![];
+    for f in &plan.fields {
         let name = match f.name {
             Some(Value::String(n)) if !n.starts_with('=') => n.clone(),
-            Some(n) => crate::nodes::js_string(&ctx.resolve_in(items, n, i)?),
-            None => continue,
+            Some(n) => js_to_string(Some(&ctx.resolve_in(items, n, i)?)),
+            None => String::new(),
         };
-        let value = ctx.resolve_in(items, f.value, i)?;
-        let value = convert(&name, f.ty, value, i, ignore, v)?;
-        out.push((name, value));
+        let ty = f.ty.trim_end_matches("Value");
+        let value = if f.ty == "objectValue" && f.value.as_str().is_some_and(|s| s.starts_with('=')) {
+            // v3.0–3.2 read an expression object as JSON text with the
+            // `{{ }}` parts filled in
+            let resolved = ctx.resolve_in(items, f.value, i)?;
+            if resolved.is_null() {
+                resolved
+            } else {
+                let text = resolve_raw(ctx, items, i, f.value.as_str().unwrap_or("").trim_start_matches('='))?;
+                Value::Object(parse_json_parameter(Value::String(text), i, Some(&name))?)
+            }
+        } else {
+            ctx.resolve_in(items, f.value, i)?
+        };
+        if ty == "binary" {
+            binaries.push((name, js_to_string(Some(&value))));
+            continue;
+        }
+        let value = validate_entry(&name, ty, value, i, options.ignore, v)?;
+        match out.iter_mut().find(|(k, _)| *k == name) {
+            Some(slot) => slot.1 = value,
+            None => out.push((name, value)),
+        }
+    }
+    Ok((out, binaries))
+}
+
+/// Raw (JSON) mode: the JSON Output parameter as an object.
+fn json_output(ctx: &mut NodeContext<'_>, items: &[Item], i: usize, plan: &Plan) -> Result<Vec<(String, Value)>> {
+    let data = match &plan.json_template {
+        Some(t) => Value::String(resolve_raw(ctx, items, i, t)?),
+        None => match ctx.raw("jsonOutput") {
+            Some(r) => ctx.resolve_in(items, r, i)?,
+            None => Value::String("{\n  \"my_field_1\": \"value\",\n  \"my_field_2\": 1\n}".into()),
+        },
+    };
+    Ok(parse_json_parameter(data, i, None)?.into_iter().collect())
+}
+
+/// n8n's `resolveRawData`: each `{{ … }}` of the text replaced by its value
+/// (objects as JSON, the rest as `String(value)`).
+fn resolve_raw(ctx: &mut NodeContext<'_>, items: &[Item], i: usize, text: &str) -> Result<String> {
+    let mut out = text.to_string();
+    let mut rest = text;
+    while let Some(start) = rest.find("{{") {
+        let Some(len) = rest[start..].find("}}") else { break };
+        let part = &rest[start..start + len + 2];
+        let value = ctx.resolve_in(items, &Value::String(format!("={part}")), i)?;
+        let replacement = match &value {
+            Value::Object(_) | Value::Array(_) => value.to_string(),
+            other => js_to_string(Some(other)),
+        };
+        out = out.replacen(part, &replacement, 1);
+        rest = &rest[start + len + 2..];
     }
     Ok(out)
 }
 
-fn set_item(ctx: &mut NodeContext<'_>, items: &mut [Item], i: usize, in_place: bool, consts: &Consts) -> Result<Item> {
-    let (ignore, dot) = (consts.ignore, consts.dot);
-    let fields = writes(ctx, items, i, ignore, consts)?;
-    let include = match &consts.include {
-        Some(s) => s.clone(),
-        None => include_mode(ctx, items, i)?,
+/// n8n's `parseJsonParameter`: JSON text (or an object) to an object, with
+/// its repair of single quotes, bare keys and trailing commas.
+fn parse_json_parameter(data: Value, i: usize, entry: Option<&str>) -> Result<Map<String, Value>> {
+    let location = match entry {
+        Some(n) => format!("entry \"{n}\" inside 'Fields to Set'"),
+        None => "'JSON Output'".into(),
     };
-    let mut obj = match include.as_str() {
-        // the input's object when nothing else holds it, else a copy with room for the new fields
-        "all" if in_place && Json::is_unique(&items[i].json) => items[i].json.take(),
-        "all" => items[i].json.object_with_room(fields.len()),
-        "selected" | "except" => {
-            let key = if include == "selected" { "includeFields" } else { "excludeFields" };
-            let list = match ctx.raw(key) {
-                Some(v) => string_list(Some(&ctx.resolve_in(items, v, i)?)),
-                None => vec![],
-            };
-            let src = items[i].json.as_object();
-            let mut m = Map::new();
-            if include == "selected" {
-                for f in list {
-                    if let Some(x) = src.and_then(|s| s.get(&f)) {
-                        m.insert(f, x.clone());
-                    }
-                }
-            } else {
-                m = src.cloned().unwrap_or_default();
-                for f in list {
-                    m.shift_remove(&f);
-                }
+    let parsed = match data {
+        Value::String(s) => match serde_json::from_str::<Value>(&s) {
+            Ok(v) => v,
+            Err(_) => {
+                let recovered = repair_json(&s);
+                serde_json::from_str::<Value>(&recovered).map_err(|_| {
+                    let description = if recovered == s { s.clone() } else { format!("{recovered};\n Original input: {s}") };
+                    EngineError::node_with(format!("The {location} in item {i} contains invalid JSON"), description)
+                })?
             }
-            Value::Object(m)
-        }
-        _ => Value::Object(Map::new()),
+        },
+        other => other,
     };
-    if !obj.is_object() {
-        obj = Value::Object(Map::new());
+    match parsed {
+        Value::Object(m) => Ok(m),
+        _ => Err(EngineError::node(format!("The {location} in item {i} does not contain a valid JSON object"))),
     }
-    for (name, value) in fields {
-        if dot {
-            set_path(&mut obj, &name, value);
-        } else if let Value::Object(o) = &mut obj {
-            o.insert(name, value);
-        }
-    }
-    let mut it = item_from(obj, i);
-    if consts.include_binary {
-        it.binary = items[i].binary.clone();
-    }
-    Ok(it)
+}
+
+/// The repairs n8n tries on JSON that does not parse (and `jsonParse`'s
+/// `acceptJSObject`): `'` → `"`, bare keys quoted, trailing commas dropped.
+fn repair_json(s: &str) -> String {
+    static KEYS: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    static TRAILING: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    let keys = KEYS.get_or_init(|| regex::Regex::new(r#"(['"])?([a-zA-Z0-9_]+)(['"])?:"#).expect("static regex"));
+    let trailing = TRAILING.get_or_init(|| regex::Regex::new(r",\s*([\]}])").expect("static regex"));
+    let t = s.replace('\'', "\"");
+    let t = keys.replace_all(&t, "\"$2\":");
+    let t = trailing.replace_all(&t, "$1");
+    t.trim_end_matches(',').to_string()
 }
 
 fn describe(v: &Value) -> String {
@@ -192,98 +272,203 @@ fn describe(v: &Value) -> String {
         Value::Null => "'null'".into(),
         Value::Array(_) => "array".into(),
         Value::Object(_) => "object".into(),
-        other => format!("'{}'", crate::nodes::js_string(other)),
+        other => format!("'{}'", js_to_string(Some(other))),
     }
 }
 
-/// n8n's `validateEntry`: converts an assignment to its declared type.
-fn convert(name: &str, ty: &str, value: Value, i: usize, ignore: bool, version: f64) -> Result<Value> {
-    let fail = |value: &Value| {
-        EngineError::node_with(
-            format!("'{name}' expects a {ty} but we got {} [item {i}]", describe(value)),
-            format!("To fix the error try to change the type for the field \"{name}\" or activate the option “Ignore Type Conversion Errors” to apply a less strict type validation"),
-        )
-    };
-    if ty == "string" {
-        if value.is_null() {
-            if version > 3.0 && !ignore {
-                return Err(fail(&value));
-            }
-            return Ok(Value::Null);
-        }
-        return Ok(Value::String(match &value {
-            Value::Object(_) | Value::Array(_) => value.to_string(),
-            other => crate::nodes::js_string(other),
-        }));
+/// n8n's `validateEntry` + `validateFieldType`: converts a field's value to
+/// its declared type, or fails with n8n's message.
+fn validate_entry(name: &str, ty: &str, value: Value, i: usize, ignore: bool, version: f64) -> Result<Value> {
+    if version >= 3.2 && value.is_null() {
+        return Ok(Value::Null);
     }
+    let description = || format!("To fix the error try to change the type for the field \"{name}\" or activate the option “Ignore Type Conversion Errors” to apply a less strict type validation");
+    let value = if ty == "string" {
+        if version > 3.0 && value.is_null() {
+            if ignore {
+                return Ok(Value::Null);
+            }
+            return Err(EngineError::node_with(format!("'{name}' expects a {ty} but we got 'null' [item {i}]"), description()));
+        }
+        match &value {
+            Value::String(_) => value,
+            Value::Object(_) | Value::Array(_) | Value::Null => Value::String(value.to_string()),
+            other => Value::String(js_to_string(Some(other))),
+        }
+    } else {
+        value
+    };
     if value.is_null() {
         return Ok(Value::Null);
     }
     let converted = match ty {
+        "string" => Some(value.clone()),
         "number" => {
             let n = js_to_number(&value);
-            if n.is_nan() {
-                None
-            } else {
-                Some(num_value(n))
-            }
+            (!n.is_nan()).then(|| num_value(n))
         }
         "boolean" => parse_bool(&value).map(Value::Bool),
         "array" => match &value {
             Value::Array(_) => Some(value.clone()),
-            Value::String(s) => serde_json::from_str::<Value>(s)
-                .or_else(|_| serde_json::from_str(&s.replace('\'', "\"")))
-                .ok()
-                .filter(|v| v.is_array()),
-            _ => None,
+            other => {
+                let s = js_to_string(Some(other));
+                serde_json::from_str::<Value>(&s).or_else(|_| serde_json::from_str(&s.replace('\'', "\""))).ok().filter(Value::is_array)
+            }
         },
         "object" => match &value {
             Value::Object(_) => Some(value.clone()),
-            Value::String(s) => serde_json::from_str::<Value>(s).ok().filter(|v| v.is_object()),
-            _ => None,
+            Value::Array(_) => None,
+            other => {
+                let s = js_to_string(Some(other));
+                serde_json::from_str::<Value>(&s)
+                    .or_else(|_| serde_json::from_str::<Value>(&repair_json(&s)))
+                    .ok()
+                    .filter(|v| v.is_object() || v.is_null())
+            }
         },
         _ => Some(value.clone()),
     };
     match converted {
         Some(v) => Ok(v),
         None if ignore => Ok(value),
-        None => Err(fail(&value)),
+        None => Err(EngineError::node_with(format!("'{name}' expects a {ty} but we got {} [item {i}]", describe(&value)), description())),
     }
 }
 
-/// Set v1/v2: `values.{string,number,boolean}[]`, `keepOnlySet`.
+/// n8n's `sanitizeDataPathKey`: without dot notation `['a.b']` names the key `a.b`.
+fn plain_key(obj: &Value, key: &str) -> String {
+    if obj.get(key).is_some() {
+        return key.to_string();
+    }
+    let quoted = (key.starts_with("['") && key.ends_with("']")) || (key.starts_with("[\"") && key.ends_with("\"]"));
+    if quoted && key.len() >= 4 {
+        let inner = &key[2..key.len() - 2];
+        if obj.get(inner).is_some() {
+            return inner.to_string();
+        }
+    }
+    key.to_string()
+}
+
+fn set_field(obj: &mut Value, key: &str, value: Value, dot: bool) {
+    if !dot {
+        let k = plain_key(obj, key);
+        if let Value::Object(o) = obj {
+            o.insert(k, value);
+        }
+    } else if !key.contains(['.', '[']) {
+        if let Value::Object(o) = obj {
+            if !lodash::is_unsafe_key(key) {
+                o.insert(key.to_string(), value);
+            }
+        }
+    } else {
+        lodash::set(obj, key, value);
+    }
+}
+
+/// n8n's `composeReturnItem`: the kept input fields, then the new ones.
+#[allow(clippy::too_many_arguments)]
+fn compose(ctx: &mut NodeContext<'_>, items: &mut [Item], i: usize, in_place: bool, include: &str, options: &Options, fields: Vec<(String, Value)>, v: f64) -> Result<Item> {
+    let dot = options.dot;
+    let list = |ctx: &mut NodeContext<'_>, items: &[Item], key: &str| -> Result<Vec<String>> {
+        let raw = match ctx.raw(key) {
+            Some(r) => ctx.resolve_in(items, r, i)?,
+            None => Value::String(String::new()),
+        };
+        Ok(js_to_string(Some(&raw)).split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect())
+    };
+    let mut obj = match include {
+        "all" if in_place && Json::is_unique(&items[i].json) => items[i].json.take(),
+        "all" => items[i].json.object_with_room(fields.len()),
+        "selected" => {
+            let mut m = Value::Object(Map::new());
+            for key in list(ctx, items, "includeFields")? {
+                let value = if dot { lodash::get(&items[i].json, &key).map(|c| c.into_owned()) } else { items[i].json.get(plain_key(&items[i].json, &key)).cloned() };
+                let target = if dot && key.contains('.') { key.rsplit('.').next().unwrap_or(&key).to_string() } else { key.clone() };
+                if let Some(value) = value {
+                    set_field(&mut m, &target, value, dot);
+                }
+            }
+            m
+        }
+        "except" => {
+            let mut m = items[i].json.object_with_room(0);
+            for key in list(ctx, items, "excludeFields")? {
+                if dot {
+                    lodash::unset(&mut m, &key);
+                } else {
+                    let k = plain_key(&m, &key);
+                    if let Value::Object(o) = &mut m {
+                        o.shift_remove(&k);
+                    }
+                }
+            }
+            m
+        }
+        "none" => Value::Object(Map::new()),
+        other => return Err(EngineError::node(format!("The include option \"{other}\" is not known!"))),
+    };
+    if !obj.is_object() {
+        obj = Value::Object(Map::new());
+    }
+    for (name, value) in fields {
+        set_field(&mut obj, &name, value, dot);
+    }
+    let mut it = item_from(obj, i);
+    let keep_binary = if v >= 3.4 { !options.strip_binary.unwrap_or(false) && include != "none" } else { options.include_binary.unwrap_or(false) };
+    if keep_binary {
+        it.binary = items[i].binary.clone();
+    }
+    Ok(it)
+}
+
+/// Set v1/v2: `values.{boolean,number,string}[]` in that order, `keepOnlySet`.
 fn execute_v1(ctx: &mut NodeContext<'_>) -> Result<NodeOutput> {
-    let input = ctx.input(0);
+    let mut input = ctx.input(0).as_ref().clone();
+    if input.is_empty() {
+        input.push(Item::new(serde_json::json!({})));
+    }
+    let v2 = ctx.version() >= 2.0;
+    let values = ctx.raw("values").cloned().unwrap_or(Value::Null);
     let mut out = Vec::with_capacity(input.len());
-    let dot = ctx.raw("options.dotNotation").and_then(|v| v.as_bool()).unwrap_or(true);
-    for (i, item) in input.iter().enumerate() {
-        let keep_only = ctx.param_bool("keepOnlySet", i, false)?;
-        let mut obj = if keep_only { Value::Object(Map::new()) } else { item.json.object_with_room(3) };
-        let values = ctx.raw("values").cloned().unwrap_or(Value::Null);
+    for i in 0..input.len() {
+        let keep_only = match ctx.raw("keepOnlySet") {
+            Some(r) => truthy(&ctx.resolve_in(&input, r, i)?),
+            None => false,
+        };
+        let options = match ctx.raw("options") {
+            Some(r) => ctx.resolve_in(&input, r, i)?,
+            None => Value::Null,
+        };
+        let dot = options.get("dotNotation") != Some(&Value::Bool(false));
+        let mut obj = if keep_only { Value::Object(Map::new()) } else { input[i].json.object_with_room(3) };
         for ty in ["boolean", "number", "string"] {
-            for entry in values.get(ty).and_then(|v| v.as_array()).into_iter().flatten() {
-                let name = entry.get("name").and_then(|n| n.as_str()).unwrap_or("propertyName").to_string();
+            for entry in values.get(ty).and_then(Value::as_array).into_iter().flatten() {
+                let name = match entry.get("name") {
+                    Some(n) => js_to_string(Some(&ctx.resolve_in(&input, n, i)?)),
+                    None => "propertyName".to_string(),
+                };
                 let raw = entry.get("value").cloned().unwrap_or(match ty {
                     "boolean" => Value::Bool(false),
                     "number" => Value::from(0),
                     _ => Value::String(String::new()),
                 });
-                let v = ctx.resolve(&raw, i)?;
+                let v = ctx.resolve_in(&input, &raw, i)?;
                 let v = match ty {
-                    "boolean" => Value::Bool(super::conditions::truthy(&v)),
-                    "number" => num_value(js_to_number(&v)),
-                    _ => Value::String(crate::nodes::js_string(&v)),
+                    "boolean" => Value::Bool(truthy(&v)),
+                    "number" if v2 => match &v {
+                        Value::String(s) if !js_to_number(&v).is_nan() => num_value(super::conditions::str_to_number(s)),
+                        _ => v,
+                    },
+                    _ => v,
                 };
-                if dot {
-                    set_path(&mut obj, &name, v);
-                } else if let Value::Object(o) = &mut obj {
-                    o.insert(name, v);
-                }
+                set_field(&mut obj, &name, v, dot);
             }
         }
         let mut it = item_from(obj, i);
         if !keep_only {
-            it.binary = item.binary.clone();
+            it.binary = input[i].binary.clone();
         }
         out.push(it);
     }

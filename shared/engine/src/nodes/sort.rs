@@ -117,10 +117,8 @@ fn has_return(code: &str) -> bool {
     code.match_indices("return").any(|(i, _)| !word(code[..i].chars().next_back()) && !word(code[i + 6..].chars().next()))
 }
 
-/// Fisher–Yates with random bytes from uuid v4 (no RNG crate needed).
+/// Fisher–Yates, as n8n's `shuffleArray`.
 fn shuffle(v: &mut [usize]) {
-    for i in (1..v.len()).rev() {
-        let r = u128::from_le_bytes(*uuid::Uuid::new_v4().as_bytes());
-        v.swap(i, (r % (i as u128 + 1)) as usize);
-    }
+    use rand::seq::SliceRandom;
+    v.shuffle(&mut rand::rng());
 }

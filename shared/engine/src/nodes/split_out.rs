@@ -29,13 +29,17 @@ pub fn split_out(ctx: &mut NodeContext<'_>, dotted_destination: bool, include_co
             })
             .collect();
         let dot = !ctx.param_bool("options.disableDotNotation", i, false)?;
-        let destinations: Vec<String> =
+        let mut destinations: Vec<String> =
             ctx.param_str("options.destinationFieldName", i, "")?.split(',').map(str::trim).filter(|f| !f.is_empty()).map(str::to_string).collect();
         if !destinations.is_empty() && destinations.len() != fields.len() {
             return Err(EngineError::node("If multiple fields to split out are given, the same number of destination fields must be given"));
         }
-        if let Some(bad) = destinations.iter().find(|d| to_path(d).iter().any(|s| is_unsafe_key(s))) {
-            return Err(EngineError::node(format!("Invalid destination field name '{bad}'")));
+        // A destination through `__proto__`/`constructor`/`prototype` is dropped:
+        // the field keeps its own name (n8n's prototype-pollution test workflow).
+        for d in destinations.iter_mut() {
+            if to_path(d).iter().any(|s| is_unsafe_key(s)) {
+                d.clear();
+            }
         }
         let include = ctx.param_str("include", i, "noOtherFields")?;
         let include_binary = ctx.param_bool("options.includeBinary", i, false)?;

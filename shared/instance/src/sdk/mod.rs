@@ -4,6 +4,7 @@
 //! expression crate's sandbox (time and memory limits, no host access).
 //! Plain workflow JSON is accepted as is.
 
+pub mod codegen;
 pub mod ts;
 
 use expression::{CodeMode, Evaluator, ExpressionError, Limits, StaticData};
@@ -94,7 +95,7 @@ export default workflow('orders', 'Order triage')
         assert_eq!(wf["connections"]["Is big"]["main"][1][0]["node"], "Small order");
         assert_eq!(wf["nodes"][1]["parameters"]["assignments"]["assignments"][0]["value"], "={{ $json.body.total }}");
         let report = crate::validate::validate(&wf, true);
-        assert!(report.errors.is_empty(), "{:?}", report.errors);
+        assert!(!report.has_errors(), "{:?}", report.errors());
     }
 
     #[test]

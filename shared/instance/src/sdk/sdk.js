@@ -5,6 +5,7 @@ const __sdk = (function () {
   'use strict';
   const isObj = (v) => v !== null && typeof v === 'object' && !Array.isArray(v);
   const fail = (msg) => { throw new Error(msg); };
+  const NODE_SETTINGS = ['alwaysOutputData', 'executeOnce', 'retryOnFail', 'maxTries', 'waitBetweenTries', 'onError', 'continueOnFail', 'notesInFlow', 'color'];
 
   class NodeRef {
     constructor(spec, kind) {
@@ -24,6 +25,9 @@ const __sdk = (function () {
       this.notes = cfg.notes;
       this.id = cfg.id;
       this.webhookId = cfg.webhookId;
+      // Node settings n8n keeps beside the parameters, passed through as given.
+      this.settings = {};
+      for (const k of NODE_SETTINGS) if (cfg[k] !== undefined) this.settings[k] = cfg[k];
       this.outputs = new Map(); // output index → targets
     }
     /** Connects this node's output 0 to `target`; returns a chain. */
@@ -178,6 +182,7 @@ const __sdk = (function () {
         if (n.credentials) out.credentials = n.credentials;
         if (n.disabled) out.disabled = true;
         if (n.notes) out.notes = n.notes;
+        Object.assign(out, n.settings);
         return out;
       });
       const connections = {};

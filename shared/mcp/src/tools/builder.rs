@@ -6,12 +6,12 @@ use instance::catalog::{self, NodeIdRequest};
 use crate::error::McpError;
 use instance::ops::{self, Accessible, Draft, Operation};
 use instance::sdk;
+use instance::builder;
 use instance::validate::{self, Warning};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
-use store::data::credentials::CredentialQuery;
-use store::data::workflows::{NewWorkflow, WorkflowBody, WorkflowUpdate, MAX_DESCRIPTION, MAX_NAME};
+use store::data::workflows::{WorkflowBody, MAX_DESCRIPTION, MAX_NAME};
 
 #[derive(Deserialize, JsonSchema, Clone, Copy, PartialEq)]
 #[serde(rename_all = "lowercase")]
@@ -220,31 +220,16 @@ pub struct ValidateOut {
     pub workflow: Option<Value>,
 }
 
-/// Code → workflow JSON → validation report, off the async threads (the
-/// sandbox is CPU-bound).
-async fn compile(code: String) -> Result<(Result<Value, String>, validate::Report), McpError> {
-    tokio::task::spawn_blocking(move || match sdk::evaluate(&code) {
-        Ok(wf) => {
-            let report = validate::validate(&wf, true);
-            (Ok(wf), report)
-        }
-        Err(e) => (Err(e), validate::Report::default()),
-    })
-    .await
-    .map_err(|e| McpError::Internal(format!("validation task: {e}")))
-}
-
 pub async fn validate_workflow(_ctx: &Ctx<'_>, a: CodeArgs) -> Result<ValidateOut, McpError> {
-    let (wf, report) = compile(a.code).await?;
-    Ok(match wf {
+    Ok(match builder::compile(a.code).await? {
         Err(e) => ValidateOut { valid: false, node_count: None, warnings: Vec::new(), errors: vec![e], workflow: None },
-        Ok(wf) => {
-            let valid = report.errors.is_empty();
+        Ok((wf, report)) => {
+            let valid = !report.has_errors();
             ValidateOut {
                 valid,
                 node_count: wf.get("nodes").and_then(Value::as_array).map(|a| a.len() as u64),
-                warnings: report.warnings,
-                errors: report.errors,
+                warnings: report.warnings(),
+                errors: report.errors(),
                 workflow: valid.then_some(wf),
             }
         }
@@ -287,83 +272,6 @@ pub struct CreateFromCodeOut {
     pub note: Option<String>,
 }
 
-/// One auto-assignment.
-struct Assignment {
-    node: String,
-    key: String,
-    credential_name: String,
-}
-
-/// Fills missing credentials of `nodes` (only those named in `only`, when
-/// given) with the first credential of an accepted type the user can use.
-/// HTTP Request nodes are skipped: their auth is chosen by hand.
-async fn auto_assign(ctx: &Ctx<'_>, nodes: &mut [Value], only: Option<&[String]>) -> Result<(Vec<Assignment>, Vec<String>), McpError> {
-    let mut assigned = Vec::new();
-    let mut skipped_http = Vec::new();
-    let mut cache: Option<Vec<store::data::credentials::CredentialRow>> = None;
-    for n in nodes.iter_mut() {
-        let name = n.get("name").and_then(Value::as_str).unwrap_or_default().to_owned();
-        if only.is_some_and(|o| !o.contains(&name)) {
-            continue;
-        }
-        let ty = n.get("type").and_then(Value::as_str).unwrap_or_default().to_owned();
-        if ty == "n8n-nodes-base.httpRequest" {
-            skipped_http.push(name);
-            continue;
-        }
-        let Some(desc) = catalog::describe_exact(&ty) else { continue };
-        let accepted = catalog::credential_types(desc);
-        if accepted.is_empty() {
-            continue;
-        }
-        let has = n.get("credentials").and_then(Value::as_object).is_some_and(|c| accepted.iter().any(|a| c.contains_key(a)));
-        if has {
-            continue;
-        }
-        if cache.is_none() {
-            let q = CredentialQuery { limit: Some(200), ..CredentialQuery::default() };
-            cache = Some(ctx.data().credentials.list(&ctx.user, &q).await?.data);
-        }
-        let Some(c) = cache.iter().flatten().find(|c| accepted.contains(&c.kind)) else { continue };
-        let obj = n.as_object_mut().ok_or_else(|| McpError::Invalid(format!("node {name:?} is not an object")))?;
-        let creds = obj.entry("credentials").or_insert_with(|| json!({}));
-        creds[c.kind.as_str()] = json!({"id": c.id, "name": c.name});
-        assigned.push(Assignment { node: name, key: c.kind.clone(), credential_name: c.name.clone() });
-    }
-    Ok((assigned, skipped_http))
-}
-
-fn skipped_note(skipped: &[String]) -> Option<String> {
-    (!skipped.is_empty()).then(|| {
-        format!(
-            "HTTP Request nodes are skipped during credential auto-assignment; configure their authentication manually: {}",
-            skipped.join(", ")
-        )
-    })
-}
-
-/// Node ids and webhook ids where missing (webhook URLs need a stable id).
-fn fill_ids(nodes: &mut [Value]) {
-    for n in nodes.iter_mut() {
-        let Some(o) = n.as_object_mut() else { continue };
-        if o.get("id").and_then(Value::as_str).is_none_or(|s| s.is_empty()) {
-            o.insert("id".into(), json!(uuid::Uuid::new_v4().to_string()));
-        }
-        let ty = o.get("type").and_then(Value::as_str).unwrap_or_default();
-        let webhook_like = matches!(ty, "n8n-nodes-base.webhook" | "n8n-nodes-base.formTrigger" | "@n8n/n8n-nodes-langchain.chatTrigger");
-        if webhook_like && o.get("webhookId").and_then(Value::as_str).is_none_or(|s| s.is_empty()) {
-            o.insert("webhookId".into(), json!(uuid::Uuid::new_v4().to_string()));
-        }
-    }
-}
-
-fn builder_meta(existing: &Value) -> Value {
-    let mut m = existing.as_object().cloned().unwrap_or_default();
-    m.insert("aiBuilderAssisted".into(), json!(true));
-    m.insert("builderVariant".into(), json!("mcp"));
-    Value::Object(m)
-}
-
 pub async fn create_workflow_from_code(ctx: &Ctx<'_>, a: CreateFromCodeArgs) -> Result<CreateFromCodeOut, McpError> {
     if a.folder_id.is_some() && a.project_id.is_none() {
         return Err(McpError::InvalidArguments("folderId requires projectId".into()));
@@ -371,62 +279,38 @@ pub async fn create_workflow_from_code(ctx: &Ctx<'_>, a: CreateFromCodeArgs) -> 
     if a.description.as_ref().is_some_and(|d| d.chars().count() > MAX_DESCRIPTION) {
         return Err(McpError::InvalidArguments(format!("description must be at most {MAX_DESCRIPTION} characters")));
     }
-    let user = ctx.user().await?;
-    let project_id = a.project_id.clone().unwrap_or(user.personal_project_id);
-    ctx.require_project(&project_id, "workflow:create").await?;
-    let (wf, report) = compile(a.code).await?;
-    let mut wf = wf.map_err(McpError::Code)?;
-    if !report.errors.is_empty() {
+    let caller = ctx.caller();
+    if let Some(p) = &a.project_id {
+        ctx.require_project(p, "workflow:create").await?;
+    }
+    let (wf, report) = builder::compile(a.code).await?.map_err(McpError::Code)?;
+    if report.has_errors() {
         return Err(McpError::Code(format!(
             "the workflow is not valid, nothing was created; fix these and call validate_workflow again:\n- {}",
-            report.errors.join("\n- ")
+            report.errors().join("\n- ")
         )));
     }
-    let name = a
-        .name
-        .clone()
-        .or_else(|| wf.get("name").and_then(Value::as_str).map(str::to_owned))
-        .filter(|n| !n.trim().is_empty())
-        .unwrap_or_else(|| "My workflow".into());
-    if name.chars().count() > MAX_NAME {
+    if a.name.as_ref().is_some_and(|n| n.chars().count() > MAX_NAME) {
         return Err(McpError::InvalidArguments(format!("name must be at most {MAX_NAME} characters")));
     }
     ctx.server.limiter.check(ctx.user.as_str(), "create_workflow_from_code").await?;
-    let mut nodes = wf.get_mut("nodes").and_then(Value::as_array_mut).map(std::mem::take).unwrap_or_default();
-    fill_ids(&mut nodes);
-    let (assigned, skipped) = auto_assign(ctx, &mut nodes, None).await?;
-    let body = WorkflowBody {
-        nodes: Value::Array(nodes),
-        connections: wf.get("connections").cloned().unwrap_or_else(|| json!({})),
-        settings: wf.get("settings").cloned().unwrap_or_else(|| json!({"executionOrder": "v1"})),
-        pin_data: Value::Null,
-        meta: builder_meta(wf.get("meta").unwrap_or(&Value::Null)),
-    };
-    let created = ctx
-        .data()
-        .workflows
-        .create(
-            NewWorkflow {
-                name,
-                description: a.description,
-                project_id,
-                folder_id: a.folder_id,
-                body,
-                available_in_mcp: true,
-            },
-            &ctx.user,
-        )
+    let saved = ctx
+        .instance()
+        .create_from_json(&caller, wf, a.name, a.description, a.project_id, a.folder_id, builder::Variant::Mcp)
         .await?;
+    let note = saved.skipped_note();
+    let created = saved.workflow;
     Ok(CreateFromCodeOut {
         url: ctx.workflow_url(&created.meta.id),
         node_count: created.body.node_count() as u64,
         workflow_id: created.meta.id,
         name: created.meta.name,
-        auto_assigned_credentials: assigned
+        auto_assigned_credentials: saved
+            .assigned
             .into_iter()
-            .map(|x| AssignedCredential { node_name: x.node, credential_name: x.credential_name })
+            .map(|x| AssignedCredential { node_name: x.node_name, credential_name: x.credential_name })
             .collect(),
-        note: skipped_note(&skipped),
+        note,
     })
 }
 
@@ -476,12 +360,12 @@ pub async fn update_workflow(ctx: &Ctx<'_>, a: UpdateWorkflowArgs) -> Result<Upd
         return Err(McpError::InvalidArguments(format!("operations must hold 1-100 operations, got {}", a.operations.len())));
     }
     let (meta, _) = ctx.workflow(&a.workflow_id, "workflow:update", true).await?;
-    let wf = ctx.data().workflows.get(&meta.id).await?.ok_or_else(|| McpError::NotFound(format!("workflow {}", meta.id)))?;
+    let caller = ctx.caller();
+    let wf = ctx.instance().workflow(&caller, &meta.id).await?;
     let needs_creds = a.operations.iter().any(|o| matches!(o, Operation::SetNodeCredential { .. }));
     let mut accessible = Accessible::new();
     if needs_creds {
-        let q = CredentialQuery { limit: Some(200), ..CredentialQuery::default() };
-        for c in ctx.data().credentials.list(&ctx.user, &q).await?.data {
+        for c in ctx.instance().visible_credentials(&caller).await? {
             accessible.insert(c.id, (c.name, c.kind));
         }
     }
@@ -492,55 +376,51 @@ pub async fn update_workflow(ctx: &Ctx<'_>, a: UpdateWorkflowArgs) -> Result<Upd
         connections: wf.body.connections.as_object().cloned().unwrap_or_default(),
         added: Vec::new(),
     };
-    let mut next = ops::apply_all(&draft, &a.operations, &accessible).map_err(|(i, e)| {
+    let next = ops::apply_all(&draft, &a.operations, &accessible).map_err(|(i, e)| {
         McpError::Invalid(format!("operation {i} ({}) failed: {e}; no operation was applied and nothing was saved", op_name(&a.operations[i])))
     })?;
-    fill_ids(&mut next.nodes);
-    let (assigned, skipped) = auto_assign(ctx, &mut next.nodes, Some(&next.added)).await?;
     let body = WorkflowBody {
         nodes: Value::Array(next.nodes),
         connections: Value::Object(next.connections),
         settings: wf.body.settings.clone(),
         pin_data: wf.body.pin_data.clone(),
-        meta: builder_meta(&wf.body.meta),
+        meta: wf.body.meta.clone(),
     };
     // Structural problems (dangling connections, duplicate names) block the
     // save; catalog findings are reported as warnings.
-    body.validate().map_err(|e| McpError::Invalid(format!("the result would be an invalid workflow ({e}); nothing was saved")))?;
     let report = validate::validate(&json!({"nodes": body.nodes, "connections": body.connections}), false);
-    let mut warnings: Vec<ValidationWarning> = report
-        .errors
+    let warnings: Vec<ValidationWarning> = report
+        .findings
         .into_iter()
-        .map(|m| ValidationWarning { code: "VALIDATION_ERROR".into(), message: m, node_name: None })
+        .map(|f| ValidationWarning { code: f.code, message: f.message, node_name: f.node_name })
         .collect();
-    warnings.extend(report.warnings.into_iter().map(|w| ValidationWarning { code: w.code, message: w.message, node_name: w.node_name }));
     let saved = ctx
-        .data()
-        .workflows
-        .update(
+        .instance()
+        .save_version(
+            &caller,
             &meta.id,
             &meta.version_id,
-            WorkflowUpdate {
-                name: (next.name != wf.meta.name).then_some(next.name),
-                description: (next.description != wf.meta.description).then_some(next.description),
-                body: Some(body),
-                autosaved: false,
-            },
-            &ctx.user,
+            body,
+            (next.name != wf.meta.name).then_some(next.name),
+            (next.description != wf.meta.description).then_some(next.description),
+            Some(&next.added),
+            builder::Variant::Mcp,
         )
         .await?;
+    let note = saved.skipped_note();
     Ok(UpdateWorkflowOut {
-        url: ctx.workflow_url(&saved.meta.id),
-        node_count: saved.body.node_count() as u64,
-        workflow_id: saved.meta.id,
-        name: saved.meta.name,
+        url: ctx.workflow_url(&saved.workflow.meta.id),
+        node_count: saved.workflow.body.node_count() as u64,
+        workflow_id: saved.workflow.meta.id,
+        name: saved.workflow.meta.name,
         applied_operations: a.operations.len() as u64,
-        auto_assigned_credentials: assigned
+        auto_assigned_credentials: saved
+            .assigned
             .into_iter()
-            .map(|x| AssignedCredentialTyped { node_name: x.node, credential_name: x.credential_name, credential_type: x.key })
+            .map(|x| AssignedCredentialTyped { node_name: x.node_name, credential_name: x.credential_name, credential_type: x.credential_type })
             .collect(),
         validation_warnings: warnings,
-        note: skipped_note(&skipped),
+        note,
     })
 }
 

@@ -1,4 +1,4 @@
-//! list_credentials: metadata only; the store's listing types carry no secret.
+//! list_credentials: metadata only (`instance::credentials`); the listing types carry no secret.
 
 use super::{limit, Ctx};
 use crate::error::McpError;
@@ -55,12 +55,10 @@ pub struct ListCredentialsOut {
 }
 
 pub async fn list_credentials(ctx: &Ctx<'_>, a: ListCredentialsArgs) -> Result<ListCredentialsOut, McpError> {
-    ctx.user().await?;
     let list = ctx
-        .data()
-        .credentials
-        .list(
-            &ctx.user,
+        .instance()
+        .list_credentials(
+            &ctx.caller(),
             &CredentialQuery {
                 name: a.query,
                 kind: a.kind,

@@ -1,11 +1,12 @@
 //! Data-table tools: search, create, columns, rename, rows.
 
 use super::{limit, Ctx};
+use instance::data_tables::TableRef;
 use crate::error::McpError;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
-use store::data::data_tables::{ColumnType, DataTable, NewColumn, MAX_ROWS_PER_INSERT};
+use store::data::data_tables::{ColumnType, NewColumn, MAX_ROWS_PER_INSERT};
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -51,20 +52,10 @@ fn type_str(t: ColumnType) -> String {
 }
 
 pub async fn search_data_tables(ctx: &Ctx<'_>, a: SearchDataTablesArgs) -> Result<SearchDataTablesOut, McpError> {
-    ctx.user().await?;
-    let mut projects: Vec<String> = ctx
-        .data()
-        .projects
-        .projects_of(&ctx.user)
-        .await?
-        .into_iter()
-        .filter(|p| p.role.can("dataTable:read"))
-        .map(|p| p.project.id)
-        .collect();
-    if let Some(p) = &a.project_id {
-        projects.retain(|x| x == p);
-    }
-    let page = ctx.data().data_tables.search(&projects, a.query.as_deref(), Some(limit(a.limit, 100, 100)?)).await?;
+    let page = ctx
+        .instance()
+        .search_data_tables(&ctx.caller(), a.query.as_deref(), a.project_id.as_deref(), limit(a.limit, 100, 100)?)
+        .await?;
     Ok(SearchDataTablesOut {
         count: page.count as u64,
         data: page
@@ -139,21 +130,14 @@ pub struct CreateDataTableOut {
 }
 
 pub async fn create_data_table(ctx: &Ctx<'_>, a: CreateDataTableArgs) -> Result<CreateDataTableOut, McpError> {
-    ctx.require_project(&a.project_id, "dataTable:create").await?;
     let cols: Vec<NewColumn> = a.columns.into_iter().map(|c| NewColumn { name: c.name, kind: c.kind.into() }).collect();
-    let t = ctx.data().data_tables.create(&a.project_id, &a.name, &cols).await?;
+    let t = ctx.instance().create_data_table(&ctx.caller(), Some(&a.project_id), &a.name, &cols).await?;
     Ok(CreateDataTableOut { id: t.id, name: t.name, project_id: t.project_id })
 }
 
-/// The table, checked to belong to `project_id` where the user has `scope`.
-async fn table(ctx: &Ctx<'_>, id: &str, project_id: &str, scope: &str) -> Result<DataTable, McpError> {
-    ctx.require_project(project_id, scope).await?;
-    ctx.data()
-        .data_tables
-        .get(id)
-        .await?
-        .filter(|t| t.project_id == project_id)
-        .ok_or_else(|| McpError::NotFound(format!("data table {id} in project {project_id}")))
+/// The table of `project_id` these tools name.
+fn table<'a>(id: &'a str, project_id: &'a str) -> TableRef<'a> {
+    TableRef::new(id, Some(project_id))
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -187,8 +171,8 @@ pub struct ColumnOut {
 }
 
 pub async fn add_data_table_column(ctx: &Ctx<'_>, a: AddColumnArgs) -> Result<ColumnOut, McpError> {
-    let t = table(ctx, &a.data_table_id, &a.project_id, "dataTable:update").await?;
-    let c = ctx.data().data_tables.add_column(&t.id, &NewColumn { name: a.name, kind: a.kind.into() }).await?;
+    let column = NewColumn { name: a.name, kind: a.kind.into() };
+    let (t, c) = ctx.instance().add_data_table_column(&ctx.caller(), table(&a.data_table_id, &a.project_id), &column).await?;
     Ok(ColumnOut {
         success: true,
         message: format!("Column {:?} added to data table {:?}", c.name, t.name),
@@ -211,8 +195,10 @@ pub struct RenameColumnArgs {
 }
 
 pub async fn rename_data_table_column(ctx: &Ctx<'_>, a: RenameColumnArgs) -> Result<ColumnOut, McpError> {
-    let t = table(ctx, &a.data_table_id, &a.project_id, "dataTable:update").await?;
-    let c = ctx.data().data_tables.rename_column(&t.id, &a.column_id, &a.name).await?;
+    let (_, c) = ctx
+        .instance()
+        .rename_data_table_column(&ctx.caller(), table(&a.data_table_id, &a.project_id), &a.column_id, &a.name)
+        .await?;
     Ok(ColumnOut {
         success: true,
         message: format!("Column {} renamed to {:?}", a.column_id, c.name),
@@ -238,8 +224,8 @@ pub struct SuccessOut {
 }
 
 pub async fn delete_data_table_column(ctx: &Ctx<'_>, a: DeleteColumnArgs) -> Result<SuccessOut, McpError> {
-    let t = table(ctx, &a.data_table_id, &a.project_id, "dataTable:update").await?;
-    let c = ctx.data().data_tables.delete_column(&t.id, &a.column_id).await?;
+    let (t, c) =
+        ctx.instance().delete_data_table_column(&ctx.caller(), table(&a.data_table_id, &a.project_id), &a.column_id).await?;
     Ok(SuccessOut { success: true, message: format!("Column {:?} deleted from data table {:?}", c.name, t.name) })
 }
 
@@ -256,8 +242,7 @@ pub struct RenameDataTableArgs {
 }
 
 pub async fn rename_data_table(ctx: &Ctx<'_>, a: RenameDataTableArgs) -> Result<SuccessOut, McpError> {
-    let t = table(ctx, &a.data_table_id, &a.project_id, "dataTable:update").await?;
-    let renamed = ctx.data().data_tables.rename(&t.id, &a.name).await?;
+    let (t, renamed) = ctx.instance().rename_data_table(&ctx.caller(), table(&a.data_table_id, &a.project_id), &a.name).await?;
     Ok(SuccessOut { success: true, message: format!("Data table {:?} renamed to {:?}", t.name, renamed.name) })
 }
 
@@ -287,8 +272,7 @@ pub async fn add_data_table_rows(ctx: &Ctx<'_>, a: AddRowsArgs) -> Result<AddRow
             a.rows.len()
         )));
     }
-    let t = table(ctx, &a.data_table_id, &a.project_id, "dataTable:writeRow").await?;
-    // The store validates every row before writing any, so a bad row changes nothing.
-    let inserted = ctx.data().data_tables.insert_rows(&t.id, &a.rows).await?;
+    // Every row is validated before any is written, so a bad row changes nothing.
+    let (_, inserted) = ctx.instance().insert_data_table_rows(&ctx.caller(), table(&a.data_table_id, &a.project_id), &a.rows).await?;
     Ok(AddRowsOut { success: true, inserted_count: inserted.len() as u64 })
 }

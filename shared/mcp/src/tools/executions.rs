@@ -6,7 +6,6 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use store::data::executions::{DataSelection, Execution, ExecutionSearch, ExecutionStatus};
-use store::data::workflows::{StatusFilter, WorkflowQuery};
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -157,30 +156,16 @@ pub struct SearchExecutionsOut {
 }
 
 pub async fn search_executions(ctx: &Ctx<'_>, a: SearchExecutionsArgs) -> Result<SearchExecutionsOut, McpError> {
-    let workflow_ids = match &a.workflow_id {
-        Some(id) => {
-            ctx.workflow(id, "workflow:read", true).await?;
-            vec![id.clone()]
-        }
-        None => {
-            ctx.user().await?;
-            // Every workflow the user can read that is available in MCP.
-            let q = WorkflowQuery { status: StatusFilter::All, limit: 200, available_in_mcp: Some(true), ..WorkflowQuery::default() };
-            ctx.data().workflows.list(&ctx.user, &q).await?.workflows.into_iter().map(|w| w.meta.id).collect()
-        }
+    // Every workflow the user can read that is available in MCP (or the one named).
+    let search = ExecutionSearch {
+        workflow_ids: vec![],
+        statuses: a.status.unwrap_or_default().into_iter().map(Into::into).collect(),
+        started_after: a.started_after,
+        started_before: a.started_before,
+        limit: Some(limit(a.limit, 200, 20)?),
+        last_id: a.last_id,
     };
-    let page = ctx
-        .data()
-        .executions
-        .search(&ExecutionSearch {
-            workflow_ids,
-            statuses: a.status.unwrap_or_default().into_iter().map(Into::into).collect(),
-            started_after: a.started_after,
-            started_before: a.started_before,
-            limit: Some(limit(a.limit, 200, 20)?),
-            last_id: a.last_id,
-        })
-        .await?;
+    let (page, _) = ctx.instance().search_executions(&ctx.caller(), a.workflow_id.as_deref(), true, search).await?;
     Ok(SearchExecutionsOut {
         count: page.count as i64,
         estimated: page.estimated,

@@ -12,7 +12,7 @@ use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, HashMap};
 use store::data::executions::{DataSelection, ExecutionMode, ExecutionSearch, ExecutionStatus};
 use store::data::users_projects::{ProjectSearch, ProjectType};
-use store::data::workflows::{WorkflowBody, WorkflowQuery};
+use instance::workflows::{strip_credentials, ListQuery, ListScope};
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -50,15 +50,16 @@ pub struct SearchWorkflowsOut {
 }
 
 pub async fn search_workflows(ctx: &Ctx<'_>, a: SearchWorkflowsArgs) -> Result<SearchWorkflowsOut, McpError> {
-    ctx.user().await?;
-    let q = WorkflowQuery {
+    let q = ListQuery {
         query: a.query,
         match_description: true,
         project_id: a.project_id,
+        scope: ListScope::Instance,
         limit: limit(a.limit, 200, 50)?,
-        ..WorkflowQuery::default()
+        recursive: true,
+        ..ListQuery::default()
     };
-    let list = ctx.data().workflows.list(&ctx.user, &q).await?;
+    let list = ctx.instance().list_workflows(&ctx.caller(), q).await?;
     Ok(SearchWorkflowsOut {
         count: list.total as u64,
         data: list
@@ -126,25 +127,6 @@ pub struct WorkflowDetailsOut {
     pub workflow: WorkflowDetails,
     /// How to trigger the workflow
     pub trigger_info: String,
-}
-
-/// Nodes without their credential references (ids and names of secrets
-/// are still not for the model to copy around).
-fn strip_credentials(nodes: &Value) -> Vec<Value> {
-    nodes
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .map(|n| {
-                    let mut n = n.clone();
-                    if let Some(o) = n.as_object_mut() {
-                        o.remove("credentials");
-                    }
-                    n
-                })
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 fn node_type(n: &Value) -> &str {
@@ -224,7 +206,7 @@ fn trigger_info(nodes: &Value, active: bool) -> String {
 
 pub async fn get_workflow_details(ctx: &Ctx<'_>, a: WorkflowIdArgs) -> Result<WorkflowDetailsOut, McpError> {
     let (_, role) = ctx.workflow(&a.workflow_id, "workflow:read", true).await?;
-    let wf = ctx.data().workflows.get(&a.workflow_id).await?.ok_or_else(|| McpError::NotFound(format!("workflow {}", a.workflow_id)))?;
+    let wf = ctx.instance().workflow(&ctx.caller(), &a.workflow_id).await?;
     let (scopes, can_execute) = store::data::workflows::scopes_of(role);
     let active_version = match &wf.meta.active_version_id {
         Some(v) => ctx.data().workflows.get_version(&wf.meta.id, v).await?.map(|v| {
@@ -319,7 +301,9 @@ pub struct ExecutionResultOut {
     pub error: Option<String>,
 }
 
-fn trigger_items(kind: TriggerKind, inputs: Option<Inputs>, node: &Value) -> Result<Vec<Item>, McpError> {
+/// The trigger's items and the output they leave on (a Webhook listening
+/// to several methods has one output per method).
+fn trigger_items(kind: TriggerKind, inputs: Option<Inputs>, node: &Value) -> Result<(Vec<Item>, usize), McpError> {
     let now = store::data::db::now_iso();
     let json = match (kind, inputs) {
         (TriggerKind::Webhook, inputs) => {
@@ -331,18 +315,28 @@ fn trigger_items(kind: TriggerKind, inputs: Option<Inputs>, node: &Value) -> Res
                     Some(i) => return Err(McpError::InvalidArguments(format!("the workflow starts with a Webhook trigger; inputs.type must be \"webhook\", not {:?}", i.kind))),
                 },
             );
-            json!({
-                "headers": wd.headers.unwrap_or_default(),
-                "params": {},
-                "query": wd.query.unwrap_or_default(),
-                "body": wd.body.unwrap_or_else(|| json!({})),
-                "webhookUrl": format!("/webhook/{}", node.pointer("/parameters/path").and_then(Value::as_str).unwrap_or("")),
-                "executionMode": "production",
-                "method": wd.method.unwrap_or(method_default),
-            })
+            // The item a real call makes (one home: engine::webhook).
+            let request = engine::webhook::IncomingRequest {
+                method: wd.method.unwrap_or(method_default).to_ascii_uppercase(),
+                headers: wd.headers.unwrap_or_default(),
+                query: wd.query.unwrap_or_default(),
+                body: wd.body.map(engine::webhook::RequestBody::Parsed).unwrap_or_default(),
+                ..Default::default()
+            };
+            let path = node.pointer("/parameters/path").and_then(Value::as_str).unwrap_or("");
+            let ctx = engine::webhook::TriggerContext {
+                webhook_url: Some(format!("/webhook/{}", path.trim_matches('/'))),
+                execution_mode: Some("production".into()),
+                jwt_payload: None,
+            };
+            let node: engine::Node = serde_json::from_value(node.clone()).map_err(|e| McpError::Invalid(e.to_string()))?;
+            let outputs = engine::webhook::webhook_output(&node, &request, &ctx).map_err(|e| McpError::InvalidArguments(e.to_string()))?;
+            let (output, items) = outputs.into_iter().enumerate().find(|(_, o)| !o.is_empty()).unwrap_or_default();
+            return Ok((items, output));
         }
         (TriggerKind::Chat, Some(Inputs { kind: InputType::Chat, chat_input: Some(text), .. })) => {
-            json!({"sessionId": uuid::Uuid::new_v4().to_string(), "action": "sendMessage", "chatInput": text})
+            let input = json!({"chatInput": text});
+            return Ok((instance::executions::trigger::items(node_type(node), input.as_object(), "UTC").unwrap_or_default(), 0));
         }
         (TriggerKind::Chat, _) => {
             return Err(McpError::InvalidArguments("the workflow starts with a Chat Trigger: pass inputs {\"type\": \"chat\", \"chatInput\": \"...\"}".into()))
@@ -356,10 +350,13 @@ fn trigger_items(kind: TriggerKind, inputs: Option<Inputs>, node: &Value) -> Res
         (TriggerKind::Form, _) => {
             return Err(McpError::InvalidArguments("the workflow starts with a Form Trigger: pass inputs {\"type\": \"form\", \"formData\": {...}}".into()))
         }
-        (TriggerKind::Schedule, _) => json!({"timestamp": now}),
+        (TriggerKind::Schedule, _) => {
+            let tz = node.pointer("/parameters/timezone").and_then(Value::as_str).unwrap_or("UTC");
+            return Ok((instance::executions::trigger::items(node_type(node), None, tz).unwrap_or_default(), 0));
+        }
         (TriggerKind::Manual, _) => json!({}),
     };
-    Ok(vec![Item::new(json)])
+    Ok((vec![Item::new(json)], 0))
 }
 
 fn status_str(s: ExecutionStatus) -> String {
@@ -386,7 +383,7 @@ pub async fn execute_workflow(ctx: &Ctx<'_>, a: ExecuteWorkflowArgs) -> Result<E
             "this workflow has no supported trigger (Webhook, Chat Trigger, Form Trigger, Manual Trigger, Schedule Trigger)".into(),
         ));
     };
-    let items = trigger_items(kind, a.inputs, node)?;
+    let (items, output) = trigger_items(kind, a.inputs, node)?;
     let mode = match (production, kind) {
         (false, _) => ExecutionMode::Manual,
         (true, TriggerKind::Webhook) => ExecutionMode::Webhook,
@@ -397,6 +394,7 @@ pub async fn execute_workflow(ctx: &Ctx<'_>, a: ExecuteWorkflowArgs) -> Result<E
     let mut req = StartRequest::new(workflow, mode);
     req.trigger = Some(node_name(node).to_owned());
     req.trigger_items = Some(items);
+    req.trigger_output = output;
     let outcome = runner::run(&ctx.server.instance.executor, ctx.server.instance.dispatch, req).await?;
     Ok(outcome_out(outcome))
 }
@@ -585,11 +583,7 @@ pub struct PublishOut {
 
 pub async fn publish_workflow(ctx: &Ctx<'_>, a: PublishArgs) -> Result<PublishOut, McpError> {
     let (meta, _) = ctx.workflow(&a.workflow_id, "workflow:publish", true).await?;
-    let wf_json = ctx.data().workflows.get(&meta.id).await?.ok_or_else(|| McpError::NotFound(format!("workflow {}", meta.id)))?;
-    if a.version_id.is_none() && first_trigger(&wf_json.body.nodes).is_none() && wf_json.body.trigger_count() == 0 {
-        return Err(McpError::Invalid(format!("workflow {} has no trigger node; a published workflow needs one", meta.id)));
-    }
-    let active = ctx.data().workflows.publish(&meta.id, a.version_id.as_deref()).await?;
+    let active = ctx.instance().publish_workflow(&ctx.caller(), &meta.id, a.version_id.as_deref()).await?;
     Ok(PublishOut { success: true, workflow_id: meta.id, active_version_id: Some(active), error: None })
 }
 
@@ -604,7 +598,7 @@ pub struct UnpublishOut {
 
 pub async fn unpublish_workflow(ctx: &Ctx<'_>, a: WorkflowIdArgs) -> Result<UnpublishOut, McpError> {
     let (meta, _) = ctx.workflow(&a.workflow_id, "workflow:publish", true).await?;
-    ctx.data().workflows.unpublish(&meta.id).await?;
+    ctx.instance().unpublish_workflow(&ctx.caller(), &meta.id).await?;
     Ok(UnpublishOut { success: true, workflow_id: meta.id, error: None })
 }
 
@@ -619,7 +613,7 @@ pub struct ArchiveOut {
 pub async fn archive_workflow(ctx: &Ctx<'_>, a: WorkflowIdArgs) -> Result<ArchiveOut, McpError> {
     let (meta, _) = ctx.workflow(&a.workflow_id, "workflow:delete", true).await?;
     // Idempotent: an already archived workflow is reported archived.
-    ctx.data().workflows.archive(&meta.id).await?;
+    ctx.instance().archive_workflow(&ctx.caller(), &meta.id).await?;
     Ok(ArchiveOut { archived: true, workflow_id: meta.id, name: meta.name })
 }
 
@@ -659,12 +653,10 @@ pub struct SearchProjectsOut {
 }
 
 pub async fn search_projects(ctx: &Ctx<'_>, a: SearchProjectsArgs) -> Result<SearchProjectsOut, McpError> {
-    ctx.user().await?;
     let page = ctx
-        .data()
-        .projects
-        .search(
-            &ctx.user,
+        .instance()
+        .search_projects(
+            &ctx.caller(),
             &ProjectSearch {
                 query: a.query,
                 kind: a.kind.map(|k| match k {
@@ -712,21 +704,10 @@ pub struct SearchFoldersOut {
 }
 
 pub async fn search_folders(ctx: &Ctx<'_>, a: SearchFoldersArgs) -> Result<SearchFoldersOut, McpError> {
-    ctx.require_project(&a.project_id, "folder:read").await?;
-    let page = ctx.data().folders.search(&a.project_id, a.query.as_deref(), Some(limit(a.limit, 100, 100)?)).await?;
+    let page = ctx.instance().search_folders(&ctx.caller(), &a.project_id, a.query.as_deref(), limit(a.limit, 100, 100)?).await?;
     Ok(SearchFoldersOut {
         count: page.count as u64,
         data: page.data.into_iter().map(|f| FolderOut { id: f.id, name: f.name, parent_folder_id: f.parent_folder_id }).collect(),
     })
 }
 
-/// Used by the builder: the body of a workflow as n8n JSON parts.
-pub fn body_from_json(wf: &Value) -> WorkflowBody {
-    WorkflowBody {
-        nodes: wf.get("nodes").cloned().unwrap_or_else(|| json!([])),
-        connections: wf.get("connections").cloned().unwrap_or_else(|| json!({})),
-        settings: wf.get("settings").cloned().unwrap_or(Value::Null),
-        pin_data: wf.get("pinData").cloned().unwrap_or(Value::Null),
-        meta: wf.get("meta").cloned().unwrap_or(Value::Null),
-    }
-}

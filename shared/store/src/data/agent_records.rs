@@ -6,12 +6,12 @@
 //!   transaction, so a refusal writes nothing;
 //! - a conversation index for `conversation-history`: per user and project
 //!   `pk=conv#<u>#<p>, sk=thread#<t>` (title, updatedAt), and the visible
-//!   messages of each thread `pk=convmsg#<t>, sk=<createdAt>#<messageId>`;
-//! - per-thread workspace files: `pk=ws#<t>, sk=file#<path>`.
+//!   messages of each thread `pk=convmsg#<t>, sk=<createdAt>#<messageId>`.
+//!
+//! Per-thread workspace files are [`super::workspace`].
 
-use super::db::{self, get_s, key, s, to_item, tx_put, Item, Table, MAX_ITEM_PAYLOAD};
+use super::db::{self, key, s, to_item, tx_put, Table};
 use crate::error::StoreError;
-use aws_sdk_dynamodb::types::AttributeValue;
 use protocol::ids::ThreadId;
 use protocol::UserId;
 use serde::{Deserialize, Serialize};
@@ -21,9 +21,6 @@ use sha2::{Digest, Sha256};
 pub const AI_PREFERENCE_CONTENT_MAX_LENGTH: usize = 500;
 /// Preferences one user may hold (`scope_full` past it).
 pub const MAX_PREFERENCES: u64 = 50;
-/// A workspace file's content, in bytes.
-pub const MAX_WORKSPACE_FILE: usize = MAX_ITEM_PAYLOAD;
-pub const MAX_WORKSPACE_PATH: usize = 512;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -108,23 +105,6 @@ pub struct MessageWindow {
     pub has_more_after: bool,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct WorkspaceFile {
-    pub path: String,
-    pub content: String,
-    pub size: usize,
-    pub updated_at: String,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct WorkspaceEntry {
-    pub path: String,
-    pub size: usize,
-    pub updated_at: String,
-}
-
 #[derive(Serialize, Deserialize)]
 struct PrefItem {
     pk: String,
@@ -150,15 +130,6 @@ struct MessageItem {
     message: ConversationMessage,
 }
 
-#[derive(Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct FileItem {
-    pk: String,
-    sk: String,
-    #[serde(flatten)]
-    file: WorkspaceFile,
-}
-
 /// Normalised for duplicate detection: case and whitespace do not make a
 /// preference new.
 fn content_hash(content: &str) -> String {
@@ -182,21 +153,6 @@ fn excerpt(text: &str, needle: &str) -> String {
         out.push('…');
     }
     out
-}
-
-pub fn check_workspace_path(path: &str) -> Result<(), StoreError> {
-    let bad = path.is_empty()
-        || path.len() > MAX_WORKSPACE_PATH
-        || path.starts_with('/')
-        || path.contains('\\')
-        || path.contains('\0')
-        || path.split('/').any(|seg| seg.is_empty() || seg == "." || seg == "..");
-    if bad {
-        return Err(StoreError::Invalid(format!(
-            "workspace path {path:?} must be relative, without empty, `.` or `..` segments, at most {MAX_WORKSPACE_PATH} bytes"
-        )));
-    }
-    Ok(())
 }
 
 #[derive(Clone, Debug)]
@@ -540,90 +496,11 @@ impl AgentRecords {
             messages: msgs[from..to].to_vec(),
         })
     }
-
-    // ---- workspace files ---------------------------------------------
-
-    pub async fn write_file(&self, thread: &ThreadId, path: &str, content: &str) -> Result<WorkspaceEntry, StoreError> {
-        check_workspace_path(path)?;
-        if content.len() > MAX_WORKSPACE_FILE {
-            return Err(StoreError::Invalid(format!(
-                "workspace file {path:?} is {} bytes; the limit is {MAX_WORKSPACE_FILE}",
-                content.len()
-            )));
-        }
-        let file = WorkspaceFile {
-            path: path.to_owned(),
-            content: content.to_owned(),
-            size: content.len(),
-            updated_at: db::now_iso(),
-        };
-        let item = to_item(&FileItem { pk: format!("ws#{thread}"), sk: format!("file#{path}"), file: file.clone() })?;
-        self.table.count();
-        self.table
-            .client
-            .put_item()
-            .table_name(&self.table.name)
-            .set_item(Some(item))
-            .send()
-            .await
-            .map_err(StoreError::dynamo)?;
-        Ok(WorkspaceEntry { path: file.path, size: file.size, updated_at: file.updated_at })
-    }
-
-    pub async fn read_file(&self, thread: &ThreadId, path: &str) -> Result<Option<WorkspaceFile>, StoreError> {
-        check_workspace_path(path)?;
-        Ok(self.table.get::<FileItem>(&format!("ws#{thread}"), &format!("file#{path}")).await?.map(|f| f.file))
-    }
-
-    /// Files under `prefix` (`""` for all), by path.
-    pub async fn list_files(&self, thread: &ThreadId, prefix: &str) -> Result<Vec<WorkspaceEntry>, StoreError> {
-        let items: Vec<Item> =
-            self.table.query_prefix(&format!("ws#{thread}"), &format!("file#{prefix}"), false).await?;
-        Ok(items
-            .iter()
-            .filter_map(|i| {
-                Some(WorkspaceEntry {
-                    path: get_s(i, "path")?.to_owned(),
-                    size: match i.get("size") {
-                        Some(AttributeValue::N(n)) => n.parse().unwrap_or(0),
-                        _ => 0,
-                    },
-                    updated_at: get_s(i, "updatedAt").unwrap_or_default().to_owned(),
-                })
-            })
-            .collect())
-    }
-
-    pub async fn delete_file(&self, thread: &ThreadId, path: &str) -> Result<bool, StoreError> {
-        check_workspace_path(path)?;
-        self.table.count();
-        let out = self
-            .table
-            .client
-            .delete_item()
-            .table_name(&self.table.name)
-            .set_key(Some(key(format!("ws#{thread}"), format!("file#{path}"))))
-            .return_values(aws_sdk_dynamodb::types::ReturnValue::AllOld)
-            .send()
-            .await
-            .map_err(StoreError::dynamo)?;
-        Ok(out.attributes.is_some_and(|a| !a.is_empty()))
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn workspace_paths_stay_inside() {
-        for ok in ["a.ts", "src/main.workflow.ts", "knowledge-base/index.json"] {
-            check_workspace_path(ok).unwrap();
-        }
-        for bad in ["", "/etc/passwd", "../x", "a/../b", "a//b", "a/./b"] {
-            assert!(check_workspace_path(bad).is_err(), "{bad}");
-        }
-    }
 
     #[test]
     fn duplicates_ignore_case_and_spacing() {

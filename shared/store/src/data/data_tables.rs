@@ -691,6 +691,15 @@ impl DataTables {
         }
     }
 
+    /// The table named exactly `name` in the project (one read of its name
+    /// claim, one of the table; a stale claim, whose table no longer carries
+    /// the name, is not a match).
+    pub async fn by_name(&self, project_id: &str, name: &str) -> Result<Option<DataTable>, StoreError> {
+        let Some(claim) = self.defs.get_raw(&project_pk(project_id), &name_sk(name)).await? else { return Ok(None) };
+        let Some(id) = get_s(&claim, "dataTableId") else { return Ok(None) };
+        Ok(self.get(id).await?.filter(|t| t.name == name && t.project_id == project_id))
+    }
+
     /// `search_data_tables` over the given (readable) projects.
     pub async fn search(
         &self,

@@ -108,6 +108,11 @@ pub fn now_iso() -> String {
     iso(time::OffsetDateTime::now_utc())
 }
 
+/// The stored form of the instant `secs` seconds ago.
+pub fn iso_secs_ago(secs: u64) -> String {
+    iso(time::OffsetDateTime::now_utc() - time::Duration::seconds(secs.min(i64::MAX as u64) as i64))
+}
+
 /// Parses an ISO 8601 timestamp (RFC 3339, or a bare `YYYY-MM-DD` as
 /// midnight UTC) into the stored form.
 pub fn parse_iso(v: &str) -> Option<String> {
@@ -170,6 +175,22 @@ impl Table {
     /// All items of a partition whose sort key starts with `prefix`
     /// (every page), in sort-key order unless `backwards`.
     pub async fn query_prefix(&self, pk: &str, prefix: &str, backwards: bool) -> Result<Vec<Item>, StoreError> {
+        self.query_prefix_with(pk, prefix, backwards, &[]).await
+    }
+
+    /// [`Table::query_prefix`] returning only the named attributes (in
+    /// sort-key order).
+    pub async fn query_prefix_projected(&self, pk: &str, prefix: &str, attributes: &[&str]) -> Result<Vec<Item>, StoreError> {
+        self.query_prefix_with(pk, prefix, false, attributes).await
+    }
+
+    async fn query_prefix_with(
+        &self,
+        pk: &str,
+        prefix: &str,
+        backwards: bool,
+        attributes: &[&str],
+    ) -> Result<Vec<Item>, StoreError> {
         let mut out = Vec::new();
         let mut start: Option<Item> = None;
         loop {
@@ -182,6 +203,14 @@ impl Table {
                 req.key_condition_expression("pk = :pk AND begins_with(sk, :prefix)")
                     .expression_attribute_values(":prefix", s(prefix))
             };
+            if !attributes.is_empty() {
+                // Names through placeholders: `path`, `size` and more are reserved words.
+                let names: Vec<String> = (0..attributes.len()).map(|i| format!("#a{i}")).collect();
+                req = req.projection_expression(names.join(", "));
+                for (name, attr) in names.iter().zip(attributes) {
+                    req = req.expression_attribute_names(name, *attr);
+                }
+            }
             let req = req.scan_index_forward(!backwards).consistent_read(true).set_exclusive_start_key(start.take());
             let page = req.send().await.map_err(StoreError::dynamo)?;
             out.extend(page.items.unwrap_or_default());
@@ -361,6 +390,13 @@ impl Table {
             Err(e) if is_condition_failed(&e) => Ok(()),
             Err(e) => Err(StoreError::dynamo(e)),
         }
+    }
+
+    /// Puts `item`, replacing what is there.
+    pub async fn put(&self, item: Item) -> Result<(), StoreError> {
+        self.count();
+        self.client.put_item().table_name(&self.name).set_item(Some(item)).send().await.map_err(StoreError::dynamo)?;
+        Ok(())
     }
 
     /// Puts `item` (a new entity) on condition it does not exist yet.

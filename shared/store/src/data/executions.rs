@@ -16,6 +16,17 @@
 //!   time-ordered uuid v7, so the index lists newest first and `lastId` is
 //!   a key condition, not a scan)
 //! - parts `sk=data#<gen>#<slot>#<part>` with `slot` = `base` or `n<index>`
+//!
+//! A waiter (an agent's tool call parked on the execution) is a `waiter`
+//! attribute on the meta item: the message to send when the execution
+//! settles. It is written only while the execution is `new` or `running`
+//! ([`Executions::watch`], part of the agent's park transaction) and taken
+//! exactly once by whoever settles it ([`Executions::take_waiter`]).
+//! - response `sk=response`: the HTTP answer a webhook caller waits for
+//!   (written by the executor, read by the webhook function)
+//!
+//! Retention: `expiresAt` (DynamoDB TTL) on the meta item and every part,
+//! set from the meta item's at each save, so an execution expires whole.
 
 use super::db::{self, b, get_b, get_s, key, s, to_item, Item, Table, MAX_ITEM_PAYLOAD};
 use crate::error::StoreError;
@@ -99,6 +110,14 @@ pub struct NewExecution {
     pub retention_secs: Option<u64>,
 }
 
+/// What a caller waiting on an execution sees.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Polled {
+    pub status: ExecutionStatus,
+    pub error: Option<String>,
+    pub response: Option<Value>,
+}
+
 /// How much run data to read.
 #[derive(Debug, Clone, Default)]
 pub struct DataSelection {
@@ -156,7 +175,7 @@ fn pk(id: &str) -> String {
     format!("exec#{id}")
 }
 
-fn parts(id: &str, gen: &str, slot: &str, json: &[u8]) -> Result<Vec<Item>, StoreError> {
+fn parts(id: &str, gen: &str, slot: &str, json: &[u8], expires_at: Option<u64>) -> Result<Vec<Item>, StoreError> {
     let packed = db::compress(json)?;
     // An empty slot still gets one (empty) part, so every slot exists.
     let chunks: Vec<&[u8]> = if packed.is_empty() { vec![&[][..]] } else { packed.chunks(MAX_ITEM_PAYLOAD).collect() };
@@ -166,6 +185,9 @@ fn parts(id: &str, gen: &str, slot: &str, json: &[u8]) -> Result<Vec<Item>, Stor
         .map(|(i, c)| {
             let mut item = key(pk(id), format!("data#{gen}#{slot}#{i:05}"));
             item.insert("part".into(), b(c.to_vec()));
+            if let Some(t) = expires_at {
+                item.insert("expiresAt".into(), db::n(t));
+            }
             item
         })
         .collect())
@@ -323,6 +345,42 @@ impl Executions {
         }
     }
 
+    /// The transaction action that registers `message` (a Steps queue body)
+    /// to be sent when the execution settles; it fails the transaction when
+    /// the execution is already finished or `waiting`.
+    pub fn watch(&self, id: &str, message: &str) -> Result<aws_sdk_dynamodb::types::TransactWriteItem, StoreError> {
+        db::tx_update(
+            &self.table.name,
+            key(pk(id), "meta"),
+            "SET waiter = :w",
+            Some("attribute_exists(pk) AND (#st = :new OR #st = :running)"),
+            &[("#st", "status")],
+            vec![(":w", s(message)), (":new", s("new")), (":running", s("running"))],
+        )
+    }
+
+    /// Takes the waiter's message, if any (one conditional REMOVE: of
+    /// concurrent takers exactly one gets it).
+    pub async fn take_waiter(&self, id: &str) -> Result<Option<String>, StoreError> {
+        self.table.count();
+        let res = self
+            .table
+            .client
+            .update_item()
+            .table_name(&self.table.name)
+            .set_key(Some(key(pk(id), "meta")))
+            .update_expression("REMOVE waiter")
+            .condition_expression("attribute_exists(waiter)")
+            .return_values(aws_sdk_dynamodb::types::ReturnValue::UpdatedOld)
+            .send()
+            .await;
+        match res {
+            Ok(out) => Ok(out.attributes.as_ref().and_then(|a| get_s(a, "waiter")).map(str::to_owned)),
+            Err(e) if db::is_condition_failed(&e) => Ok(None),
+            Err(e) => Err(StoreError::dynamo(e)),
+        }
+    }
+
     /// Stores the full run data (any size), replacing what was there.
     pub async fn save_data(&self, id: &str, data: &Value) -> Result<(), StoreError> {
         let old = self.meta(id).await?.ok_or_else(|| StoreError::NotFound(format!("execution {id}")))?;
@@ -342,13 +400,13 @@ impl Executions {
         let mut total = 0u64;
         let base_json = serde_json::to_vec(&base).map_err(|e| StoreError::Invalid(format!("run data: {e}")))?;
         total += base_json.len() as u64;
-        items.extend(parts(id, &gen, "base", &base_json)?);
+        items.extend(parts(id, &gen, "base", &base_json, old.expires_at)?);
         let mut nodes = Vec::with_capacity(run_data.len());
         for (i, (name, runs)) in run_data.iter().enumerate() {
             let json =
                 serde_json::to_vec(runs).map_err(|e| StoreError::Invalid(format!("run data of {name:?}: {e}")))?;
             total += json.len() as u64;
-            items.extend(parts(id, &gen, &format!("n{i:05}"), &json)?);
+            items.extend(parts(id, &gen, &format!("n{i:05}"), &json, old.expires_at)?);
             nodes.push(name.clone());
         }
         if !had_run_data {
@@ -611,17 +669,100 @@ impl Executions {
         }
     }
 
+    /// Sets when the execution expires (`None`: never, e.g. while it waits
+    /// for a resume). Parts written from now on carry the same time.
+    pub async fn set_expiry(&self, id: &str, expires_at: Option<u64>) -> Result<(), StoreError> {
+        match expires_at {
+            Some(t) => self.update_meta(id, "SET expiresAt = :t", vec![(":t", db::n(t))]).await?,
+            None => self.update_meta(id, "REMOVE expiresAt", vec![]).await?,
+        };
+        Ok(())
+    }
+
+    /// Stores the answer for the HTTP caller waiting on this execution;
+    /// `token` names that caller (a later resume waits for its own).
+    pub async fn put_response(&self, id: &str, token: &str, response: &Value) -> Result<(), StoreError> {
+        let json = serde_json::to_vec(response).map_err(|e| StoreError::Invalid(format!("response: {e}")))?;
+        let packed = db::compress(&json)?;
+        if packed.len() > MAX_ITEM_PAYLOAD {
+            return Err(StoreError::Invalid(format!(
+                "the webhook response is too large to deliver ({} bytes compressed, at most {MAX_ITEM_PAYLOAD})",
+                packed.len()
+            )));
+        }
+        let mut item = key(pk(id), "response");
+        item.insert("token".into(), s(token));
+        item.insert("body".into(), b(packed));
+        // Only its caller reads it, within seconds.
+        item.insert("expiresAt".into(), db::n(db::now_secs() + 86_400));
+        self.table.put(item).await
+    }
+
+    /// The status and, when written for `token`, the response: one
+    /// consistent Query over the meta and response items.
+    pub async fn poll_response(&self, id: &str, token: &str) -> Result<Option<Polled>, StoreError> {
+        self.table.count();
+        let out = self
+            .table
+            .client
+            .query()
+            .table_name(&self.table.name)
+            .consistent_read(true)
+            .key_condition_expression("pk = :pk AND sk BETWEEN :a AND :b")
+            .expression_attribute_values(":pk", s(pk(id)))
+            .expression_attribute_values(":a", s("meta"))
+            .expression_attribute_values(":b", s("response"))
+            .send()
+            .await
+            .map_err(StoreError::dynamo)?;
+        let items = out.items.unwrap_or_default();
+        let Some(meta) = items.iter().find(|i| get_s(i, "sk") == Some("meta")) else { return Ok(None) };
+        let status = get_s(meta, "status")
+            .and_then(|v| serde_json::from_value(Value::String(v.to_owned())).ok())
+            .unwrap_or(ExecutionStatus::Unknown);
+        let response = match items.iter().find(|i| get_s(i, "sk") == Some("response")) {
+            Some(r) if get_s(r, "token") == Some(token) => {
+                let packed = get_b(r, "body").ok_or_else(|| StoreError::Corrupt("response without body".into()))?;
+                Some(
+                    serde_json::from_slice(&db::decompress(&packed)?)
+                        .map_err(|e| StoreError::Corrupt(format!("response: {e}")))?,
+                )
+            }
+            _ => None,
+        };
+        Ok(Some(Polled { status, error: get_s(meta, "errorMessage").map(str::to_owned), response }))
+    }
+
     /// Deletes an execution and its run data.
     pub async fn delete(&self, id: &str) -> Result<(), StoreError> {
         let items = self.table.query_prefix(&pk(id), "", false).await?;
         self.delete_items(items).await
     }
 
-    /// Deletes a workflow's executions of the given modes (e.g. `manual`
-    /// test runs: `cleanup-test-executions`); returns how many.
-    pub async fn delete_for_workflow(&self, workflow_id: &str, modes: &[ExecutionMode]) -> Result<usize, StoreError> {
+    /// Deletes a workflow's finished executions of the given modes (e.g.
+    /// `manual` test runs: `cleanup-test-executions`), optionally only those
+    /// that started (or, never started, were created) before
+    /// `started_before` (ISO 8601); returns how many. Running and waiting
+    /// executions are never touched.
+    pub async fn delete_for_workflow(
+        &self,
+        workflow_id: &str,
+        modes: &[ExecutionMode],
+        started_before: Option<&str>,
+    ) -> Result<usize, StoreError> {
+        let before = started_before
+            .map(|t| db::parse_iso(t).ok_or_else(|| StoreError::Invalid(format!("{t:?} is not ISO 8601"))))
+            .transpose()?;
         let all = self.query_index(workflow_id, None, &[], None, None).await?;
-        let doomed: Vec<&Execution> = all.iter().filter(|e| modes.contains(&e.mode)).collect();
+        let doomed: Vec<&Execution> = all
+            .iter()
+            .filter(|e| modes.contains(&e.mode) && e.status.is_finished())
+            .filter(|e| {
+                // Stored timestamps share one fixed-width UTC form, so they compare as strings.
+                let at = e.started_at.as_deref().unwrap_or(&e.created_at);
+                before.as_deref().is_none_or(|b| at < b)
+            })
+            .collect();
         for e in &doomed {
             self.delete(&e.id).await?;
         }

@@ -1,7 +1,8 @@
 //! The instance's data as repositories over DynamoDB: users and projects,
 //! folders, tags, workflows and their versions, executions and run data,
 //! credentials (envelope-encrypted secrets), data tables and their rows,
-//! and the agent's own thread-level records.
+//! the values Remove Duplicates saw in earlier executions, the agent's own
+//! thread-level records and the per-thread workspace.
 //!
 //! Each aggregate is one module with one repository type; they share the
 //! generic `pk`/`sk` (+ `gsi1`) tables of [`crate::deployment`]. Build them
@@ -14,18 +15,26 @@ pub mod db;
 pub mod executions;
 pub mod folders;
 pub mod keys;
+pub mod setup_skips;
+pub mod processed_data;
 pub mod tags;
 pub mod users_projects;
+pub mod webhooks;
 pub mod workflows;
+pub mod workspace;
 
 pub use agent_records::AgentRecords;
 pub use credentials::Credentials;
 pub use data_tables::DataTables;
 pub use executions::Executions;
 pub use folders::Folders;
+pub use processed_data::ProcessedData;
 pub use tags::Tags;
+pub use setup_skips::SetupSkips;
 pub use users_projects::Projects;
+pub use webhooks::Webhooks;
 pub use workflows::Workflows;
+pub use workspace::Workspace;
 
 use crate::aws::AwsClients;
 use crate::config::Config;
@@ -44,6 +53,10 @@ pub struct InstanceData {
     pub credentials: Credentials,
     pub data_tables: DataTables,
     pub agent: AgentRecords,
+    pub workspace: Workspace,
+    pub setup_skips: SetupSkips,
+    pub webhooks: Webhooks,
+    pub processed_data: ProcessedData,
 }
 
 impl InstanceData {
@@ -69,8 +82,12 @@ impl InstanceData {
             workflows: Workflows::new(instance.clone(), projects.clone(), folders.clone(), tags.clone()),
             executions: Executions::new(table(TableId::Executions)?),
             credentials: Credentials::new(instance.clone(), projects.clone(), keys),
-            data_tables: DataTables::new(instance, table(TableId::DataRows)?),
+            processed_data: ProcessedData::new(instance.clone()),
+            data_tables: DataTables::new(instance.clone(), table(TableId::DataRows)?),
             agent: AgentRecords::new(table(TableId::Agent)?),
+            workspace: Workspace::new(table(TableId::Agent)?),
+            setup_skips: SetupSkips::new(table(TableId::Agent)?),
+            webhooks: Webhooks::new(instance.clone()),
             projects,
             folders,
             tags,

@@ -17,6 +17,7 @@
 //! - successor claim `sk=next#<versionId>`
 //! - version `sk=ver#<versionId>`: authors, timestamp, autosaved, name (ids are time-ordered)
 //! - body `sk=body#<versionId>`: the workflow JSON, DEFLATE-compressed, at most ~350 KB compressed
+//! - Remove Duplicates' history `sk=processed#<context>` (see [`super::processed_data`])
 //!
 //! Listing reads a project's heads through the index and filters in memory
 //! (name/description substring, folder, status): fine for thousands of
@@ -25,6 +26,7 @@
 use super::db::{self, b, get_b, key, s, to_item, tx_check, tx_put, Item, Table, MAX_ITEM_PAYLOAD};
 use super::folders::{self, Folder, FolderRef, FolderResolution, Folders, ResolutionFailure};
 use super::tags::{Tag, Tags};
+use super::webhooks::Webhooks;
 use super::users_projects::{ProjectAccess, ProjectRole, Projects};
 use crate::error::StoreError;
 use aws_sdk_dynamodb::types::AttributeValue;
@@ -296,6 +298,15 @@ pub struct ProjectRef {
     pub name: String,
 }
 
+/// What deleting a folder did: folders removed (it and its subfolders) and
+/// workflows moved out of them (to the transfer folder, or archived at the
+/// project root).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct FolderDeleted {
+    pub folders: usize,
+    pub workflows: usize,
+}
+
 /// A workflow row as the listing tools return it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -398,11 +409,22 @@ pub struct Workflows {
     projects: Projects,
     folders: Folders,
     tags: Tags,
+    /// Test webhook endpoints follow the draft (see `webhooks`).
+    webhooks: Webhooks,
 }
 
 impl Workflows {
     pub fn new(table: Table, projects: Projects, folders: Folders, tags: Tags) -> Self {
-        Workflows { table, projects, folders, tags }
+        let webhooks = Webhooks::new(table.clone());
+        Workflows { table, projects, folders, tags, webhooks }
+    }
+
+    /// Points the test webhook URLs at a saved draft. A failure is logged,
+    /// not returned: the version is saved, and the next save retries.
+    async fn sync_test_webhooks(&self, id: &str, version_id: &str, body: &WorkflowBody) {
+        if let Err(e) = self.webhooks.sync_test(id, version_id, &body.nodes).await {
+            tracing::warn!(workflowId = %id, error = %e, "test webhook paths not updated");
+        }
     }
 
     fn version_items(&self, info: &VersionInfo, body: &WorkflowBody) -> Result<Vec<Item>, StoreError> {
@@ -462,6 +484,7 @@ impl Workflows {
             tx.push(tx_put(t, item, None)?);
         }
         self.table.transact(tx, &format!("project {} does not exist", new.project_id)).await?;
+        self.sync_test_webhooks(&meta.id, &meta.version_id, &new.body).await;
         Ok(Workflow { meta, body: new.body, tags: Vec::new() })
     }
 
@@ -596,6 +619,7 @@ impl Workflows {
         self.table.batch_write(reqs).await?;
         // 3. Move the head (conditional on the version we started from).
         self.finish_claim(&cur.id, &cur.version_id, &head).await?;
+        self.sync_test_webhooks(&cur.id, &info.version_id, &body).await;
         let meta = WorkflowMeta {
             name,
             description,
@@ -840,6 +864,7 @@ impl Workflows {
         if !meta.is_archived {
             return Err(StoreError::Invalid(format!("workflow {id} must be archived before it is deleted")));
         }
+        self.webhooks.clear_test(id).await?;
         let items = self.table.query_prefix(&wf_pk(id), "", false).await?;
         let reqs = items
             .into_iter()
@@ -857,7 +882,7 @@ impl Workflows {
         project_id: &str,
         folder_id: &str,
         transfer_to: Option<&str>,
-    ) -> Result<(), StoreError> {
+    ) -> Result<FolderDeleted, StoreError> {
         let all = self.folders.list(project_id).await?;
         if !all.iter().any(|f| f.id == folder_id) {
             return Err(StoreError::NotFound(format!("folder {folder_id}")));
@@ -868,19 +893,31 @@ impl Workflows {
                 return Err(StoreError::Invalid(format!("cannot transfer into folder {t}")));
             }
         }
+        let mut workflows = 0;
         for wf in self.heads(project_id).await? {
             if wf.parent_folder_id.as_ref().is_some_and(|p| doomed.contains(p)) {
                 self.move_to_folder(&wf.id, transfer_to).await?;
                 if transfer_to.is_none() {
                     self.archive(&wf.id).await?;
                 }
+                workflows += 1;
             }
         }
         // Children before parents, so each delete finds its folder empty.
         for f in doomed.iter().rev() {
             self.folders.delete_empty(project_id, f).await?;
         }
-        Ok(())
+        Ok(FolderDeleted { folders: doomed.len(), workflows })
+    }
+
+    /// The workflows (archived ones too) directly in any of `folder_ids`.
+    pub async fn count_in_folders(&self, project_id: &str, folder_ids: &[String]) -> Result<usize, StoreError> {
+        Ok(self
+            .heads(project_id)
+            .await?
+            .iter()
+            .filter(|wf| wf.parent_folder_id.as_ref().is_some_and(|p| folder_ids.contains(p)))
+            .count())
     }
 
     /// Conditional update of the head; `Ok(false)` when `extra` (the

@@ -13,7 +13,7 @@ mod v3;
 use serde_json::{json, Map, Value};
 
 pub use transport::{is_forbidden_ip, HttpClient};
-pub(crate) use transport::{send, Redirects, Request, Response};
+pub(crate) use transport::{cached_token, send, Redirects, Request, Response};
 
 use super::{NodeContext, NodeOutput};
 use crate::error::{EngineError, Result};
@@ -225,6 +225,12 @@ pub(crate) fn auth_for(ctx: &NodeContext<'_>, cred_type: &str, url: &str, predef
                 "OAuth1 credentials are not supported by this engine",
                 "Use an OAuth2, header, query or bearer credential instead.",
             ))
+        }
+        "oAuth2Api" if data.pointer("/oauthTokenData/access_token").is_none() => {
+            // Client credentials: one exchange per credential and execution.
+            let key = ctx.node.credentials.as_ref().and_then(|c| c.get(cred_type)).map(Value::to_string).unwrap_or_default();
+            let token = cached_token(ctx.env, &key, || crate::credentials::oauth2_client_credentials_token(ctx.env, &data))?;
+            auth.headers.push(("Authorization".into(), format!("Bearer {token}")));
         }
         _ => {
             // OAuth2 (generic or a service's) and service credentials with a token

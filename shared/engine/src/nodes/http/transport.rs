@@ -79,6 +79,8 @@ pub struct HttpClient {
     rt: tokio::runtime::Runtime,
     client: reqwest::Client,
     insecure: reqwest::Client,
+    /// OAuth2 client-credentials access tokens of this execution, by credential reference.
+    tokens: std::sync::Mutex<std::collections::HashMap<String, String>>,
 }
 
 /// `scheme://host:port` of a URL, for messages: the path and query may carry
@@ -131,7 +133,7 @@ impl HttpClient {
                 .build()
                 .map_err(|e| EngineError::Host(format!("cannot build HTTP client: {e}")))
         };
-        Ok(HttpClient { rt, client: build(false)?, insecure: build(true)? })
+        Ok(HttpClient { rt, client: build(false)?, insecure: build(true)?, tokens: Default::default() })
     }
 }
 
@@ -289,6 +291,19 @@ fn client(env: &Env) -> Result<&HttpClient> {
         let _ = env.http.set(c);
     }
     env.http.get().ok_or_else(|| EngineError::Host("HTTP client unavailable".into()))
+}
+
+/// This execution's token for `key`, fetched once.
+pub(crate) fn cached_token(env: &Env, key: &str, fetch: impl FnOnce() -> Result<String>) -> Result<String> {
+    let c = client(env)?;
+    if let Some(t) = c.tokens.lock().ok().and_then(|t| t.get(key).cloned()) {
+        return Ok(t);
+    }
+    let token = fetch()?;
+    if let Ok(mut tokens) = c.tokens.lock() {
+        tokens.insert(key.to_owned(), token.clone());
+    }
+    Ok(token)
 }
 
 /// Headers that carry credentials: not sent on to another origin after a redirect.
