@@ -39,17 +39,19 @@ pub struct Settings {
 
 impl Settings {
     pub fn from_config(config: &Config) -> Result<Settings, ConfigError> {
-        let public_url = match config.var("INSTANCE_AI_PUBLIC_URL") {
+        // Already a URL (`Config` parsed it); the issuer must be a bare origin,
+        // or clients would look for metadata under a path we do not serve.
+        let public_url = match config.public_url.as_deref() {
             None => None,
             Some(v) => {
-                let url = url::Url::parse(v.trim()).map_err(|e| ConfigError::Malformed {
+                let url = url::Url::parse(v).map_err(|e| ConfigError::Malformed {
                     name: "INSTANCE_AI_PUBLIC_URL",
                     reason: format!("not a URL ({e}): {v:?}"),
                 })?;
                 if !matches!(url.scheme(), "https" | "http") || url.host_str().is_none() || url.path() != "/" || url.query().is_some() {
                     return Err(ConfigError::Malformed {
                         name: "INSTANCE_AI_PUBLIC_URL",
-                        reason: format!("expected an origin like https://mcp.example.com (no path), got {v:?}"),
+                        reason: format!("the OAuth issuer must be an origin like https://mcp.example.com (no path), got {v:?}"),
                     });
                 }
                 Some(url.origin().ascii_serialization())
@@ -96,7 +98,7 @@ mod tests {
         assert_eq!(s.public_url.as_deref(), Some("https://mcp.example.com"));
         assert_eq!(s.origin(&HeaderMap::new()), "https://mcp.example.com");
         assert_eq!(s.lifetimes.access_secs, 60);
-        for (name, bad) in [("INSTANCE_AI_PUBLIC_URL", "https://x.example/mcp"), ("INSTANCE_AI_PUBLIC_URL", "nope"), ("INSTANCE_AI_OAUTH_REFRESH_TOKEN_SECS", "0")] {
+        for (name, bad) in [("INSTANCE_AI_PUBLIC_URL", "https://x.example/mcp"), ("INSTANCE_AI_OAUTH_REFRESH_TOKEN_SECS", "0")] {
             match Settings::from_config(&cfg(&[(name, bad)])) {
                 Err(ConfigError::Malformed { name: n, .. }) => assert_eq!(n, name),
                 other => panic!("{name}={bad}: {other:?}"),
