@@ -42,11 +42,12 @@ async fn transport_rules_over_http() {
 
     let r = http.head(&url).send().await.unwrap();
     assert_eq!(r.status(), 401);
-    assert_eq!(r.headers()["www-authenticate"], "Bearer");
+    let challenge = format!("Bearer resource_metadata=\"{}/.well-known/oauth-protected-resource/mcp\"", cloud.base_url());
+    assert!(r.headers()["www-authenticate"].to_str().unwrap().starts_with(&challenge), "{:?}", r.headers());
 
     let r = http.post(&url).json(&rpc("ping", json!({}))).send().await.unwrap();
     assert_eq!(r.status(), 401, "no key");
-    assert_eq!(r.headers()["www-authenticate"], "Bearer");
+    assert!(r.headers()["www-authenticate"].to_str().unwrap().starts_with(&challenge));
     let r = http.post(&url).header("authorization", "Bearer wrong-key-123").json(&rpc("ping", json!({}))).send().await.unwrap();
     assert_eq!(r.status(), 401, "unknown key");
 
