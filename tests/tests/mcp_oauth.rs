@@ -5,6 +5,8 @@
 //! clouds share one store, as two instances behind one account could: a
 //! token issued for one must not work at the other.
 
+mod mcp_common;
+
 use local_cloud::{start, Options, Running};
 use serde_json::{json, Value};
 use store::testing::TestEnv;
@@ -19,6 +21,20 @@ async fn clouds() -> (Running, Running) {
     let a = start(opts(config.clone())).await.expect("local cloud starts");
     let b = start(opts(config)).await.expect("a second local cloud on the same store starts");
     (a, b)
+}
+
+/// One JSON-RPC request to `/mcp` with Alice's API key.
+async fn with_api_key(base: &str, method: &str, params: Value) -> Value {
+    reqwest::Client::new()
+        .post(format!("{base}/mcp"))
+        .header("authorization", format!("Bearer {ALICE_KEY}"))
+        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -111,16 +127,7 @@ async fn discovery_registration_and_authorize_refusals_over_http() {
     assert_eq!(r.json::<Value>().await.unwrap()["error"], "invalid_grant");
 
     // API keys keep working on /mcp, with every tool.
-    let r: Value = http
-        .post(format!("{base}/mcp"))
-        .header("authorization", format!("Bearer {ALICE_KEY}"))
-        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let r = with_api_key(&base, "tools/list", json!({})).await;
     assert_eq!(r["result"]["tools"].as_array().unwrap().len(), 27);
     cloud.shutdown().await;
     other.shutdown().await;
@@ -129,36 +136,22 @@ async fn discovery_registration_and_authorize_refusals_over_http() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn python_sdk_oauth_client_end_to_end() {
     let (cloud, other) = clouds().await;
-    let python = std::env::var("INSTANCE_AI_PYTHON").unwrap_or_else(|_| "python3".into());
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/mcp/oauth_e2e.py");
-    let out = tokio::process::Command::new(&python)
-        .arg(script)
-        .env("MCP_URL", format!("{}/mcp", cloud.base_url()))
-        .env("OTHER_MCP_URL", format!("{}/mcp", other.base_url()))
-        .env("MCP_KEY", ALICE_KEY)
-        .output()
-        .await
-        .unwrap_or_else(|e| panic!("cannot run {python}: {e} (set INSTANCE_AI_PYTHON to a python with `mcp` installed)"));
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    println!("{stdout}");
-    assert!(out.status.success(), "the OAuth client script failed:\n{stdout}\n{stderr}");
-    let summary: Value = stdout.lines().rev().find_map(|l| serde_json::from_str(l).ok()).expect("summary line");
+    let summary = mcp_common::run_client_script(
+        "oauth_e2e.py",
+        &[
+            ("MCP_URL", format!("{}/mcp", cloud.base_url())),
+            ("OTHER_MCP_URL", format!("{}/mcp", other.base_url())),
+            ("MCP_KEY", ALICE_KEY.into()),
+        ],
+    )
+    .await;
     println!("requests per first connection: {}", summary["firstConnection"]);
 
     // The refused write left nothing behind (seen through the API key's MCP door).
-    let http = reqwest::Client::new();
-    let r: Value = http
-        .post(format!("{}/mcp", cloud.base_url()))
-        .header("authorization", format!("Bearer {ALICE_KEY}"))
-        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "search_data_tables", "arguments": {"query": "read token"}}}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let r = with_api_key(&cloud.base_url(), "tools/call", json!({"name": "search_data_tables", "arguments": {"query": "read token"}})).await;
     assert_eq!(r["result"]["structuredContent"]["count"], 0, "{r}");
+    let r = with_api_key(&cloud.base_url(), "tools/call", json!({"name": "search_data_tables", "arguments": {"query": "oauth e2e"}})).await;
+    assert_eq!(r["result"]["structuredContent"]["count"], 1, "the write-scope token's table is there: {r}");
     cloud.shutdown().await;
     other.shutdown().await;
 }

@@ -8,6 +8,7 @@ use http::header::{self, HeaderValue};
 use http::Method;
 use lambda_http::{Body, Request, RequestExt, Response};
 use serde_json::Value;
+use store::deployment::{FunctionId, ROUTES};
 
 pub async fn handle(app: &App, req: Request) -> Response<Body> {
     let settings = match Settings::from_config(&app.config) {
@@ -47,20 +48,15 @@ pub async fn handle(app: &App, req: Request) -> Response<Body> {
                 Err(e) => cors(e.into_response()),
             },
         },
-        (_, p) if ROUTES.contains(&p) => OAuthError::MethodNotAllowed(format!("{} is not served for {p}", req.method())).into_response(),
+        (_, p) if is_route(p) => OAuthError::MethodNotAllowed(format!("{} is not served for {p}", req.method())).into_response(),
         (_, p) => OAuthError::NotFound(format!("no OAuth endpoint {p}")).into_response(),
     }
 }
 
-const ROUTES: &[&str] = &[
-    "/.well-known/oauth-protected-resource",
-    "/.well-known/oauth-protected-resource/mcp",
-    "/.well-known/oauth-authorization-server",
-    "/register",
-    "/authorize",
-    "/token",
-    "/revoke",
-];
+/// Whether `path` is one of this function's routes (`store::deployment`).
+fn is_route(path: &str) -> bool {
+    ROUTES.iter().any(|r| r.function == FunctionId::OAuth && r.path == path)
+}
 
 /// The raw query string (API Gateway passes it in the URI; a request
 /// built without one has only the parsed parameters).

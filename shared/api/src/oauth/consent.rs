@@ -11,27 +11,13 @@ use super::authorize::AuthorizationRequest;
 use http::header::{self, HeaderValue};
 use lambda_http::{Body, Response};
 use mcp_server::scopes::Scope;
+// One HTML escaper for our server-rendered pages (the form pages' and this one).
+use triggers::html::escape;
 
 /// Where the web page keeps its key (`shared/api/web/app.js`, `KEY_STORAGE`).
 pub const WEB_KEY_STORAGE: &str = "instance-ai.key";
 /// The CSRF cookie; scoped to the form's path, never sent cross-site.
 pub const CSRF_COOKIE: &str = "ia_oauth_csrf";
-
-/// Escapes text for HTML content and double-quoted attributes.
-pub fn escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
 
 const STYLE: &str = "body{font:16px/1.5 system-ui,sans-serif;max-width:34rem;margin:3rem auto;padding:0 1rem;color:#1b1b1f}\
 h1{font-size:1.4rem}.box{border:1px solid #d0d0d7;border-radius:8px;padding:1rem 1.25rem;margin:1rem 0}\
@@ -71,7 +57,6 @@ pub fn page(v: &View<'_>) -> String {
     format!(
         r#"<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
-<meta name="referrer" content="no-referrer">
 <title>Connect {name_e} to Instance AI</title><style nonce="{nonce}">{STYLE}</style></head>
 <body><main>
 <h1>Connect <em>{name_e}</em> to Instance AI?</h1>
@@ -150,19 +135,12 @@ pub fn html(status: u16, body: String, nonce: &str, form_target: Option<&str>) -
     h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
     h.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
-    h.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
+    // `same-origin`, not `no-referrer`: under `no-referrer` a browser sends
+    // `Origin: null` on the form post, which `authorize::decide` refuses.
+    // Nothing leaves for another origin either way.
+    h.insert(header::REFERRER_POLICY, HeaderValue::from_static("same-origin"));
     if let Ok(v) = HeaderValue::from_str(&csp) {
         h.insert(header::CONTENT_SECURITY_POLICY, v);
     }
     resp
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn escapes_markup_and_quotes() {
-        assert_eq!(escape(r#"<img src=x onerror="a">&'"#), "&lt;img src=x onerror=&quot;a&quot;&gt;&amp;&#39;");
-    }
 }
