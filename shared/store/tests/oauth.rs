@@ -161,3 +161,14 @@ async fn a_confidential_clients_secret_is_kept_as_a_hash() {
     assert!(!table_text(&env).await.contains(&secret));
     assert_eq!(store.client("mcpc_unknown").await.unwrap(), None);
 }
+
+#[tokio::test]
+async fn an_expired_access_token_is_refused_and_its_refresh_token_still_works() {
+    let (_env, store, client) = setup().await;
+    let c = code(&store, &client).await;
+    let record = store.redeem_code(&c).await.unwrap();
+    let tokens = store.open_grant(&record, Lifetimes { access_secs: 0, refresh_secs: 3600 }).await.unwrap();
+    assert_eq!(store.access_token(&tokens.access_token).await.unwrap(), None, "expired the moment it was issued");
+    let (_, fresh) = store.refresh(&tokens.refresh_token, &client.client_id, LIFE, |s| Some(s.to_owned())).await.unwrap();
+    assert!(store.access_token(&fresh.access_token).await.unwrap().is_some());
+}
