@@ -154,12 +154,12 @@ def provider(storage, person, scope=None):
                                redirect_handler=person.open, callback_handler=person.callback)
 
 
-async def raw_call(url, token, name, args):
+async def raw_call(url, token, name, args, headers=None):
     """A tools/call without the SDK, to read the HTTP answer itself."""
     async with httpx2.AsyncClient() as h:
         return await h.post(url, json={"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": name, "arguments": args}},
                             headers={"authorization": f"Bearer {token}", "accept": "application/json, text/event-stream",
-                                     "mcp-protocol-version": "2025-06-18"})
+                                     "mcp-protocol-version": "2025-06-18", **(headers or {})})
 
 
 async def post_as_client(storage, path, data):
@@ -224,6 +224,8 @@ async def main():
     www = r.headers.get("www-authenticate", "")
     check("a token for this server is refused by another resource", r.status_code == 401 and 'error="invalid_token"' in www, [r.status_code, www, r.text])
     check("the refusal names the audience", f"{BASE}/mcp" in r.text, r.text)
+    r = await raw_call(OTHER_URL, new.access_token, "search_workflows", {}, {"x-forwarded-host": urlparse(BASE).netloc})
+    check("a forwarded-host header does not make the other instance take it", r.status_code == 401, r.text)
     r = await post_as_client(storage, "/token", {"grant_type": "refresh_token", "refresh_token": new.refresh_token, "resource": f"{OTHER_URL}"})
     check("a token for another resource is not issued", r.status_code == 400 and r.json()["error"] == "invalid_target", r.text)
 

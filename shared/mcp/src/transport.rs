@@ -264,15 +264,14 @@ fn needed_scope(response: &Value) -> Option<Scope> {
     Scope::parse(error.pointer("/data/requiredScope")?.as_str()?)
 }
 
-/// The origin the client called (`scheme://host`), from `Host` and the
-/// proxy's `X-Forwarded-*`: where links to workflows point, and, unless
-/// the deployment pins its public URL, the resource tokens are bound to.
+/// The origin the client called (`scheme://host`), from `Host` (which API
+/// Gateway routes by, so a client cannot name another instance there) and
+/// `X-Forwarded-Proto`: where links to workflows point, and, unless the
+/// deployment pins `INSTANCE_AI_PUBLIC_URL`, the resource tokens are bound
+/// to. `X-Forwarded-Host` is not read: any client can send it, and a token
+/// of another instance on the same store would pass the audience check.
 pub fn request_origin(headers: &HeaderMap) -> String {
-    let host = headers
-        .get("x-forwarded-host")
-        .or_else(|| headers.get(http::header::HOST))
-        .and_then(|h| h.to_str().ok())
-        .unwrap_or("localhost");
+    let host = headers.get(http::header::HOST).and_then(|h| h.to_str().ok()).unwrap_or("localhost");
     let proto = headers.get("x-forwarded-proto").and_then(|h| h.to_str().ok()).unwrap_or(
         if host.starts_with("127.0.0.1") || host.starts_with("localhost") { "http" } else { "https" },
     );
