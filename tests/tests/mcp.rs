@@ -3,6 +3,8 @@
 //! Python SDK client (`tests/mcp/client_e2e.py`, run with
 //! `$INSTANCE_AI_PYTHON`, default `python3`, which must have `mcp` installed).
 
+mod mcp_common;
+
 use local_cloud::{start, Options, Running};
 use protocol::UserId;
 use serde_json::{json, Value};
@@ -42,11 +44,12 @@ async fn transport_rules_over_http() {
 
     let r = http.head(&url).send().await.unwrap();
     assert_eq!(r.status(), 401);
-    assert_eq!(r.headers()["www-authenticate"], "Bearer");
+    let challenge = format!("Bearer resource_metadata=\"{}/.well-known/oauth-protected-resource/mcp\"", cloud.base_url());
+    assert!(r.headers()["www-authenticate"].to_str().unwrap().starts_with(&challenge), "{:?}", r.headers());
 
     let r = http.post(&url).json(&rpc("ping", json!({}))).send().await.unwrap();
     assert_eq!(r.status(), 401, "no key");
-    assert_eq!(r.headers()["www-authenticate"], "Bearer");
+    assert!(r.headers()["www-authenticate"].to_str().unwrap().starts_with(&challenge));
     let r = http.post(&url).header("authorization", "Bearer wrong-key-123").json(&rpc("ping", json!({}))).send().await.unwrap();
     assert_eq!(r.status(), 401, "unknown key");
 
@@ -123,24 +126,11 @@ async fn python_sdk_client_end_to_end() {
         .expect("credential");
     data.folders.create(&user.personal_project_id, "Clients", None).await.expect("folder");
 
-    let python = std::env::var("INSTANCE_AI_PYTHON").unwrap_or_else(|_| "python3".into());
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/mcp/client_e2e.py");
-    let out = tokio::process::Command::new(&python)
-        .arg(script)
-        .env("MCP_URL", format!("{}/mcp", cloud.base_url()))
-        .env("MCP_KEY", ALICE_KEY)
-        .env("MCP_SECRET", SECRET)
-        .output()
-        .await
-        .unwrap_or_else(|e| panic!("cannot run {python}: {e} (set INSTANCE_AI_PYTHON to a python with `mcp` installed)"));
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    println!("{stdout}");
-    assert!(out.status.success(), "the MCP client script failed:\n{stdout}\n{stderr}");
-
-    // What the script could only see through tools, checked in the store:
-    // the rejected inserts (1001 rows, an unknown column) wrote nothing.
-    let summary: Value = stdout.lines().rev().find_map(|l| serde_json::from_str(l).ok()).expect("summary line");
+    let summary = mcp_common::run_client_script(
+        "client_e2e.py",
+        &[("MCP_URL", format!("{}/mcp", cloud.base_url())), ("MCP_KEY", ALICE_KEY.into()), ("MCP_SECRET", SECRET.into())],
+    )
+    .await;
     let table = summary["dataTableId"].as_str().expect("data table id");
     assert_eq!(data.data_tables.count_rows(table).await.unwrap(), summary["rowsInserted"].as_u64().unwrap() as usize);
     cloud.shutdown().await;

@@ -468,6 +468,43 @@ def _(ctx):
     other.close()
 
 
+@check("an MCP client's OAuth consent page shares the page's sign-in: approve sends the browser back with a code")
+def _(ctx):
+    import base64, hashlib, json, urllib.parse
+    page = S["page"]
+    cb = "http://127.0.0.1:9/oauth-callback"
+    reg = page.request.post(args.url + "/register", data=json.dumps(
+        {"redirect_uris": [cb], "client_name": "Browser test client", "token_endpoint_auth_method": "none"}),
+        headers={"content-type": "application/json"})
+    assert reg.status == 201, reg.text()
+    client_id = reg.json()["client_id"]
+    verifier = "v" * 64
+    challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).decode().rstrip("=")
+    query = urllib.parse.urlencode({"response_type": "code", "client_id": client_id, "redirect_uri": cb, "state": "browser-state",
+                                    "code_challenge": challenge, "code_challenge_method": "S256", "scope": "mcp:read mcp:write"})
+    landed = []
+    page.route(cb + "*", lambda route: (landed.append(route.request.url), route.fulfill(status=200, body="back at the client")))
+    page.goto(f"{args.url}/authorize?{query}")
+    expect(page.get_by_role("heading", name="Connect Browser test client to Instance AI?")).to_be_visible(timeout=WAIT)
+    # Signed in on the web page: the consent page uses that key and asks for none.
+    expect(page.locator("#signed-in")).to_be_visible()
+    expect(page.get_by_label("Sign in: your Instance AI API key")).to_be_hidden()
+    expect(page.get_by_role("checkbox", name=re.compile("mcp:read"))).to_be_checked()
+    expect(page.get_by_role("checkbox", name=re.compile("mcp:execute"))).to_have_count(0)
+    shot(page, "oauth-consent")
+    page.get_by_role("checkbox", name=re.compile("mcp:write")).uncheck()
+    page.get_by_role("button", name="Approve").click()
+    expect(page.locator("body")).to_contain_text("back at the client", timeout=WAIT)
+    back = urllib.parse.parse_qs(urllib.parse.urlparse(landed[-1]).query)
+    assert back["state"] == ["browser-state"] and back["code"][0].startswith("iac_"), landed
+    token = page.request.post(args.url + "/token", form={"grant_type": "authorization_code", "code": back["code"][0],
+                              "client_id": client_id, "redirect_uri": cb, "code_verifier": verifier})
+    assert token.status == 200 and token.json()["scope"] == "mcp:read", token.text()
+    page.unroute(cb + "*")
+    page.goto(args.url + "/")
+    expect(page.get_by_role("textbox", name="Message", exact=True)).to_be_visible(timeout=WAIT)
+
+
 @check("sign out forgets the key; a refused stored key returns to sign-in")
 def _(ctx):
     page = S["page"]

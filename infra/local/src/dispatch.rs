@@ -24,6 +24,7 @@ pub async fn http(app: &App, function: FunctionId, req: lambda_http::Request) ->
         FunctionId::Webhook => boxed(handlers::webhook::handle(app, req).await),
         FunctionId::Web => boxed(handlers::web::handle(app, req).await),
         FunctionId::Credentials => boxed(handlers::credentials::handle(app, req).await),
+        FunctionId::OAuth => boxed(handlers::oauth::handle(app, req).await),
         other => {
             tracing::error!(function = ?other, "function has an HTTP route but no HTTP handler");
             boxed(api::ApiError::Internal(format!("{other:?} is not an HTTP function")).into_response())

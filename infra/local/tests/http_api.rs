@@ -51,7 +51,10 @@ async fn every_other_route_requires_a_valid_bearer_key() {
                 req = req.header("authorization", a);
             }
             let resp = req.send().await.unwrap();
-            assert_eq!(resp.headers().get("www-authenticate").map(|v| v.to_str().unwrap()), Some("Bearer"));
+            let challenge = resp.headers().get("www-authenticate").map(|v| v.to_str().unwrap().to_owned()).unwrap_or_default();
+            // `/mcp` also names where OAuth clients discover how to get a token.
+            let expected = if path == "/mcp" { format!("Bearer resource_metadata=\"{base}/.well-known/oauth-protected-resource/mcp\"") } else { "Bearer".into() };
+            assert!(challenge == expected || (path == "/mcp" && challenge.starts_with(&expected)), "{path}: {challenge}");
             let (status, body) = get_json(resp).await;
             assert_eq!(status, 401, "{method} {path} with {auth:?}");
             assert_error_shape(&body, "unauthorized");

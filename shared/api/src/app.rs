@@ -4,6 +4,7 @@
 use crate::error::InitError;
 use store::deployment::{FunctionId, TableId};
 use std::sync::Arc;
+use store::oauth::OAuthStore;
 use store::{ApiKeys, AwsClients, Config};
 use tokio::sync::OnceCell;
 
@@ -13,6 +14,8 @@ pub struct App {
     pub clients: AwsClients,
     /// `None` in a function that has no API keys table (SQS consumers).
     pub api_keys: Option<ApiKeys>,
+    /// OAuth clients, codes and tokens (the `oauth` and `mcp` functions).
+    pub oauth: Option<OAuthStore>,
     /// The agent runtime, built on first use and then shared (tests may set
     /// it first, e.g. with extra tools).
     pub agent: Arc<OnceCell<Arc<agent::Runtime>>>,
@@ -27,6 +30,9 @@ impl App {
         let config = Config::from_env()?;
         crate::logging::init(config.log_json);
         config.require(function.def())?;
+        if function.def().tables.iter().any(|t| t.table == TableId::OAuth) {
+            crate::oauth::Settings::from_config(&config)?;
+        }
         let clients = AwsClients::new(&config).await;
         tracing::info!(function = ?function, "initialised");
         Ok(App::new(config, clients))
@@ -35,7 +41,8 @@ impl App {
     /// An app over an existing configuration (the local cloud, tests).
     pub fn new(config: Config, clients: AwsClients) -> App {
         let api_keys = config.table(TableId::ApiKeys).ok().map(|t| ApiKeys::new(clients.dynamo.clone(), t));
-        App { config, clients, api_keys, agent: Arc::new(OnceCell::new()), instance: Arc::new(OnceCell::new()) }
+        let oauth = config.table(TableId::OAuth).ok().map(|t| OAuthStore::new(clients.dynamo.clone(), t));
+        App { config, clients, api_keys, oauth, agent: Arc::new(OnceCell::new()), instance: Arc::new(OnceCell::new()) }
     }
 
     /// The agent runtime of this process.

@@ -1,9 +1,14 @@
 //! Bearer authentication: `Authorization: Bearer <api key>` on every route
 //! but `GET /healthz`; the WebSocket `$connect` carries it as `?token=`.
+//! `/mcp` also takes OAuth access tokens ([`authenticate_mcp`]); no other
+//! route does (they are bound to the MCP resource).
 
 use crate::{ApiError, App};
 use http::HeaderMap;
+use mcp_server::scopes::Scopes;
+use mcp_server::transport::Caller;
 use protocol::UserId;
+use store::oauth::TokenKind;
 
 /// The key in an `Authorization: Bearer …` header, if well-formed.
 pub fn bearer_token(headers: &HeaderMap) -> Option<&str> {
@@ -31,6 +36,46 @@ pub async fn authenticate_key(app: &App, key: &str) -> Result<UserId, ApiError> 
         return Err(ApiError::Unauthorized("invalid API key".into()));
     }
     keys.lookup(key).await?.ok_or_else(|| ApiError::Unauthorized("invalid API key".into()))
+}
+
+/// Why `/mcp` refused a request's credentials.
+#[derive(Debug)]
+pub enum McpAuthError {
+    /// 401 with the OAuth challenge; `Some(why)` when a token was presented.
+    Unauthorized(Option<String>),
+    Failed(ApiError),
+}
+
+/// The caller of `/mcp`: an OAuth access token issued for `resource` (this
+/// server's, RFC 8707 audience) with its scopes, or an API key with every
+/// scope. A token for any other resource is refused.
+pub async fn authenticate_mcp(app: &App, headers: &HeaderMap, resource: &str) -> Result<Caller, McpAuthError> {
+    let token = bearer_token(headers).ok_or(McpAuthError::Unauthorized(None))?;
+    match TokenKind::of(token) {
+        Some(TokenKind::Access) => {
+            let store = app.oauth.as_ref().ok_or_else(|| McpAuthError::Failed(ApiError::Internal("this function has no OAuth table".into())))?;
+            let record = store
+                .access_token(token)
+                .await
+                .map_err(|e| McpAuthError::Failed(e.into()))?
+                .ok_or_else(|| McpAuthError::Unauthorized(Some("the access token is invalid, expired or revoked".into())))?;
+            if record.resource != resource {
+                tracing::warn!(client = %record.client_id, audience = %record.resource, "access token for another resource refused");
+                return Err(McpAuthError::Unauthorized(Some(format!(
+                    "the access token was issued for {}, not for this server ({resource})",
+                    record.resource
+                ))));
+            }
+            let scopes = Scopes::parse(&record.scope).unwrap_or_default();
+            Ok(Caller { user: record.user(), scopes })
+        }
+        Some(TokenKind::Refresh) => Err(McpAuthError::Unauthorized(Some("a refresh token is not an access token: exchange it at /token".into()))),
+        None => match authenticate_key(app, token).await {
+            Ok(user) => Ok(Caller::api_key(user)),
+            Err(ApiError::Unauthorized(m)) => Err(McpAuthError::Unauthorized(Some(m))),
+            Err(e) => Err(McpAuthError::Failed(e)),
+        },
+    }
 }
 
 #[cfg(test)]

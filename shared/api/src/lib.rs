@@ -11,6 +11,7 @@ pub mod handlers;
 pub mod http_util;
 pub mod lambda;
 pub mod logging;
+pub mod oauth;
 pub mod sse;
 pub mod web;
 

@@ -69,6 +69,16 @@ async fn the_webhook_sample_reaches_the_webhook_handler_without_an_api_key() {
 }
 
 #[tokio::test]
+async fn the_oauth_sample_answers_authorization_server_metadata_for_its_host() {
+    let app = app().await;
+    let resp = api::handlers::oauth::handle(&app, http_request("oauth")).await;
+    assert_eq!(resp.status(), 200);
+    let body: serde_json::Value = serde_json::from_slice(resp.body()).unwrap();
+    assert_eq!(body["issuer"], "https://abc123.execute-api.us-east-1.amazonaws.com");
+    assert_eq!(body["token_endpoint"], "https://abc123.execute-api.us-east-1.amazonaws.com/token");
+}
+
+#[tokio::test]
 async fn the_gateway_sample_connects_and_records_the_connection() {
     let app = app().await;
     let event: ApiGatewayWebsocketProxyRequest = serde_json::from_str(&sample("gateway")).unwrap();

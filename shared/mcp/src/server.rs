@@ -2,8 +2,9 @@
 
 use crate::error::McpError;
 use crate::ratelimit::RateLimiter;
+use crate::scopes::Scopes;
 use crate::tools;
-use crate::transport::{self, INVALID_PARAMS, METHOD_NOT_FOUND};
+use crate::transport::{self, INSUFFICIENT_SCOPE, INVALID_PARAMS, METHOD_NOT_FOUND};
 use protocol::UserId;
 use serde_json::{json, Value};
 use instance::Instance;
@@ -23,6 +24,8 @@ pub struct McpServer {
 #[derive(Clone, Debug)]
 pub struct RequestCtx {
     pub user: UserId,
+    /// What the caller may do: `tools/list` shows only these tools.
+    pub scopes: Scopes,
     /// `scheme://host` the client called; workflow links are built on it.
     pub base_url: String,
 }
@@ -37,9 +40,9 @@ impl McpServer {
         Ok(McpServer { instance, limiter, config: config.clone() })
     }
 
-    /// One JSON-RPC request. `Err((code, message))` is a protocol error;
-    /// tool failures are results with `isError: true`.
-    pub async fn dispatch(&self, ctx: &RequestCtx, method: &str, params: Value) -> Result<Value, (i64, String)> {
+    /// One JSON-RPC request. `Err((code, message, data))` is a protocol
+    /// error; tool failures are results with `isError: true`.
+    pub async fn dispatch(&self, ctx: &RequestCtx, method: &str, params: Value) -> Result<Value, (i64, String, Value)> {
         match method {
             "initialize" => {
                 let requested = params.get("protocolVersion").and_then(Value::as_str).unwrap_or(transport::DEFAULT_VERSION);
@@ -56,15 +59,27 @@ impl McpServer {
                 }))
             }
             "ping" => Ok(json!({})),
-            "tools/list" => Ok(json!({"tools": tools::list()})),
+            "tools/list" => Ok(json!({"tools": tools::list_for(ctx.scopes)})),
             "tools/call" => {
                 let Some(name) = params.get("name").and_then(Value::as_str) else {
-                    return Err((INVALID_PARAMS, "tools/call needs params.name (a string)".into()));
+                    return Err((INVALID_PARAMS, "tools/call needs params.name (a string)".into(), Value::Null));
                 };
+                if let Some(needed) = tools::scope_of(name).filter(|s| !ctx.scopes.contains(*s)) {
+                    return Err((
+                        INSUFFICIENT_SCOPE,
+                        format!(
+                            "{name} needs the {} scope; this connection was granted {}. Reconnect and approve {} to use it.",
+                            needed.as_str(),
+                            if ctx.scopes.is_empty() { "no scopes".to_owned() } else { ctx.scopes.to_string() },
+                            needed.as_str()
+                        ),
+                        json!({"requiredScope": needed.as_str()}),
+                    ));
+                }
                 let args = params.get("arguments").cloned().unwrap_or_else(|| json!({}));
                 Ok(self.call_tool(ctx, name, args).await)
             }
-            other => Err((METHOD_NOT_FOUND, format!("Method not found: {other}"))),
+            other => Err((METHOD_NOT_FOUND, format!("Method not found: {other}"), Value::Null)),
         }
     }
 

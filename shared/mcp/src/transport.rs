@@ -8,10 +8,26 @@
 //! the surface we need (initialize, ping, tools/list, tools/call,
 //! notifications) is a few dozen lines of JSON-RPC.
 
+use crate::scopes::{Scope, Scopes};
 use crate::server::{McpServer, RequestCtx};
 use http::{HeaderMap, Method};
 use protocol::UserId;
 use serde_json::{json, Value};
+
+/// Who an authenticated request comes from and what it may do: an API key
+/// may do everything, an OAuth token what its scopes grant.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Caller {
+    pub user: UserId,
+    pub scopes: Scopes,
+}
+
+impl Caller {
+    /// An API key's caller: every tool.
+    pub fn api_key(user: UserId) -> Caller {
+        Caller { user, scopes: Scopes::all() }
+    }
+}
 
 /// Versions we speak, newest first. The first is what `initialize` offers
 /// when the client asks for one we do not know.
@@ -54,12 +70,27 @@ pub const PARSE_ERROR: i64 = -32700;
 pub const INVALID_REQUEST: i64 = -32600;
 pub const METHOD_NOT_FOUND: i64 = -32601;
 pub const INVALID_PARAMS: i64 = -32602;
+/// A tool beyond the token's scopes (answered as HTTP 403 with an
+/// `insufficient_scope` challenge when it is the only message).
+pub const INSUFFICIENT_SCOPE: i64 = -32003;
+
+/// Where this server's protected resource metadata (RFC 9728) is, for the
+/// `resource_metadata` parameter of its challenges.
+pub fn resource_metadata_url(origin: &str) -> String {
+    format!("{origin}/.well-known/oauth-protected-resource/mcp")
+}
+
+/// The resource (RFC 8707) tokens for this server are bound to.
+pub fn resource_url(origin: &str) -> String {
+    format!("{origin}/mcp")
+}
 
 /// Checks that need no credentials, in the order a client learns most from:
 /// a foreign `Origin` (DNS rebinding) is 403 whatever else is wrong; GET
 /// (we offer no server-to-client stream) is 405; HEAD is the auth probe and
-/// gets the bearer challenge. `None`: go on and authenticate.
-pub fn precheck(method: &Method, headers: &HeaderMap, allowed_origins: &[String]) -> Option<Reply> {
+/// gets the bearer challenge. `None`: go on and authenticate. `origin` is
+/// where clients reach this server (for the challenge's metadata URL).
+pub fn precheck(method: &Method, headers: &HeaderMap, allowed_origins: &[String], origin: &str) -> Option<Reply> {
     if let Some(origin) = headers.get(http::header::ORIGIN) {
         let ok = origin
             .to_str()
@@ -70,7 +101,7 @@ pub fn precheck(method: &Method, headers: &HeaderMap, allowed_origins: &[String]
         }
     }
     if method == Method::HEAD {
-        return Some(unauthorized());
+        return Some(unauthorized(origin, None));
     }
     if method != Method::POST {
         let mut r = Reply::json(
@@ -83,11 +114,45 @@ pub fn precheck(method: &Method, headers: &HeaderMap, allowed_origins: &[String]
     None
 }
 
-/// 401 with the bearer challenge (MCP clients look for `WWW-Authenticate`).
-pub fn unauthorized() -> Reply {
-    let mut r = Reply::json(401, json!({"error": {"code": "unauthorized", "message": "send `Authorization: Bearer <api key>`"}}));
-    r.headers.push(("www-authenticate", "Bearer".into()));
+/// 401 with the bearer challenge: MCP clients find the authorization
+/// server from `resource_metadata` (RFC 9728 §5.1). `invalid`: why a
+/// presented token was refused (`error="invalid_token"`, RFC 6750 §3).
+pub fn unauthorized(origin: &str, invalid: Option<&str>) -> Reply {
+    let message = invalid.unwrap_or("send `Authorization: Bearer <token>`: an OAuth access token for this server, or an API key");
+    let mut r = Reply::json(401, json!({"error": {"code": "unauthorized", "message": message}}));
+    let mut challenge = format!(
+        "Bearer resource_metadata=\"{}\", scope=\"{}\"",
+        resource_metadata_url(origin),
+        Scopes::all()
+    );
+    if let Some(why) = invalid {
+        challenge.push_str(&format!(", error=\"invalid_token\", error_description=\"{}\"", quoted(why)));
+    }
+    r.headers.push(("www-authenticate", challenge));
     r
+}
+
+/// 403 for a call beyond the token's scopes, with the challenge a client
+/// steps up from (MCP authorization, "scope challenge"): the scopes it
+/// holds plus the one it lacks.
+fn insufficient_scope(origin: &str, granted: Scopes, needed: Scope, body: Value) -> Reply {
+    let mut wanted = granted;
+    wanted.insert(needed);
+    let mut r = Reply::json(403, body);
+    r.headers.push((
+        "www-authenticate",
+        format!(
+            "Bearer error=\"insufficient_scope\", scope=\"{wanted}\", resource_metadata=\"{}\", error_description=\"this call needs the {} scope\"",
+            resource_metadata_url(origin),
+            needed.as_str()
+        ),
+    ));
+    r
+}
+
+/// A value safe inside a quoted-string of a challenge.
+fn quoted(s: &str) -> String {
+    s.chars().filter(|c| *c != '"' && *c != '\\' && !c.is_control()).collect()
 }
 
 /// The protocol version the request speaks, or a 400 naming the ones we do.
@@ -111,8 +176,9 @@ pub fn protocol_version(headers: &HeaderMap) -> Result<&'static str, Reply> {
 }
 
 /// An authenticated POST: parses JSON-RPC, dispatches requests, and answers
-/// 202 when the body held only notifications or responses.
-pub async fn handle_post(server: &McpServer, user: &UserId, headers: &HeaderMap, body: &[u8]) -> Reply {
+/// 202 when the body held only notifications or responses. `origin`: where
+/// clients reach this server (workflow links, challenges).
+pub async fn handle_post(server: &McpServer, caller: &Caller, origin: &str, headers: &HeaderMap, body: &[u8]) -> Reply {
     if let Err(r) = protocol_version(headers) {
         return r;
     }
@@ -123,7 +189,7 @@ pub async fn handle_post(server: &McpServer, user: &UserId, headers: &HeaderMap,
         Ok(v) => v,
         Err(e) => return Reply::json(400, rpc_error(Value::Null, PARSE_ERROR, format!("Parse error: {e}"))),
     };
-    let ctx = RequestCtx { user: user.clone(), base_url: base_url(headers) };
+    let ctx = RequestCtx { user: caller.user.clone(), scopes: caller.scopes, base_url: origin.to_owned() };
     match parsed {
         Value::Array(batch) => {
             if batch.is_empty() {
@@ -142,7 +208,10 @@ pub async fn handle_post(server: &McpServer, user: &UserId, headers: &HeaderMap,
             }
         }
         msg => match handle_message(server, &ctx, msg).await {
-            Some(r) => Reply::json(200, r),
+            Some(r) => match needed_scope(&r) {
+                Some(needed) => insufficient_scope(origin, caller.scopes, needed, r),
+                None => Reply::json(200, r),
+            },
             None => Reply::empty(202),
         },
     }
@@ -176,17 +245,33 @@ async fn handle_message(server: &McpServer, ctx: &RequestCtx, msg: Value) -> Opt
     let params = obj.get("params").cloned().unwrap_or(Value::Null);
     Some(match server.dispatch(ctx, method, params).await {
         Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
-        Err((code, message)) => rpc_error(id, code, message),
+        Err((code, message, data)) => {
+            let mut e = rpc_error(id, code, message);
+            if !data.is_null() {
+                e["error"]["data"] = data;
+            }
+            e
+        }
     })
 }
 
-/// Where links to workflows point: the host the client called.
-fn base_url(headers: &HeaderMap) -> String {
-    let host = headers
-        .get("x-forwarded-host")
-        .or_else(|| headers.get(http::header::HOST))
-        .and_then(|h| h.to_str().ok())
-        .unwrap_or("localhost");
+/// The scope a JSON-RPC error says the call lacked.
+fn needed_scope(response: &Value) -> Option<Scope> {
+    let error = response.get("error")?;
+    if error.get("code")?.as_i64()? != INSUFFICIENT_SCOPE {
+        return None;
+    }
+    Scope::parse(error.pointer("/data/requiredScope")?.as_str()?)
+}
+
+/// The origin the client called (`scheme://host`), from `Host` (which API
+/// Gateway routes by, so a client cannot name another instance there) and
+/// `X-Forwarded-Proto`: where links to workflows point, and, unless the
+/// deployment pins `INSTANCE_AI_PUBLIC_URL`, the resource tokens are bound
+/// to. `X-Forwarded-Host` is not read: any client can send it, and a token
+/// of another instance on the same store would pass the audience check.
+pub fn request_origin(headers: &HeaderMap) -> String {
+    let host = headers.get(http::header::HOST).and_then(|h| h.to_str().ok()).unwrap_or("localhost");
     let proto = headers.get("x-forwarded-proto").and_then(|h| h.to_str().ok()).unwrap_or(
         if host.starts_with("127.0.0.1") || host.starts_with("localhost") { "http" } else { "https" },
     );
@@ -208,16 +293,34 @@ mod tests {
     #[test]
     fn origin_method_and_version_checks() {
         let allowed = vec!["https://app.example.com".to_owned()];
-        assert_eq!(precheck(&Method::POST, &headers(&[]), &allowed), None);
-        assert_eq!(precheck(&Method::POST, &headers(&[("origin", "https://app.example.com")]), &allowed), None);
-        assert_eq!(precheck(&Method::POST, &headers(&[("origin", "https://evil.example")]), &allowed).unwrap().status, 403);
-        assert_eq!(precheck(&Method::GET, &headers(&[("origin", "https://evil.example")]), &allowed).unwrap().status, 403);
-        assert_eq!(precheck(&Method::GET, &headers(&[]), &allowed).unwrap().status, 405);
-        let head = precheck(&Method::HEAD, &headers(&[]), &allowed).unwrap();
+        let o = "https://mcp.example.com";
+        assert_eq!(precheck(&Method::POST, &headers(&[]), &allowed, o), None);
+        assert_eq!(precheck(&Method::POST, &headers(&[("origin", "https://app.example.com")]), &allowed, o), None);
+        assert_eq!(precheck(&Method::POST, &headers(&[("origin", "https://evil.example")]), &allowed, o).unwrap().status, 403);
+        assert_eq!(precheck(&Method::GET, &headers(&[("origin", "https://evil.example")]), &allowed, o).unwrap().status, 403);
+        assert_eq!(precheck(&Method::GET, &headers(&[]), &allowed, o).unwrap().status, 405);
+        let head = precheck(&Method::HEAD, &headers(&[]), &allowed, o).unwrap();
         assert_eq!(head.status, 401);
-        assert!(head.headers.contains(&("www-authenticate", "Bearer".into())));
+        assert!(head.headers.contains(&(
+            "www-authenticate",
+            "Bearer resource_metadata=\"https://mcp.example.com/.well-known/oauth-protected-resource/mcp\", scope=\"mcp:read mcp:execute mcp:write\"".into()
+        )));
         assert_eq!(protocol_version(&headers(&[])).unwrap(), DEFAULT_VERSION);
         assert_eq!(protocol_version(&headers(&[("mcp-protocol-version", "2025-06-18")])).unwrap(), "2025-06-18");
         assert_eq!(protocol_version(&headers(&[("mcp-protocol-version", "1999-01-01")])).unwrap_err().status, 400);
+    }
+
+    #[test]
+    fn challenges_name_the_metadata_and_the_missing_scope() {
+        let r = unauthorized("https://h", Some("token \"expired\""));
+        let (_, v) = r.headers.iter().find(|(k, _)| *k == "www-authenticate").unwrap();
+        assert!(v.contains("error=\"invalid_token\", error_description=\"token expired\""), "{v}");
+        let body = json!({"jsonrpc": "2.0", "id": 1, "error": {"code": INSUFFICIENT_SCOPE, "message": "m", "data": {"requiredScope": "mcp:write"}}});
+        let needed = needed_scope(&body).unwrap();
+        let r = insufficient_scope("https://h", Scopes::parse("mcp:read").unwrap(), needed, body);
+        assert_eq!(r.status, 403);
+        let (_, v) = r.headers.iter().find(|(k, _)| *k == "www-authenticate").unwrap();
+        assert!(v.starts_with("Bearer error=\"insufficient_scope\", scope=\"mcp:read mcp:write\""), "{v}");
+        assert_eq!(needed_scope(&json!({"error": {"code": INVALID_PARAMS}})), None);
     }
 }

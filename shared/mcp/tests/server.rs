@@ -2,7 +2,8 @@
 //! api adapter hands to `transport::handle_post` after authentication.
 
 use http::HeaderMap;
-use mcp_server::transport::handle_post;
+use mcp_server::scopes::{Scope, Scopes};
+use mcp_server::transport::{handle_post, Caller};
 use mcp_server::McpServer;
 use protocol::UserId;
 use serde_json::{json, Value};
@@ -14,8 +15,39 @@ async fn server() -> McpServer {
 }
 
 async fn post(s: &McpServer, user: &str, body: Value) -> (u16, Option<Value>) {
-    let r = handle_post(s, &UserId::from(user.to_owned()), &HeaderMap::new(), body.to_string().as_bytes()).await;
+    let r = handle_post(s, &Caller::api_key(UserId::from(user.to_owned())), "http://localhost", &HeaderMap::new(), body.to_string().as_bytes()).await;
     (r.status, r.body)
+}
+
+#[tokio::test]
+async fn scopes_filter_the_tool_list_and_refuse_calls_beyond_them() {
+    let s = server().await;
+    let read_only = Caller { user: UserId::from("u-scoped".to_owned()), scopes: Scopes::parse("mcp:read").unwrap() };
+    let send = |body: Value| {
+        let (s, caller) = (&s, &read_only);
+        async move { handle_post(s, caller, "https://mcp.example.com", &HeaderMap::new(), body.to_string().as_bytes()).await }
+    };
+    let r = send(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})).await;
+    assert_eq!(r.status, 200);
+    let names: Vec<String> = r.body.unwrap()["result"]["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap().to_owned()).collect();
+    assert!(names.contains(&"search_workflows".to_owned()) && names.contains(&"validate_workflow".to_owned()), "{names:?}");
+    for hidden in ["create_data_table", "execute_workflow", "publish_workflow", "add_data_table_rows"] {
+        assert!(!names.contains(&hidden.to_owned()), "{hidden} is beyond mcp:read: {names:?}");
+    }
+    assert!(names.iter().all(|n| mcp_server::tools::scope_of(n) == Some(Scope::Read)));
+
+    let r = send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "create_data_table", "arguments": {"name": "t", "columns": [{"name": "a", "type": "string"}]}}})).await;
+    assert_eq!(r.status, 403);
+    let challenge = &r.headers.iter().find(|(k, _)| *k == "www-authenticate").unwrap().1;
+    assert!(challenge.contains("error=\"insufficient_scope\"") && challenge.contains("scope=\"mcp:read mcp:write\""), "{challenge}");
+    assert!(challenge.contains("resource_metadata=\"https://mcp.example.com/.well-known/oauth-protected-resource/mcp\""), "{challenge}");
+    let body = r.body.unwrap();
+    assert_eq!(body["id"], 2);
+    assert!(body["error"]["message"].as_str().unwrap().contains("create_data_table needs the mcp:write scope"), "{body}");
+    // Nothing was created: the caller's search finds no table.
+    let r = send(json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "search_data_tables", "arguments": {}}})).await;
+    assert_eq!(r.status, 200);
+    assert_eq!(r.body.unwrap()["result"]["structuredContent"]["count"], 0);
 }
 
 async fn call(s: &McpServer, user: &str, name: &str, args: Value) -> Value {

@@ -51,13 +51,15 @@ pub const VARIABLES: &[Variable] = &[
     Variable { name: "INSTANCE_AI_EXECUTION_INLINE_WAIT_MS", purpose: "how long the agent's `executions` run/run-step wait inline for an execution before the chain parks on it (no step runs while parked; the executor's completion resumes it)", default: Some("2000") },
     Variable { name: "INSTANCE_AI_LOG_FORMAT", purpose: "`json` (default in Lambda) or `text`", default: Some("json") },
     Variable { name: "RUST_LOG", purpose: "log filter (`info`, `store=debug`, ...)", default: Some("info") },
-    Variable { name: "INSTANCE_AI_PUBLIC_URL", purpose: "base URL webhooks, forms and Wait resume URLs are served under (`$execution.resumeUrl` = `<url>/webhook-waiting/<id>`); set by the template for the executor (the HTTP API's URL, or the `PublicUrl` parameter), the local cloud's URL locally; the webhook function uses the request's own host when unset", default: None },
+    Variable { name: "INSTANCE_AI_PUBLIC_URL", purpose: "base URL webhooks, forms and Wait resume URLs are served under (`$execution.resumeUrl` = `<url>/webhook-waiting/<id>`); set by the template for the executor (the HTTP API's URL, or the `PublicUrl` parameter), the local cloud's URL locally; also the OAuth issuer, and with `/mcp` the resource OAuth tokens are bound to; functions use the request's own origin (`Host`, `X-Forwarded-Proto`) when unset", default: None },
     Variable { name: "INSTANCE_AI_EXECUTION_RETENTION_DAYS", purpose: "days a finished execution is kept before DynamoDB's TTL removes it with its run data (`0`: keep forever); a waiting execution never expires while it waits", default: Some("14") },
     Variable { name: "INSTANCE_AI_WEBHOOK_MAX_BODY_BYTES", purpose: "largest webhook or form request body accepted (413 beyond, nothing runs); under API Gateway's 6 MB Lambda payload once base64-encoded", default: Some("4194304") },
     Variable { name: "INSTANCE_AI_WEBHOOK_RESPONSE_WAIT_SECS", purpose: "how long a webhook call waits for a `lastNode` or Respond to Webhook answer before it gets `202` with the execution id (the run goes on); below API Gateway's 30 s", default: Some("25") },
     Variable { name: "SCHEDULER_GROUP", purpose: "EventBridge Scheduler schedule group that holds the schedules of published Schedule Trigger workflows", default: None },
     Variable { name: "SCHEDULER_ROLE_ARN", purpose: "IAM role EventBridge Scheduler assumes to send a schedule's tick to the Runs queue", default: None },
     Variable { name: "RUNS_QUEUE_ARN", purpose: "ARN of the Runs queue, the target of every schedule", default: None },
+    Variable { name: "INSTANCE_AI_OAUTH_ACCESS_TOKEN_SECS", purpose: "lifetime of an OAuth access token for `/mcp` (short: a client refreshes it)", default: Some("900") },
+    Variable { name: "INSTANCE_AI_OAUTH_REFRESH_TOKEN_SECS", purpose: "how long an OAuth refresh token (rotated at each use) stays valid unused", default: Some("2592000") },
 ];
 
 /// The configuration of one process.

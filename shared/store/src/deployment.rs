@@ -17,6 +17,7 @@ pub enum TableId {
     Instance,
     Executions,
     DataRows,
+    OAuth,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -133,6 +134,17 @@ pub const TABLES: &[TableDef] = &[
         indexes: &[],
         ttl_attribute: None,
     },
+    TableDef {
+        id: TableId::OAuth,
+        logical_id: "OAuthTable",
+        env: "OAUTH_TABLE",
+        local_suffix: "oauth",
+        purpose: "OAuth clients, authorization codes, grants and tokens (codes and tokens as SHA-256 hashes)",
+        partition_key: ("pk", KeyType::S),
+        sort_key: Some(("sk", KeyType::S)),
+        indexes: &[],
+        ttl_attribute: Some("expiresAt"),
+    },
 ];
 
 impl TableId {
@@ -213,6 +225,7 @@ pub enum FunctionId {
     Webhook,
     Web,
     Credentials,
+    OAuth,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -364,7 +377,7 @@ pub const FUNCTIONS: &[FunctionDef] = &[
         package: "mcp",
         timeout_secs: 120,
         memory_mb: 1024,
-        tables: &[r(ApiKeys), rw(Instance), rw(Executions), rw(DataRows)],
+        tables: &[r(ApiKeys), rw(Instance), rw(Executions), rw(DataRows), r(OAuth)],
         sends_to: &[QueueId::Runs],
         consumes: &[],
         inspects: &[],
@@ -465,6 +478,22 @@ pub const FUNCTIONS: &[FunctionDef] = &[
         uses_kms: true,
         calls_model: false,
     },
+    // The OAuth 2.1 authorization server of the MCP server: metadata,
+    // registration, consent (signed in with an API key), tokens, revocation.
+    FunctionDef {
+        id: FunctionId::OAuth,
+        logical_id: "OAuthFunction",
+        package: "oauth",
+        timeout_secs: 10,
+        memory_mb: 256,
+        tables: &[r(ApiKeys), rw(OAuth)],
+        sends_to: &[],
+        consumes: &[],
+        inspects: &[],
+        manages_connections: false,
+        uses_kms: false,
+        calls_model: false,
+    },
 ];
 
 impl FunctionId {
@@ -550,6 +579,14 @@ pub const ROUTES: &[RouteDef] = &[
     RouteDef { method: Method::Any, path: "/form/{proxy+}", function: FunctionId::Webhook, edge: Edge::HttpApi },
     RouteDef { method: Method::Any, path: "/form-test/{proxy+}", function: FunctionId::Webhook, edge: Edge::HttpApi },
     RouteDef { method: Method::Any, path: "/form-waiting/{proxy+}", function: FunctionId::Webhook, edge: Edge::HttpApi },
+    RouteDef { method: Method::Get, path: "/.well-known/oauth-protected-resource", function: FunctionId::OAuth, edge: Edge::HttpApi },
+    RouteDef { method: Method::Get, path: "/.well-known/oauth-protected-resource/mcp", function: FunctionId::OAuth, edge: Edge::HttpApi },
+    RouteDef { method: Method::Get, path: "/.well-known/oauth-authorization-server", function: FunctionId::OAuth, edge: Edge::HttpApi },
+    RouteDef { method: Method::Post, path: "/register", function: FunctionId::OAuth, edge: Edge::HttpApi },
+    RouteDef { method: Method::Get, path: "/authorize", function: FunctionId::OAuth, edge: Edge::HttpApi },
+    RouteDef { method: Method::Post, path: "/authorize", function: FunctionId::OAuth, edge: Edge::HttpApi },
+    RouteDef { method: Method::Post, path: "/token", function: FunctionId::OAuth, edge: Edge::HttpApi },
+    RouteDef { method: Method::Post, path: "/revoke", function: FunctionId::OAuth, edge: Edge::HttpApi },
 ];
 
 /// WebSocket API route keys, all handled by the gateway function.

@@ -16,6 +16,7 @@ pub mod event_writer;
 #[cfg(feature = "test-support")]
 pub mod fake_ws;
 pub mod live_frames;
+pub mod oauth;
 pub mod provision;
 pub mod publisher;
 pub mod runs;

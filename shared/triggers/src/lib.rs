@@ -22,7 +22,7 @@ mod activation;
 mod answer;
 pub mod error;
 mod forms;
-mod html;
+pub mod html;
 mod request;
 mod schedules;
 mod waiting;

@@ -1,7 +1,8 @@
 //! The MCP server (`/mcp`): Streamable HTTP, stateless. The transport and
 //! the tools live in `mcp_server`; this adapter does the HTTP checks in the
-//! order the transport prescribes, authenticates with the same bearer keys
-//! as every other route, and turns the transport's reply into a response.
+//! order the transport prescribes, authenticates (API keys as every other
+//! route, or OAuth access tokens bound to this resource), and turns the
+//! transport's reply into a response.
 
 use crate::{auth, App};
 use lambda_http::{Body, Request, Response};
@@ -12,19 +13,23 @@ use std::sync::{Arc, Mutex, OnceLock};
 use store::deployment::TableId;
 
 pub async fn handle(app: &App, req: Request) -> Response<Body> {
-    if let Some(reply) = transport::precheck(req.method(), req.headers(), &app.config.allowed_origins) {
+    let origin = match crate::oauth::Settings::from_config(&app.config) {
+        Ok(s) => s.origin(req.headers()),
+        Err(e) => return crate::ApiError::Internal(e.to_string()).into_response(),
+    };
+    if let Some(reply) = transport::precheck(req.method(), req.headers(), &app.config.allowed_origins, &origin) {
         return into_response(reply);
     }
-    let user = match auth::authenticate(app, req.headers()).await {
-        Ok(u) => u,
-        Err(crate::ApiError::Unauthorized(_)) => return into_response(transport::unauthorized()),
-        Err(e) => return e.into_response(),
+    let caller = match auth::authenticate_mcp(app, req.headers(), &transport::resource_url(&origin)).await {
+        Ok(c) => c,
+        Err(auth::McpAuthError::Unauthorized(why)) => return into_response(transport::unauthorized(&origin, why.as_deref())),
+        Err(auth::McpAuthError::Failed(e)) => return e.into_response(),
     };
     let server = match server(app).await {
         Ok(s) => s,
         Err(e) => return crate::ApiError::Internal(e.to_string()).into_response(),
     };
-    let reply = transport::handle_post(&server, &user, req.headers(), crate::http_util::body_bytes(&req)).await;
+    let reply = transport::handle_post(&server, &caller, &origin, req.headers(), crate::http_util::body_bytes(&req)).await;
     into_response(reply)
 }
 

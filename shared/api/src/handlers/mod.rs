@@ -9,6 +9,7 @@ pub mod executor;
 pub mod gateway;
 pub mod health;
 pub mod mcp;
+pub mod oauth;
 pub mod step;
 pub mod sweep;
 pub mod threads;
