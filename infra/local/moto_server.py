@@ -22,18 +22,29 @@ transaction holds the item (PutItem: TransactionConflictException;
 TransactWriteItems: TransactionCanceledException with TransactionConflict
 reasons), writing nothing. With "delay_ms": D they are answered D ms late
 instead, as seen at the moment they finally run (a slow read, for races).
+
+Durable state (--state FILE, what run.sh uses; tests run without it and
+stay in memory): the DynamoDB, SQS and EventBridge Scheduler backends are
+restored from FILE at start and saved to it atomically (written beside it,
+fsynced, renamed over it) at most --save-interval-ms after a request that
+changed something, and on SIGTERM/SIGINT. A crash (SIGKILL, power loss)
+loses at most the writes of that last interval. GET /_state answers
+{"written": n, "saved": m}: m == n once every write so far is on disk.
 """
 
 import argparse
 import io
 import copy
 import json
+import os
+import pickle
 import signal
 import sys
 import threading
 import time
 
 from werkzeug.serving import run_simple
+from moto.backends import get_backend
 from moto.dynamodb import models as dynamodb_models
 from moto.dynamodb.models import DynamoDBBackend
 from moto.dynamodb.models.table import Table
@@ -161,14 +172,176 @@ dynamodb_models.copy = _CopyWithoutTables()
 DynamoDBBackend.transact_write_items = _transact_write_items
 
 
+# The services the stack keeps data in.
+PERSISTED = ("dynamodb", "sqs", "scheduler")
+
+# Requests that change nothing (by their X-Amz-Target operation); every
+# other DynamoDB or SQS request, and any non-GET of another service, counts
+# as a write. An SQS ReceiveMessage changes state only when it hands out a
+# message (the consumers' empty long polls must not cause saves).
+_READS = {
+    "GetItem", "BatchGetItem", "Query", "Scan", "TransactGetItems", "DescribeTable", "ListTables",
+    "DescribeTimeToLive", "DescribeContinuousBackups", "ListTagsOfResource",
+    "GetQueueUrl", "GetQueueAttributes", "ListQueues", "ListQueueTags", "ListDeadLetterSourceQueues",
+}
+_LOCK_TYPES = (type(threading.Lock()), type(threading.RLock()))
+
+
+class _FreshLocks(pickle.Pickler):
+    """Pickles moto's backends, with every lock or condition saved as a new
+    one (a queue's Condition cannot be pickled, and none is held across a
+    restart anyway)."""
+
+    def reducer_override(self, obj):
+        if isinstance(obj, threading.Condition):
+            return threading.Condition, ()
+        if isinstance(obj, _LOCK_TYPES[1]):
+            return threading.RLock, ()
+        if isinstance(obj, _LOCK_TYPES[0]):
+            return threading.Lock, ()
+        return NotImplemented
+
+
+class Persistence:
+    def __init__(self, path, interval_ms):
+        self.path = path
+        self.interval = interval_ms / 1000
+        self._written = 0  # writes seen so far
+        self._saved = 0  # writes on disk
+        self._counter = threading.Lock()
+        self._save = threading.Lock()  # one save at a time
+        self._pending = threading.Event()
+
+    def restore(self):
+        """Loads the saved backends, if any; a file that cannot be read
+        stops the server rather than being overwritten with an empty state."""
+        if not os.path.exists(self.path):
+            print(f"moto state: none at {self.path}, starting empty", file=sys.stderr, flush=True)
+            return
+        try:
+            with open(self.path, "rb") as f:
+                saved = pickle.load(f)
+        except Exception as e:
+            sys.exit(f"moto state: cannot restore {self.path} ({type(e).__name__}: {e}); "
+                     "move it aside, or start empty with ./infra/local/run.sh --reset")
+        for service, accounts in saved["backends"].items():
+            backends = get_backend(service)
+            for account, regions in accounts.items():
+                for region, backend in regions.items():
+                    backends[account][region] = backend
+        tables = sum(len(b.tables) for r in saved["backends"].get("dynamodb", {}).values() for b in r.values())
+        print(f"moto state: restored {tables} tables from {self.path} (saved by moto {saved.get('moto')})",
+              file=sys.stderr, flush=True)
+
+    def wrote(self):
+        with self._counter:
+            self._written += 1
+        self._pending.set()
+
+    def status(self):
+        with self._counter:
+            return {"written": self._written, "saved": self._saved, "path": self.path}
+
+    def save(self):
+        with self._save:
+            with self._counter:
+                upto = self._written
+            with _dynamodb:  # no DynamoDB request runs meanwhile: a consistent snapshot
+                data = self._snapshot()
+            tmp = self.path + ".tmp"
+            # Owner-only: the tables hold API key hashes and encrypted secrets.
+            with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, self.path)
+            directory = os.open(os.path.dirname(self.path) or ".", os.O_RDONLY)
+            try:
+                os.fsync(directory)
+            finally:
+                os.close(directory)
+            with self._counter:
+                self._saved = max(self._saved, upto)
+
+    @staticmethod
+    def _snapshot():
+        from moto import __version__
+        # SQS requests run concurrently; one that changes a dict while it is
+        # being pickled makes pickle raise, and the next try gets past it.
+        for attempt in range(20):
+            try:
+                state = {s: {a: {r: b for r, b in dict.items(regions)} for a, regions in dict.items(get_backend(s))}
+                         for s in PERSISTED}
+                buf = io.BytesIO()
+                _FreshLocks(buf, protocol=pickle.HIGHEST_PROTOCOL).dump({"moto": __version__, "backends": state})
+                return buf.getvalue()
+            except RuntimeError:
+                if attempt == 19:
+                    raise
+                time.sleep(0.01)
+
+    def run(self):
+        """Saves at most one interval after the first unsaved write."""
+        while True:
+            self._pending.wait()
+            time.sleep(self.interval)
+            self._pending.clear()
+            try:
+                self.save()
+            except Exception as e:  # keep serving; the next write retries
+                print(f"moto state: save failed: {type(e).__name__}: {e}", file=sys.stderr, flush=True)
+                self._pending.set()
+
+
+class Persisted:
+    """Counts the requests that change state, and answers GET /_state."""
+
+    def __init__(self, app, persistence):
+        self.app = app
+        self.persistence = persistence
+
+    def __call__(self, environ, start_response):
+        if environ.get("PATH_INFO") == "/_state":
+            return _json_response(start_response, "200 OK", self.persistence.status())
+        target = environ.get("HTTP_X_AMZ_TARGET", "")
+        operation = target.split(".", 1)[-1] if target else None
+        body = self.app(environ, start_response)
+        if operation in _READS:
+            return body
+        if operation == "ReceiveMessage":
+            body = [b"".join(body)]
+            if b"ReceiptHandle" not in body[0]:
+                return body
+        elif operation is None and environ.get("REQUEST_METHOD") in ("GET", "HEAD"):
+            return body
+        self.persistence.wrote()
+        return body
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("-H", "--host", default="127.0.0.1")
     parser.add_argument("-p", "--port", type=int, default=5000)
+    parser.add_argument("--state", help="keep DynamoDB, SQS and Scheduler state in this file")
+    parser.add_argument("--save-interval-ms", type=int, default=1000)
     args = parser.parse_args()
+    # SIGTERM (run.sh stopping) and SIGINT (Ctrl-C) end serving; the final save follows.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
-    app = DomainDispatcherApplication(create_backend_app)
-    run_simple(args.host, args.port, AtomicDynamoDB(app), threaded=True, request_handler=MotoRequestHandler)
+    signal.signal(signal.SIGINT, lambda *_: sys.exit(0))
+    app = AtomicDynamoDB(DomainDispatcherApplication(create_backend_app))
+    persistence = None
+    if args.state:
+        os.makedirs(os.path.dirname(os.path.abspath(args.state)), exist_ok=True)
+        persistence = Persistence(os.path.abspath(args.state), args.save_interval_ms)
+        persistence.restore()
+        threading.Thread(target=persistence.run, daemon=True, name="moto-state").start()
+        app = Persisted(app, persistence)
+    try:
+        run_simple(args.host, args.port, app, threaded=True, request_handler=MotoRequestHandler)
+    finally:
+        if persistence:
+            persistence.save()
+            print(f"moto state: saved to {persistence.path}", file=sys.stderr, flush=True)
 
 
 if __name__ == "__main__":
