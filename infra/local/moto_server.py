@@ -23,6 +23,11 @@ TransactWriteItems: TransactionCanceledException with TransactionConflict
 reasons), writing nothing. With "delay_ms": D they are answered D ms late
 instead, as seen at the moment they finally run (a slow read, for races).
 
+Usage metering, for the cost bench: a POST to /_usage with {"prefix": P}
+starts counting (from zero) what DynamoDB and SQS would bill for the tables
+and queues named P-…; GET /_usage?prefix=P answers the counts so far (see
+Usage). Unarmed, nothing is parsed or counted.
+
 Durable state (--state FILE, what run.sh uses; tests run without it and
 stay in memory): the DynamoDB, SQS and EventBridge Scheduler backends are
 restored from FILE at start and saved to it atomically (written beside it,
@@ -33,7 +38,9 @@ loses at most the writes of that last interval. GET /_state answers
 """
 
 import argparse
+import base64
 import io
+import math
 import copy
 import json
 import os
@@ -45,6 +52,8 @@ import time
 
 from werkzeug.serving import run_simple
 from moto.backends import get_backend
+from moto.core import DEFAULT_ACCOUNT_ID
+from urllib.parse import parse_qs
 from moto.dynamodb import models as dynamodb_models
 from moto.dynamodb.models import DynamoDBBackend
 from moto.dynamodb.models.table import Table
@@ -89,11 +98,238 @@ def _json_response(start_response, status, payload):
     return [data]
 
 
+def _value_size(v):
+    """DynamoDB's size of one attribute value (its published rules; numbers
+    approximated as one byte per two significant digits plus one)."""
+    (t, x), = v.items()
+    if t == "S":
+        return len(x.encode())
+    if t == "N":
+        return len(x.lstrip("-").replace(".", "").strip("0")) // 2 + 2
+    if t == "B":
+        return len(base64.b64decode(x))
+    if t in ("BOOL", "NULL"):
+        return 1
+    if t == "SS":
+        return sum(len(e.encode()) for e in x)
+    if t == "NS":
+        return sum(len(e.lstrip("-").replace(".", "").strip("0")) // 2 + 2 for e in x)
+    if t == "BS":
+        return sum(len(base64.b64decode(e)) for e in x)
+    if t == "L":
+        return 3 + sum(1 + _value_size(e) for e in x)
+    if t == "M":
+        return 3 + sum(1 + len(k.encode()) + _value_size(e) for k, e in x.items())
+    return 0
+
+
+def _item_size(item):
+    return sum(len(k.encode()) + _value_size(v) for k, v in item.items()) if item else 0
+
+
+def _units(size, unit):
+    return max(1, math.ceil(size / unit))
+
+
+class Usage:
+    """What DynamoDB (on-demand request units) and SQS (requests, per 64 KB
+    of payload) would bill, per armed table/queue name prefix.
+
+    Writes: per item max(1, ceil(max(size before, size after) / 1 KB)) write
+    units, doubled in a transaction, plus the same for each global secondary
+    index the item is in before or after (a key change is a delete plus a
+    put); a write whose condition fails still costs its units. Reads:
+    ceil(size / 4 KB) read units per item read, at least 1 per request, halved
+    when eventually consistent (every index read), doubled in a transaction;
+    a Query or Scan counts the full items it returns plus, for items its
+    filter dropped, their average size. SQS: every request is one, a send
+    one per 64 KB of its messages; empty receives are counted apart (in AWS
+    they are the event source mapping's polling)."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._armed = {}  # prefix -> counts
+
+    @staticmethod
+    def _fresh():
+        return {"dynamodb": {"readUnits": 0.0, "writeUnits": 0.0, "requests": {}},
+                "sqs": {"requests": 0, "emptyReceives": 0, "operations": {}}}
+
+    def arm(self, prefix):
+        with self._lock:
+            self._armed[prefix] = self._fresh()
+
+    def get(self, prefix):
+        with self._lock:
+            return copy.deepcopy(self._armed.get(prefix) or self._fresh())
+
+    def _counts(self, name):
+        for prefix, counts in self._armed.items():
+            if name and name.startswith(prefix + "-"):
+                return counts
+        return None
+
+    def armed(self):
+        return bool(self._armed)
+
+    # --- DynamoDB (called inside the DynamoDB lock: the items seen before
+    # and after are exactly what the request changed)
+
+    @staticmethod
+    def _backend(environ):
+        auth = environ.get("HTTP_AUTHORIZATION", "")
+        region = "us-east-1"
+        if "Credential=" in auth:
+            parts = auth.split("Credential=", 1)[1].split("/")
+            if len(parts) > 2:
+                region = parts[2]
+        return get_backend("dynamodb")[DEFAULT_ACCOUNT_ID][region]
+
+    @staticmethod
+    def _item(backend, table, key):
+        try:
+            item = backend.get_item(table, key)
+        except Exception:
+            return None
+        return item.to_json()["Attributes"] if item else None
+
+    @staticmethod
+    def _key_of(backend, table, item):
+        t = backend.get_table(table)
+        names = [t.hash_key_attr] + ([t.range_key_attr] if t.range_key_attr else [])
+        return {n: item[n] for n in names if n in item}
+
+    def _write_units(self, backend, table, before, after, factor):
+        if before == after and before is not None:
+            changed = False
+        else:
+            changed = True
+        units = _units(max(_item_size(before), _item_size(after)), 1024)
+        if changed:
+            for gsi in backend.get_table(table).global_indexes:
+                attrs = [k["AttributeName"] for k in gsi.schema]
+                old = before is not None and all(a in before for a in attrs)
+                new = after is not None and all(a in after for a in attrs)
+                if old and new and all(before[a] == after[a] for a in attrs):
+                    units += _units(max(_item_size(before), _item_size(after)), 1024)
+                else:
+                    units += (_units(_item_size(before), 1024) if old else 0) + (_units(_item_size(after), 1024) if new else 0)
+        return units * factor
+
+    def dynamodb(self, environ, operation, body, run):
+        """Runs the request (`run()` → response bytes) and counts it."""
+        tables = _tables_named(operation, body)
+        if operation in ("BatchWriteItem", "BatchGetItem"):
+            tables = list(body.get("RequestItems", {}))
+        elif operation == "TransactGetItems":
+            tables = [i["Get"]["TableName"] for i in body.get("TransactItems", [])]
+        counts = next((c for c in (self._counts(t) for t in tables) if c), None)
+        if counts is None:
+            return run()
+        backend = self._backend(environ)
+        writes = []  # (table, key, factor)
+        if operation == "PutItem":
+            writes = [(body["TableName"], self._key_of(backend, body["TableName"], body["Item"]), 1)]
+        elif operation in ("UpdateItem", "DeleteItem"):
+            writes = [(body["TableName"], body["Key"], 1)]
+        elif operation == "BatchWriteItem":
+            for table, requests in body.get("RequestItems", {}).items():
+                for r in requests:
+                    if "PutRequest" in r:
+                        writes.append((table, self._key_of(backend, table, r["PutRequest"]["Item"]), 1))
+                    elif "DeleteRequest" in r:
+                        writes.append((table, r["DeleteRequest"]["Key"], 1))
+        elif operation == "TransactWriteItems":
+            for entry in body.get("TransactItems", []):
+                kind, op = next(iter(entry.items()))
+                if kind == "ConditionCheck":
+                    continue
+                key = self._key_of(backend, op["TableName"], op["Item"]) if kind == "Put" else op["Key"]
+                writes.append((op["TableName"], key, 2))
+        before = []
+        try:
+            before = [self._item(backend, t, k) for (t, k, _) in writes]
+        except Exception:
+            pass
+        response = run()
+        read = 0.0
+        write = 0
+        try:
+            for (t, k, factor), b in zip(writes, before):
+                write += self._write_units(backend, t, b, self._item(backend, t, k), factor)
+            consistent = 1.0 if body.get("ConsistentRead") else 0.5
+            if operation == "GetItem":
+                read = _units(_item_size(self._item(backend, body["TableName"], body["Key"])), 4096) * consistent
+            elif operation == "BatchGetItem":
+                for table, spec in body.get("RequestItems", {}).items():
+                    factor = 1.0 if spec.get("ConsistentRead") else 0.5
+                    read += sum(_units(_item_size(self._item(backend, table, k)), 4096) * factor for k in spec.get("Keys", []))
+            elif operation == "TransactGetItems":
+                for i in body.get("TransactItems", []):
+                    read += _units(_item_size(self._item(backend, i["Get"]["TableName"], i["Get"]["Key"])), 4096) * 2
+            elif operation == "TransactWriteItems":
+                for entry in body.get("TransactItems", []):
+                    kind, op = next(iter(entry.items()))
+                    if kind == "ConditionCheck":
+                        read += _units(_item_size(self._item(backend, op["TableName"], op["Key"])), 4096) * 2
+            elif operation in ("Query", "Scan"):
+                answer = json.loads(response[0] if isinstance(response, list) else response)
+                table = body["TableName"]
+                sizes = []
+                for item in answer.get("Items", []):
+                    key = self._key_of(backend, table, item)
+                    full = self._item(backend, table, key) if key else None
+                    sizes.append(_item_size(full or item))
+                dropped = max(0, answer.get("ScannedCount", 0) - answer.get("Count", 0))
+                total = sum(sizes) + (dropped * (sum(sizes) / len(sizes)) if sizes else 0)
+                factor = 0.5 if body.get("IndexName") else consistent
+                read = _units(total, 4096) * factor
+        except Exception as e:  # metering never fails a request
+            print(f"usage: could not meter {operation}: {type(e).__name__}: {e}", file=sys.stderr, flush=True)
+        with self._lock:
+            d = counts["dynamodb"]
+            d["readUnits"] += read
+            d["writeUnits"] += write
+            d["requests"][operation] = d["requests"].get(operation, 0) + 1
+        return response
+
+    # --- SQS
+
+    def sqs(self, operation, body, response):
+        url = body.get("QueueUrl", "") or body.get("QueueName", "")
+        counts = self._counts(url.rstrip("/").rsplit("/", 1)[-1])
+        if counts is None:
+            return
+        n = 1
+        if operation == "SendMessage":
+            n = _units(len(body.get("MessageBody", "").encode()) + len(json.dumps(body.get("MessageAttributes", {}))), 65536)
+        elif operation == "SendMessageBatch":
+            size = sum(len(e.get("MessageBody", "").encode()) + len(json.dumps(e.get("MessageAttributes", {}))) for e in body.get("Entries", []))
+            n = _units(size, 65536)
+        with self._lock:
+            q = counts["sqs"]
+            if operation == "ReceiveMessage" and b"ReceiptHandle" not in response:
+                q["emptyReceives"] += 1
+                return
+            q["requests"] += n
+            q["operations"][operation] = q["operations"].get(operation, 0) + n
+
+
+_usage = Usage()
+
+
 class AtomicDynamoDB:
     def __init__(self, app):
         self.app = app
 
     def __call__(self, environ, start_response):
+        if environ.get("PATH_INFO") == "/_usage":
+            if environ.get("REQUEST_METHOD") == "POST":
+                spec = json.loads(environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0)) or b"{}")
+                _usage.arm(spec["prefix"])
+                return _json_response(start_response, "200 OK", {"armed": spec["prefix"]})
+            prefix = parse_qs(environ.get("QUERY_STRING", "")).get("prefix", [""])[0]
+            return _json_response(start_response, "200 OK", _usage.get(prefix))
         if environ.get("PATH_INFO") == "/_faults" and environ.get("REQUEST_METHOD") == "POST":
             spec = json.loads(environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0)) or b"{}")
             with _faults_lock:
@@ -102,8 +338,19 @@ class AtomicDynamoDB:
             return _json_response(start_response, "200 OK", {"armed": spec})
         target = environ.get("HTTP_X_AMZ_TARGET", "")
         if not target.startswith("DynamoDB"):
+            if _usage.armed() and target.startswith("AmazonSQS."):
+                raw = environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))
+                environ["wsgi.input"] = io.BytesIO(raw)
+                result = [b"".join(self.app(environ, start_response))]
+                _usage.sqs(target.split(".", 1)[-1], json.loads(raw or b"{}"), result[0])
+                return result
             return self.app(environ, start_response)
         operation = target.split(".", 1)[-1]
+        metered = None
+        if _usage.armed():
+            raw = environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))
+            environ["wsgi.input"] = io.BytesIO(raw)
+            metered = json.loads(raw or b"{}")
         if any(op == operation for (_, op) in _faults):
             raw = environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))
             body = json.loads(raw or b"{}")
@@ -115,13 +362,17 @@ class AtomicDynamoDB:
                 return _json_response(start_response, "400 Bad Request", _conflict(operation, body))
         with _dynamodb:
             # The whole response is produced inside the lock.
-            result = self.app(environ, start_response)
-            try:
-                return [b"".join(result)]
-            finally:
-                close = getattr(result, "close", None)
-                if close:
-                    close()
+            def run():
+                result = self.app(environ, start_response)
+                try:
+                    return [b"".join(result)]
+                finally:
+                    close = getattr(result, "close", None)
+                    if close:
+                        close()
+            if metered is not None:
+                return _usage.dynamodb(environ, operation, metered, run)
+            return run()
 
 
 class _CopyWithoutTables:
