@@ -239,7 +239,7 @@ async fn the_agent_builds_edits_archives_restores_and_publishes_workflows() {
     let frames = cloud.run(&mut feed, ALICE, &t, "Try what is refused").await;
     finished(&frames);
     let c = calls(&frames);
-    assert!(err(&c[0]).contains("not available yet"), "{}", err(&c[0]));
+    assert!(err(&c[0]).contains("not found"), "setup of a workflow that does not exist: {}", err(&c[0]));
     assert_eq!(ok(&c[1])["found"], false);
     assert!(ok(&c[1])["error"].as_str().unwrap().contains("no-such-workflow"));
     assert!(err(&c[2]).contains("no file \"missing.workflow.ts\""), "{}", err(&c[2]));

@@ -14,7 +14,7 @@
 
 use crate::credentials::{is_service_scoped, CredentialRef, TestOutcome};
 use crate::ops::{self, Accessible, Draft, Operation};
-use crate::validate::{displayed, parameter_errors};
+use crate::validate::{credential_slots, displayed, parameter_errors};
 use crate::{catalog, Caller, Instance, InstanceError};
 use engine::catalog::{NodeDescription, NodeProperty};
 use protocol::ids::ThreadId;
@@ -177,23 +177,6 @@ fn str_param<'a>(params: &'a Map<String, Value>, d: &'a NodeDescription, name: &
         .or_else(|| d.properties.iter().find(|p| p.name == name).map(|p| &p.default))
         .and_then(Value::as_str)
         .filter(|s| !s.is_empty())
-}
-
-/// The credential slots a node has with these parameters.
-pub fn credential_slots(d: &NodeDescription, params: &Map<String, Value>, version: f64) -> Vec<String> {
-    // HTTP Request: the type is a parameter, chosen with `authentication`.
-    if d.properties.iter().any(|p| p.name == "genericAuthType" || p.name == "nodeCredentialType") {
-        return match str_param(params, d, "authentication") {
-            Some("genericCredentialType") => str_param(params, d, "genericAuthType").map(str::to_owned).into_iter().collect(),
-            Some("predefinedCredentialType") => str_param(params, d, "nodeCredentialType").map(str::to_owned).into_iter().collect(),
-            _ => Vec::new(),
-        };
-    }
-    d.credentials
-        .iter()
-        .filter(|c| displayed(c.get("displayOptions"), params, &d.properties, Some(version)))
-        .filter_map(|c| c.get("name").and_then(Value::as_str).map(str::to_owned))
-        .collect()
 }
 
 fn editable(p: &NodeProperty) -> EditableParameter {

@@ -430,20 +430,45 @@ pub fn has_main_outputs(by_type: Option<&Value>) -> bool {
 /// The credential types a node needs with its current parameters: HTTP
 /// Request's chosen auth type, or a description's required credentials.
 pub fn needed_credentials(node: &Value, d: &NodeDescription) -> Vec<String> {
-    let p = node.get("parameters").unwrap_or(&Value::Null);
-    if d.name == "n8n-nodes-base.httpRequest" {
-        let field = match p.get("authentication").and_then(Value::as_str) {
+    let none = Map::new();
+    let params = node.get("parameters").and_then(Value::as_object).unwrap_or(&none);
+    let version = node.get("typeVersion").and_then(Value::as_f64).unwrap_or_else(|| d.latest_version());
+    slots(d, params, version).into_iter().filter(|(_, required)| *required).map(|(t, _)| t).collect()
+}
+
+/// The credential slots a node has with these parameters (shown by the
+/// slot's `displayOptions` in this version), required or not.
+pub fn credential_slots(d: &NodeDescription, params: &Map<String, Value>, version: f64) -> Vec<String> {
+    slots(d, params, version).into_iter().map(|(t, _)| t).collect()
+}
+
+fn slots(d: &NodeDescription, params: &Map<String, Value>, version: f64) -> Vec<(String, bool)> {
+    let str_param = |name: &str| {
+        params
+            .get(name)
+            .or_else(|| d.properties.iter().find(|p| p.name == name).map(|p| &p.default))
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty() && !s.starts_with('='))
+    };
+    // HTTP Request: the type is a parameter, chosen with `authentication`.
+    if d.properties.iter().any(|p| p.name == "genericAuthType" || p.name == "nodeCredentialType") {
+        let field = match str_param("authentication") {
             Some("genericCredentialType") => "genericAuthType",
             Some("predefinedCredentialType") => "nodeCredentialType",
             _ => return Vec::new(),
         };
-        return p.get(field).and_then(Value::as_str).filter(|t| !t.is_empty() && !t.starts_with('=')).map(|t| vec![t.to_owned()]).unwrap_or_default();
+        return str_param(field).map(|t| vec![(t.to_owned(), true)]).unwrap_or_default();
     }
-    d.credentials
-        .iter()
-        .filter(|c| c.get("required").and_then(Value::as_bool).unwrap_or(false))
-        .filter_map(|c| c.get("name").and_then(Value::as_str).map(str::to_owned))
-        .collect()
+    let mut out: Vec<(String, bool)> = Vec::new();
+    for c in d.credentials.iter().filter(|c| displayed(c.get("displayOptions"), params, &d.properties, Some(version))) {
+        let Some(name) = c.get("name").and_then(Value::as_str) else { continue };
+        let required = c.get("required").and_then(Value::as_bool).unwrap_or(false);
+        match out.iter_mut().find(|(t, _)| t == name) {
+            Some(slot) => slot.1 |= required,
+            None => out.push((name.to_owned(), required)),
+        }
+    }
+    out
 }
 
 fn check_credentials(r: &mut Report, name: &str, node: &Value, d: &NodeDescription) {
@@ -576,14 +601,17 @@ mod tests {
         let w = wf(
             json!([
                 {"name": "Hook", "type": "n8n-nodes-base.webhook", "typeVersion": 2, "position": [0, 0], "parameters": {}},
+                {"name": "Call", "type": "n8n-nodes-base.httpRequest", "typeVersion": 4.2, "position": [0, 0], "parameters": {}},
                 {"name": "Set", "type": "n8n-nodes-base.set", "typeVersion": 3.4, "position": [0, 0], "parameters": {
                     "assignments": {"assignments": [{"name": "a", "value": "={{ $json.x + }}", "type": "string"}]}}}
             ]),
-            json!({"Hook": {"main": [[{"node": "Set", "type": "main", "index": 0}]]}}),
+            json!({"Hook": {"main": [[{"node": "Call", "type": "main", "index": 0}]]}, "Call": {"main": [[{"node": "Set", "type": "main", "index": 0}]]}}),
         );
         let r = validate(&w, true);
         let all = r.errors().join("\n");
-        assert!(all.contains("node \"Hook\", parameter path: is required"), "{all}");
+        // An empty Webhook path is n8n's default (the node's webhookId serves); a URL is not optional.
+        assert!(!all.contains("node \"Hook\""), "{all}");
+        assert!(all.contains("node \"Call\", parameter url: is required"), "{all}");
         assert!(all.contains("node \"Set\", parameter /assignments/assignments/0/value: expression"), "{all}");
     }
 

@@ -70,7 +70,7 @@ const join = merge({ version: 3, config: { name: 'Join branches', parameters: { 
 const answer = node({
   type: 'n8n-nodes-base.respondToWebhook',
   version: 1.1,
-  config: { name: 'Answer caller', parameters: { respondWith: 'firstIncomingJson' } },
+  config: { name: 'Answer caller', parameters: { respondWith: 'firstIncomingItem' } },
 });
 
 export default workflow('order-triage', 'Order triage')

@@ -14,6 +14,7 @@ use instance::data_tables::TableRef;
 use instance::InstanceError;
 use protocol::events::{ConfirmationRequest, Severity};
 use serde::Deserialize;
+use super::schema::action_variant as action;
 use serde_json::{json, Map, Value};
 use store::data::data_tables::{ColumnType, DataTable, Filter, NewColumn, RowQuery};
 
@@ -71,17 +72,6 @@ fn filter_schema(min_conditions: u64) -> Value {
         "required": ["filters"],
         "additionalProperties": false
     })
-}
-
-fn action(name: &str, description: &str, properties: Value, required: &[&str]) -> Value {
-    let mut props = Map::new();
-    props.insert("action".into(), json!({"const": name, "description": description}));
-    if let Value::Object(p) = properties {
-        props.extend(p);
-    }
-    let mut req = vec![json!("action")];
-    req.extend(required.iter().map(|r| json!(r)));
-    json!({"type": "object", "properties": props, "required": req, "additionalProperties": false})
 }
 
 /// The table fields every table action shares, plus its own.

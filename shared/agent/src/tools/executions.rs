@@ -20,6 +20,7 @@ use futures::future::BoxFuture;
 use instance::executions::{RunRequest, Started, StepRequest, MAX_TIMEOUT_MS, MIN_TIMEOUT_MS};
 use instance::{Caller, Instance, InstanceError};
 use protocol::events::{ConfirmationRequest, Severity};
+use super::schema::action_variant as variant;
 use serde_json::{json, Map, Value};
 use std::time::{Duration, Instant};
 use store::runs::now_ms;
@@ -214,14 +215,6 @@ impl Executions {
             other => ToolOutcome::Failed(format!("unknown action {other:?}")),
         }
     }
-}
-
-fn variant(action: &str, description: &str, props: Value, required: &[&str]) -> Value {
-    let mut p = props.as_object().cloned().unwrap_or_default();
-    p.insert("action".into(), json!({"const": action, "description": description}));
-    let mut req = vec!["action".to_owned()];
-    req.extend(required.iter().map(|r| (*r).to_owned()));
-    json!({"type": "object", "properties": p, "required": req, "additionalProperties": false})
 }
 
 impl Tool for Executions {

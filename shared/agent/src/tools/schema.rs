@@ -4,7 +4,20 @@
 //! `maximum`, `oneOf`). Errors name
 //! the path so the model can fix its call.
 
-use serde_json::{Map, Value};
+use serde_json::{json, Map, Value};
+
+/// One member of a multi-action tool's `oneOf`: `action` fixed to `name`,
+/// the action's own fields, closed to others.
+pub fn action_variant(name: &str, description: &str, properties: Value, required: &[&str]) -> Value {
+    let mut props = Map::new();
+    props.insert("action".into(), json!({"const": name, "description": description}));
+    if let Value::Object(p) = properties {
+        props.extend(p);
+    }
+    let mut req = vec![json!("action")];
+    req.extend(required.iter().map(|r| json!(r)));
+    json!({"type": "object", "properties": props, "required": req, "additionalProperties": false})
+}
 
 /// Validates `value` against `schema`; the first problem, as a sentence.
 pub fn validate(schema: &Value, value: &Value) -> Result<(), String> {

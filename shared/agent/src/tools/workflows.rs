@@ -6,12 +6,13 @@
 //! and `restore-version` ask first, with the workflow's name on the card.
 
 use super::untrusted::json_envelope;
-use super::{Gate, Tool, ToolContext, ToolOutcome};
+use super::{Decision, Gate, Tool, ToolContext, ToolOutcome};
 use futures::future::BoxFuture;
 use instance::validate::Category;
 use instance::workflows::{ListQuery, ListScope, WorkflowView};
 use instance::InstanceError;
 use protocol::events::{ConfirmationRequest, Severity};
+use super::schema::action_variant as action;
 use serde_json::{json, Map, Value};
 use store::data::workflows::{FolderSelector, StatusFilter, VersionRow, WorkflowMeta};
 
@@ -24,17 +25,6 @@ call build-workflow.";
 
 fn id_field() -> Value {
     json!({"type": "string", "minLength": 1, "description": "Workflow ID"})
-}
-
-fn action(name: &str, description: &str, properties: Value, required: &[&str]) -> Value {
-    let mut props = Map::new();
-    props.insert("action".into(), json!({"const": name, "description": description}));
-    if let Value::Object(p) = properties {
-        props.extend(p);
-    }
-    let mut req = vec![json!("action")];
-    req.extend(required.iter().map(|r| json!(r)));
-    json!({"type": "object", "properties": props, "required": req, "additionalProperties": false})
 }
 
 fn schema() -> Value {
@@ -60,10 +50,7 @@ fn schema() -> Value {
         }), &["workflowId"]),
         action("delete", "Archive a workflow (soft delete; unpublishes it). Asks the user first", json!({"workflowId": id_field()}), &["workflowId"]),
         action("unarchive", "Restore an archived workflow without publishing it", json!({"workflowId": id_field()}), &["workflowId"]),
-        action("setup", "Open the inline credential and parameter setup for a workflow", json!({
-            "workflowId": id_field(),
-            "projectId": {"type": "string", "description": "Project scope for credential creation"}
-        }), &["workflowId"]),
+        action("setup", "Open the inline credential and parameter setup for a workflow", super::workflow_setup::properties(), &["workflowId"]),
         action("publish", "Publish a workflow version to production (it runs on its triggers). Asks the user first", json!({
             "workflowId": id_field(),
             "versionId": {"type": "string", "description": "Specific version (omit for the latest draft)"},
@@ -310,9 +297,6 @@ impl Workflows {
                 inst.update_version(&caller, wid, s(a, "versionId").unwrap_or_default(), nullable(a, "name"), nullable(a, "description")).await?;
                 Ok(json!({"success": true}))
             }
-            "setup" => Err(InstanceError::Invalid(
-                "workflows(action=\"setup\") is not available yet on this instance: credentials are created in the credentials screen. Tell the user which credentials the workflow needs (workflows action=validate lists them).".into(),
-            )),
             other => Err(InstanceError::Invalid(format!("unknown action {other:?}"))),
         }
     }
@@ -382,6 +366,9 @@ impl Tool for Workflows {
     fn gate<'a>(&'a self, ctx: &'a ToolContext<'a>, args: &'a Value) -> BoxFuture<'a, Result<Option<Gate>, String>> {
         Box::pin(async move {
             let act = s(args, "action").unwrap_or_default();
+            if act == "setup" {
+                return super::workflow_setup::gate(ctx, args).await;
+            }
             if !matches!(act, "delete" | "publish" | "unpublish" | "restore-version") {
                 return Ok(None);
             }
@@ -401,8 +388,26 @@ impl Tool for Workflows {
         Some(format!("workflows:{}:{}", s(args, "action").unwrap_or("*"), id(args)))
     }
 
+    /// The setup card's answer carries the person's choices; the other
+    /// cards are plain approvals.
+    fn resume<'a>(&'a self, ctx: &'a ToolContext<'a>, args: Value, decision: Decision) -> BoxFuture<'a, ToolOutcome> {
+        Box::pin(async move {
+            if s(&args, "action") == Some("setup") {
+                return super::workflow_setup::resume(ctx, &args, decision).await;
+            }
+            if decision.approved {
+                self.run(ctx, args).await
+            } else {
+                ToolOutcome::Done(super::denied(&decision))
+            }
+        })
+    }
+
     fn run<'a>(&'a self, ctx: &'a ToolContext<'a>, args: Value) -> BoxFuture<'a, ToolOutcome> {
         Box::pin(async move {
+            if s(&args, "action") == Some("setup") {
+                return super::workflow_setup::run(ctx, &args).await;
+            }
             match self.act(ctx, &args).await {
                 Ok(v) => ToolOutcome::Done(v),
                 Err(e) => failed(e),

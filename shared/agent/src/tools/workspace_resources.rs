@@ -12,6 +12,7 @@ use instance::workspace::{FolderDeletionPlan, DEFAULT_CLEANUP_HOURS};
 use instance::InstanceError;
 use protocol::events::{ConfirmationRequest, Severity};
 use serde::Deserialize;
+use super::schema::action_variant as action;
 use serde_json::{json, Map, Value};
 use store::data::folders::Folder;
 
@@ -22,17 +23,6 @@ const NAME: &str = "workspace";
 const DESCRIPTION: &str = "Organize the workspace: list-projects, list-tags, list-folders; and — after the user \
 approves — tag-workflow (replaces its tags, creating missing ones), cleanup-test-executions (deletes a workflow's \
 manual test runs), create-folder, delete-folder, move-workflow-to-folder.";
-
-fn action(name: &str, description: &str, properties: Value, required: &[&str]) -> Value {
-    let mut props = Map::new();
-    props.insert("action".into(), json!({"const": name, "description": description}));
-    if let Value::Object(p) = properties {
-        props.extend(p);
-    }
-    let mut req = vec![json!("action")];
-    req.extend(required.iter().map(|r| json!(r)));
-    json!({"type": "object", "properties": props, "required": req, "additionalProperties": false})
-}
 
 const PROJECT_DOC: &str = "ID of the project (default: the conversation's project; list-projects shows the ids)";
 

@@ -229,7 +229,10 @@ pub fn to_code(wf: &Value) -> Result<String, String> {
         }
         s
     });
-    if let Some(s) = settings.filter(|s| !s.is_empty()) {
+    if let Some(mut s) = settings.filter(|s| !s.is_empty()) {
+        // Sorted: the sandbox does not keep the settings' key order, and the
+        // same workflow must give the same code.
+        s.sort_keys();
         head.push_str(", ");
         emit(&mut head, &Value::Object(s), 0);
     }
