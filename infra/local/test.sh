@@ -57,3 +57,11 @@ code="$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $KEY" "
 kill "$RUN_PID"; wait "$RUN_PID" 2>/dev/null || true
 rm -rf "$SMOKE_STATE"
 echo "run.sh smoke: 5 passed, 0 failed"
+
+# The deploy build (sam build for arm64, one aarch64 bootstrap per
+# function), in debug mode: INSTANCE_AI_SAM_BUILD=1 turns it on (it adds a
+# cold aarch64 build of the workspace; see README "Deploying").
+if [ "${INSTANCE_AI_SAM_BUILD:-0}" = 1 ]; then
+  log "sam build (debug, arm64)"
+  ./infra/local/sam_build.sh --debug
+fi
