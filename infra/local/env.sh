@@ -49,17 +49,32 @@ if ! command -v chromium >/dev/null 2>&1; then
 fi
 export INSTANCE_AI_CHROMIUM="${INSTANCE_AI_CHROMIUM:-$(command -v chromium || echo /usr/bin/chromium)}"
 
-# moto_server on a free port, stopped when the calling script exits.
+# moto_server on a free port, stopped when the calling script exits. With
+# MOTO_STATE_FILE (run.sh sets it) its data is restored from and saved to
+# that file; without it (the tests) it lives in memory only.
 MOTO_PORT="${MOTO_PORT:-$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')}"
-"$VENV/bin/python" "$REPO_ROOT/infra/local/moto_server.py" -H 127.0.0.1 -p "$MOTO_PORT" >"$INSTANCE_AI_HOME/moto.log" 2>&1 &
+MOTO_ARGS=(-H 127.0.0.1 -p "$MOTO_PORT")
+if [ -n "${MOTO_STATE_FILE:-}" ]; then
+  MOTO_ARGS+=(--state "$MOTO_STATE_FILE" --save-interval-ms "${INSTANCE_AI_STATE_SAVE_MS:-1000}")
+fi
+"$VENV/bin/python" "$REPO_ROOT/infra/local/moto_server.py" "${MOTO_ARGS[@]}" >"$INSTANCE_AI_HOME/moto.log" 2>&1 &
 MOTO_PID=$!
 # Whatever the scripts start is stopped when they end, however they end.
 CLEANUP_PIDS=("$MOTO_PID")
-cleanup() { for pid in "${CLEANUP_PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done; }
+# Newest first, each waited for: the stack stops writing before moto makes
+# its final save, and that save is on disk before the script returns.
+cleanup() {
+  local i
+  for ((i = ${#CLEANUP_PIDS[@]} - 1; i >= 0; i--)); do
+    kill "${CLEANUP_PIDS[i]}" 2>/dev/null || true
+    wait "${CLEANUP_PIDS[i]}" 2>/dev/null || true
+  done
+}
 trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
-for _ in $(seq 1 100); do
+# Restoring a large saved state takes a while before moto listens.
+for _ in $(seq 1 600); do
   if curl -fs "http://127.0.0.1:$MOTO_PORT/moto-api/" >/dev/null 2>&1; then break; fi
   if ! kill -0 "$MOTO_PID" 2>/dev/null; then log "moto_server failed to start: see $INSTANCE_AI_HOME/moto.log"; exit 1; fi
   sleep 0.1

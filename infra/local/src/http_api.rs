@@ -19,8 +19,8 @@ use store::deployment::Edge;
 /// Request bodies above this are refused, as API Gateway does (10 MB).
 pub const MAX_BODY_BYTES: usize = 10 * 1024 * 1024;
 
-pub fn router(app: Arc<App>, connections: Registry) -> Router {
-    let state = State { app, connections };
+pub fn router(app: Arc<App>, connections: Registry, meter: Arc<crate::metering::Meter>) -> Router {
+    let state = State { app, connections, meter };
     Router::new()
         .route("/ws", get(websocket::upgrade))
         .route("/@connections/{id}", any(websocket::management))
@@ -53,12 +53,13 @@ async fn route_request(
         Edge::HttpApi => (format!("{} {}", route.method.as_str(), route.path), params),
         Edge::StreamingUrl => ("$default".to_owned(), Default::default()),
     };
+    state.meter.http_request(route.edge == Edge::StreamingUrl);
     let event = http_event(&parts, &body, &route_key, &params, peer);
     let lambda_req = match lambda_http::request::from_str(&event.to_string()) {
         Ok(r) => r,
         Err(e) => return ApiError::Internal(format!("local event did not parse: {e}")).into_response().map(into_axum),
     };
-    crate::dispatch::http(&state.app, route.function, lambda_req).await
+    crate::dispatch::http(&state.app, &state.meter, route.function, lambda_req).await
 }
 
 fn into_axum(body: lambda_http::Body) -> AxumBody {

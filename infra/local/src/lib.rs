@@ -10,6 +10,7 @@
 pub mod cli;
 pub mod dispatch;
 pub mod http_api;
+pub mod metering;
 pub mod routing;
 pub mod sam_template;
 pub mod scheduler;
@@ -52,6 +53,8 @@ pub struct Options {
 pub struct Running {
     pub addr: SocketAddr,
     pub app: Arc<App>,
+    /// What this cloud's work would be billed by (Lambda, API Gateway).
+    pub meter: Arc<metering::Meter>,
     /// Keys created from `INSTANCE_AI_BOOTSTRAP_KEYS` (or one generated key).
     pub keys: Vec<(String, String)>,
     shutdown: watch::Sender<bool>,
@@ -92,17 +95,18 @@ pub async fn start(options: Options) -> Result<Running, LocalError> {
 
     let (shutdown, shutdown_rx) = watch::channel(false);
     let connections = websocket::Registry::default();
-    let router = http_api::router(app.clone(), connections.clone());
+    let meter = Arc::new(metering::Meter::default());
+    let router = http_api::router(app.clone(), connections.clone(), meter.clone());
 
     if options.run_consumers {
         for queue in QUEUES {
             let source = sqs_source::EventSource::for_queue(&app, queue).await?;
-            let handler = dispatch::sqs_handler(app.clone(), queue.consumer);
+            let handler = dispatch::sqs_handler(app.clone(), meter.clone(), queue.consumer);
             tokio::spawn(sqs_source::run(app.clients.sqs.clone(), source, handler, shutdown_rx.clone()));
         }
     }
     if options.run_schedules {
-        scheduler::spawn_all(app.clone(), shutdown_rx.clone());
+        scheduler::spawn_all(app.clone(), meter.clone(), shutdown_rx.clone());
     }
 
     let mut stop = shutdown_rx.clone();
@@ -115,7 +119,7 @@ pub async fn start(options: Options) -> Result<Running, LocalError> {
             tracing::error!(error = %e, "local cloud server stopped");
         }
     });
-    Ok(Running { addr, app, keys, shutdown, server })
+    Ok(Running { addr, app, meter, keys, shutdown, server })
 }
 
 /// Seeds `INSTANCE_AI_BOOTSTRAP_KEYS`; with none configured, creates one key

@@ -142,6 +142,11 @@ fn function(def: &FunctionDef) -> Value {
     if def.calls_model {
         env.insert("INSTANCE_AI_MODEL".into(), r#ref("ModelProvider"));
         env.insert("INSTANCE_AI_MAX_STEPS".into(), r#ref("MaxStepsPerRun"));
+        // The provider's API key, resolved from Secrets Manager at deploy
+        // time; each provider reads only its own variable.
+        let secret = json!({"Fn::If": ["HasModelApiKeySecret", sub("{{resolve:secretsmanager:${ModelApiKeySecret}}}"), r#ref("AWS::NoValue")]});
+        env.insert("ANTHROPIC_API_KEY".into(), secret.clone());
+        env.insert("OPENAI_API_KEY".into(), secret);
         policies.push(json!({"Statement": [{
             "Effect": "Allow",
             "Action": ["bedrock:InvokeModelWithResponseStream", "bedrock:InvokeModel"],
@@ -149,6 +154,9 @@ fn function(def: &FunctionDef) -> Value {
         }]}));
     }
 
+    if ROUTES.iter().any(|r| r.function == def.id && r.path == "/mcp") {
+        env.insert("INSTANCE_AI_ALLOWED_ORIGINS".into(), r#ref("AllowedOrigins"));
+    }
     if ROUTES.iter().any(|r| r.function == def.id && r.edge == Edge::StreamingUrl) {
         env.insert("INSTANCE_AI_WEB_ORIGIN".into(), r#ref("WebOrigin"));
     }
@@ -355,9 +363,14 @@ pub fn render() -> String {
             "MaxStepsPerRun": {"Type": "Number", "Default": 50, "MinValue": 1, "Description": "INSTANCE_AI_MAX_STEPS"},
             "LogLevel": {"Type": "String", "Default": "info", "Description": "RUST_LOG filter"},
             "PublicUrl": {"Type": "String", "Default": "", "Description": "INSTANCE_AI_PUBLIC_URL: base URL of webhooks, forms and resume URLs (a custom domain); empty: the HTTP API's URL"},
+            "ModelApiKeySecret": {"Type": "String", "Default": "", "Description": "Secrets Manager secret (name or ARN) whose SecretString is the model provider's API key (ANTHROPIC_API_KEY / OPENAI_API_KEY of the step function); empty for bedrock:, which uses the function's IAM role"},
+            "AllowedOrigins": {"Type": "String", "Default": "", "Description": "INSTANCE_AI_ALLOWED_ORIGINS: comma-separated browser origins allowed to call /mcp; empty: none (clients without Origin are always allowed)"},
             "WebOrigin": {"Type": "String", "Default": "*", "Description": "INSTANCE_AI_WEB_ORIGIN: the web page's origin allowed to read the SSE Function URL (the WebUrl output without its path, or your domain); * allows any (keys travel in a header, never in cookies)"},
         },
-        "Conditions": {"HasPublicUrl": {"Fn::Not": [{"Fn::Equals": [r#ref("PublicUrl"), ""]}]}},
+        "Conditions": {
+            "HasPublicUrl": {"Fn::Not": [{"Fn::Equals": [r#ref("PublicUrl"), ""]}]},
+            "HasModelApiKeySecret": {"Fn::Not": [{"Fn::Equals": [r#ref("ModelApiKeySecret"), ""]}]},
+        },
         "Globals": {"Function": {
             "Runtime": "provided.al2023",
             "Architectures": ["arm64"],

@@ -5,6 +5,7 @@
 //! whose `cron(…)` matches that minute in its timezone sends its target
 //! `Input` (with `<aws.scheduler.scheduled-time>` filled in) to its queue.
 
+use crate::metering::Meter;
 use api::App;
 use chrono::{Datelike, TimeZone, Timelike};
 use std::sync::Arc;
@@ -12,16 +13,16 @@ use std::time::Duration;
 use store::deployment::{QueueId, SCHEDULES};
 use tokio::sync::watch;
 
-pub fn spawn_all(app: Arc<App>, shutdown: watch::Receiver<bool>) {
+pub fn spawn_all(app: Arc<App>, meter: Arc<Meter>, shutdown: watch::Receiver<bool>) {
     for &(function, rate_secs) in SCHEDULES {
-        let app = app.clone();
+        let (app, meter) = (app.clone(), meter.clone());
         let mut shutdown = shutdown.clone();
         tokio::spawn(async move {
             let mut tick = tokio::time::interval(Duration::from_secs(u64::from(rate_secs)));
             tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
             loop {
                 tokio::select! {
-                    _ = tick.tick() => crate::dispatch::scheduled(&app, function).await,
+                    _ = tick.tick() => crate::dispatch::scheduled(&app, &meter, function).await,
                     _ = shutdown.changed() => return,
                 }
             }

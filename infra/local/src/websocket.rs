@@ -27,6 +27,7 @@ use tokio::sync::mpsc;
 pub struct State {
     pub app: Arc<App>,
     pub connections: Registry,
+    pub meter: Arc<crate::metering::Meter>,
 }
 
 /// API Gateway's limit on one WebSocket message.
@@ -167,6 +168,7 @@ async fn serve_connection(
         if let Some(c) = state.connections.lock().get_mut(&id) {
             c.last_active = time::OffsetDateTime::now_utc();
         }
+        state.meter.websocket_in(body.len());
         let route = route_key(&body);
         let mut event = base_event(&state, &id, &route, "MESSAGE", peer);
         event["body"] = Value::String(body);
@@ -230,7 +232,7 @@ fn base_event(state: &State, id: &str, route: &str, kind: &str, peer: SocketAddr
 
 async fn invoke(state: &State, event: Value) -> aws_lambda_events::apigw::ApiGatewayProxyResponse {
     match serde_json::from_value(event) {
-        Ok(event) => crate::dispatch::websocket(&state.app, event).await,
+        Ok(event) => crate::dispatch::websocket(&state.app, &state.meter, event).await,
         Err(e) => {
             tracing::error!(error = %e, "local WebSocket event did not parse");
             let mut resp = aws_lambda_events::apigw::ApiGatewayProxyResponse::default();
@@ -254,13 +256,17 @@ pub async fn management(
     };
     match method {
         http::Method::POST => {
+            let bytes = body.len();
             let frame = match String::from_utf8(body.to_vec()) {
                 Ok(text) => Message::Text(text.into()),
                 Err(_) => Message::Binary(body),
             };
             let sent = state.connections.lock().get(&id).map(|c| c.tx.send(Outbound::Frame(frame)).is_ok());
             match sent {
-                Some(true) => http::StatusCode::OK.into_response(),
+                Some(true) => {
+                    state.meter.websocket_out(bytes);
+                    http::StatusCode::OK.into_response()
+                }
                 _ => gone(),
             }
         }
