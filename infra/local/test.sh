@@ -15,7 +15,7 @@ cargo test --workspace --no-fail-fast "$@"
 
 # The conformance suites' pass counts (captured above when they pass).
 log "conformance: n8n node fixtures (both rounds) and expression vectors"
-cargo test --quiet --workspace --test conformance -- --nocapture 2>&1 | grep -E '^(fixtures|fixtures round 2|expressions): '
+cargo test --quiet --workspace --test conformance -- --nocapture 2>&1 | grep -oE '(fixtures|fixtures round 2|expressions): .*'
 
 # The README's other command, as a user runs it: it serves /healthz and
 # refuses an unauthenticated request with 401 in the JSON error shape.

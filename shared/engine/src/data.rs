@@ -283,6 +283,42 @@ pub struct ExecutionState {
     /// Response a Respond to Webhook node produced, for the host to send.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub webhook_response: Option<Value>,
+    /// n8n's execution custom data (`resultData.metadata`), set by the
+    /// Execution Data node: what the execution can be found by.
+    #[serde(default, skip_serializing_if = "CustomData::is_empty")]
+    pub custom_data: CustomData,
+}
+
+/// Execution custom data with n8n's limits: at most 10 keys (further new
+/// keys are dropped), keys of letters, digits and `_` cut to 50 characters,
+/// string or number values cut to 512 characters.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct CustomData(pub BTreeMap<String, String>);
+
+impl CustomData {
+    pub const MAX_KEYS: usize = 10;
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Sets one key, with n8n's error texts for a bad key or value.
+    pub fn set(&mut self, key: &str, value: &Value) -> Result<(), String> {
+        if !self.0.contains_key(key) && self.0.len() >= Self::MAX_KEYS {
+            return Ok(());
+        }
+        if !key.chars().all(|c| c.is_alphanumeric() || c == '_') {
+            return Err(format!("Custom data key can only contain letters, numbers, and underscores (key \"{key}\")"));
+        }
+        let value = match value {
+            Value::String(s) => s.clone(),
+            Value::Number(n) => n.to_string(),
+            _ => return Err(format!("Custom data values must be a string (key \"{key}\")")),
+        };
+        self.0.insert(key.chars().take(50).collect(), value.chars().take(512).collect());
+        Ok(())
+    }
 }
 
 fn empty_object() -> Value {
@@ -306,6 +342,7 @@ impl ExecutionState {
             static_data: empty_object(),
             node_context: BTreeMap::new(),
             webhook_response: None,
+            custom_data: CustomData::default(),
         }
     }
 

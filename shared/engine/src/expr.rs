@@ -21,6 +21,9 @@ pub struct NodeProxy<'a> {
     pub run_index: usize,
     pub execution_id: &'a str,
     pub mode: &'a str,
+    /// Other nodes' persistent contexts, and the running node's own.
+    pub node_contexts: Option<&'a std::collections::BTreeMap<String, Value>>,
+    pub own_context: Option<&'a Value>,
     /// Where webhooks are served (`$execution.resumeUrl`).
     pub public_url: Option<&'a str>,
 }
@@ -52,6 +55,10 @@ impl<'a> DataProxy for NodeProxy<'a> {
     fn parameters(&self) -> Value {
         self.node.parameters.clone()
     }
+    fn node_context(&self, node: &str) -> Option<Value> {
+        let v = if node == self.node.name { self.own_context } else { self.node_contexts.and_then(|m| m.get(node)) };
+        v.filter(|v| !v.is_null()).cloned()
+    }
     fn workflow(&self) -> Value {
         let wf = &self.graph.workflow;
         json!({ "id": wf.id, "name": wf.name, "active": false })
@@ -76,15 +83,21 @@ impl NodeProxy<'_> {
     /// `src.previous_node`) until `target` is reached. An item built from
     /// several items (Merge, Aggregate) follows each of them, as n8n's
     /// `getPairedItem` does: the paths that reach `target` must agree.
-    fn walk_paired<'s>(&'s self, target: &str, mut item: Item, mut src: &'s TaskSource, depth: usize) -> Result<Item, String> {
+    fn walk_paired(&self, target: &str, mut item: Item, src: &TaskSource, depth: usize) -> Result<Item, String> {
+        let mut src: TaskSource = src.clone();
         let unavailable = || format!("Paired item data for item from node '{target}' is unavailable");
         for _ in 0..10_000 {
             if src.previous_node == target {
                 return Ok(item);
             }
             let task = self.run_data.get(&src.previous_node).and_then(|r| r.get(src.previous_node_run)).ok_or_else(unavailable)?;
-            let step = |(i, k): (usize, usize)| -> Option<(Item, &'s TaskSource)> {
-                let psrc = task.source.get(k).and_then(|s| s.as_ref())?;
+            let step = |(i, k, over): (usize, usize, Option<TaskSource>)| -> Option<(Item, TaskSource)> {
+                // Split In Batches points an item at the node that started
+                // the loop (`sourceOverwrite`) rather than at its own input
+                let psrc = match over {
+                    Some(o) => o,
+                    None => task.source.get(k).and_then(|s| s.clone())?,
+                };
                 let ptask = self.run_data.get(&psrc.previous_node).and_then(|r| r.get(psrc.previous_node_run))?;
                 let it = ptask.output(psrc.previous_node_output).and_then(|o| o.get(i))?.clone();
                 Some((it, psrc))
@@ -94,11 +107,7 @@ impl NodeProxy<'_> {
                 if depth > 64 {
                     return Err(unavailable());
                 }
-                let found: Vec<Item> = alternatives
-                    .into_iter()
-                    .filter_map(step)
-                    .filter_map(|(it, psrc)| self.walk_paired(target, it, psrc, depth + 1).ok())
-                    .collect();
+                let found: Vec<Item> = alternatives.into_iter().filter_map(step).filter_map(|(it, psrc)| self.walk_paired(target, it, &psrc, depth + 1).ok()).collect();
                 let Some(first) = found.first() else { return Err(unavailable()) };
                 if found.iter().any(|f| *f.json != *first.json) {
                     return Err("Multiple matching items for expression".into());
@@ -113,22 +122,28 @@ impl NodeProxy<'_> {
     }
 }
 
-/// `(item, input)` pairs an item's `pairedItem` points at (missing = item 0).
-fn paired_targets(p: Option<&PairedItem>) -> Vec<(usize, usize)> {
+/// `(item, input, source override)` an item's `pairedItem` points at (missing = item 0).
+fn paired_targets(p: Option<&PairedItem>) -> Vec<(usize, usize, Option<TaskSource>)> {
     let one = |v: &Value| match v {
-        Value::Number(n) => n.as_u64().map(|i| (i as usize, 0)),
+        Value::Number(n) => n.as_u64().map(|i| (i as usize, 0, None)),
         Value::Object(o) => Some((
             o.get("item").and_then(Value::as_u64).unwrap_or(0) as usize,
             o.get("input").and_then(Value::as_u64).unwrap_or(0) as usize,
+            o.get("sourceOverwrite").and_then(|s| serde_json::from_value::<TaskSource>(s.clone()).ok()),
         )),
         _ => None,
     };
     match p {
-        None => vec![(0, 0)],
-        Some(p) => match p.to_value() {
+        None => vec![(0, 0, None)],
+        Some(PairedItem::Other(v)) => match &**v {
             Value::Array(a) if !a.is_empty() => a.iter().filter_map(one).collect(),
-            _ => vec![p.target()],
+            Value::Array(_) => vec![(0, 0, None)],
+            other => one(other).into_iter().collect(),
         },
+        Some(p) => {
+            let (i, k) = p.target();
+            vec![(i, k, None)]
+        }
     }
 }
 

@@ -137,6 +137,8 @@ impl Engine {
             run_index: run,
             execution_id: &state.execution_id,
             mode: &settings.mode,
+            node_contexts: Some(&state.node_context),
+            own_context: state.node_context.get(node),
             public_url: settings.public_url.as_deref(),
         };
         let mut out = ResolvedParameters { parameters: n.parameters.clone(), resolved: Value::Null, failed_expressions: vec![], empty_resolutions: vec![] };

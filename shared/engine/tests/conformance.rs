@@ -271,6 +271,8 @@ fn run_fixture(root: &Path, path: &Path) -> Result<(), String> {
         allow_private_network: true,
         timezone: DEFAULT_TIMEZONE.into(),
         clock: frozen_clock(&name, &timezone)?,
+        // a fixture that loops forever fails instead of hanging the suite
+        execution_timeout: Some(std::time::Duration::from_secs(20)),
         ..Default::default()
     };
     let mut opts = RunOptions::default();
@@ -304,6 +306,11 @@ fn run_fixture(root: &Path, path: &Path) -> Result<(), String> {
         let want_runs = Value::Array(vec![Value::Array(want_items.iter().map(|i| comparable(i, binary)).collect())]);
         if !deep_eq(&Value::Array(got.clone()), &want_runs) {
             problems.push(format!("node '{node}': expected {want_runs} got {}", Value::Array(got)));
+        }
+    }
+    if std::env::var("FIXTURE_RUNS").is_ok() {
+        for (node, runs) in &state.run_data {
+            println!("    {node}: {} run(s)", runs.len());
         }
     }
     if state.status != ExecutionStatus::Success {

@@ -581,7 +581,7 @@ fn training_nodes() {
     assert_eq!(jsons(&st, "All").len(), 5);
     assert_eq!(jsons(&st, "All")[3]["country"], Value::Null);
     let st = run(json!([{ "id": 7 }]), vec![node("M", "n8nTrainingCustomerMessenger", 1.0, json!({ "customerId": "={{ $json.id }}", "message": "Hi" }))]);
-    assert_eq!(jsons(&st, "M"), vec![json!({ "output": "Sent message to customer 7:\n Hi" })]);
+    assert_eq!(jsons(&st, "M"), vec![json!({ "output": "Sent message to customer 7:  Hi" })]);
 }
 
 // ---- files on disk ----------------------------------------------------------------------

@@ -941,3 +941,375 @@ fn set_continue_on_fail_and_duplicates() {
     dup["duplicateCount"] = json!(2);
     assert_eq!(set_out(3.4, dup, json!([{ "v": 1 }])).len(), 3);
 }
+
+// ---------------------------------------------------------------- Split In Batches / Loop Over Items
+
+/// Trigger → Data(items) → Loop; the loop output goes through `Body` (a Set
+/// node recording the loop's context) back into Loop, done goes to `Done`.
+fn loop_workflow(version: f64, items: Value, params: Value) -> Value {
+    let (loop_out, done_out) = if version >= 3.0 { (1, 0) } else { (0, 1) };
+    let ctx = |k: &str| format!("={{{{ $node[\"Loop\"].context[\"{k}\"] }}}}");
+    let body = node(
+        "Body",
+        "n8n-nodes-base.set",
+        3.4,
+        json!({ "includeOtherFields": true, "assignments": { "assignments": [
+            { "name": "run", "type": "number", "value": ctx("currentRunIndex") },
+            { "name": "max", "type": "number", "value": ctx("maxRunIndex") },
+            { "name": "left", "type": "boolean", "value": ctx("noItemsLeft") },
+        ] } }),
+    );
+    let mut loop_conns = vec![json!([]), json!([])];
+    loop_conns[loop_out] = json!([{ "node": "Body", "type": "main", "index": 0 }]);
+    loop_conns[done_out] = json!([{ "node": "Done", "type": "main", "index": 0 }]);
+    if version < 2.0 {
+        loop_conns.truncate(1);
+    }
+    json!({
+        "nodes": [trigger(), data(items), node("Loop", "n8n-nodes-base.splitInBatches", version, params), body, node("Done", "n8n-nodes-base.noOp", 1.0, json!({}))],
+        "connections": {
+            "Trigger": { "main": [[{ "node": "Data", "type": "main", "index": 0 }]] },
+            "Data": { "main": [[{ "node": "Loop", "type": "main", "index": 0 }]] },
+            "Loop": { "main": loop_conns },
+            "Body": { "main": [[{ "node": "Loop", "type": "main", "index": 0 }]] },
+        },
+        "settings": { "executionOrder": "v1" },
+    })
+}
+
+fn five() -> Value {
+    json!([{ "n": 1 }, { "n": 2 }, { "n": 3 }, { "n": 4 }, { "n": 5 }])
+}
+
+/// `json` of every run of `node` on `output`, one list per run.
+fn runs(st: &ExecutionState, node: &str, output: usize) -> Vec<Vec<Value>> {
+    st.run_data.get(node).map(|r| r.iter().map(|t| t.output(output).map(|i| i.iter().map(|i| Value::clone(&i.json)).collect()).unwrap_or_default()).collect()).unwrap_or_default()
+}
+
+#[test]
+fn loop_v3_batches_on_loop_and_everything_processed_on_done() {
+    let st = run(&loop_workflow(3.0, five(), json!({ "batchSize": 2, "options": {} })));
+    assert_eq!(st.status, ExecutionStatus::Success, "{}", error_message(&st));
+    let batches = runs(&st, "Body", 0);
+    let ns: Vec<Vec<i64>> = batches.iter().map(|b| b.iter().map(|i| i["n"].as_i64().unwrap_or(0)).collect()).collect();
+    assert_eq!(ns, vec![vec![1, 2], vec![3, 4], vec![5]]);
+    // the context as each batch saw it
+    let ctx: Vec<(Value, Value, Value)> = batches.iter().map(|b| (b[0]["run"].clone(), b[0]["max"].clone(), b[0]["left"].clone())).collect();
+    assert_eq!(ctx, vec![(json!(0), json!(3), json!(false)), (json!(1), json!(3), json!(false)), (json!(2), json!(3), json!(true))]);
+    // done fires once, with what came back from the loop, in order
+    let done = runs(&st, "Done", 0);
+    assert_eq!(done.len(), 1);
+    assert_eq!(done[0].iter().map(|i| i["n"].clone()).collect::<Vec<_>>(), vec![json!(1), json!(2), json!(3), json!(4), json!(5)]);
+    assert_eq!(done[0][4]["run"], json!(2));
+    // v3's output 0 is done: empty on every loop run
+    assert!(runs(&st, "Loop", 0).iter().take(3).all(Vec::is_empty));
+}
+
+#[test]
+fn loop_default_batch_size_is_one_in_v3_and_ten_before() {
+    let many: Vec<Value> = (0..12).map(|n| json!({ "n": n })).collect();
+    let v3 = run(&loop_workflow(3.0, json!(many), json!({})));
+    assert_eq!(runs(&v3, "Body", 0).len(), 12);
+    let v2 = run(&loop_workflow(2.0, json!(many), json!({})));
+    assert_eq!(runs(&v2, "Body", 0).iter().map(Vec::len).collect::<Vec<_>>(), vec![10, 2]);
+}
+
+#[test]
+fn loop_v2_outputs_loop_then_done_and_sets_done_in_its_context() {
+    let mut wf = loop_workflow(2.0, five(), json!({ "batchSize": 3 }));
+    // Done reads the loop's `done` flag
+    wf["nodes"][4] = node("Done", "n8n-nodes-base.set", 3.4, json!({ "assignments": { "assignments": [{ "name": "done", "type": "boolean", "value": "={{ $node[\"Loop\"].context[\"done\"] }}" }] } }));
+    let st = run(&wf);
+    assert_eq!(st.status, ExecutionStatus::Success, "{}", error_message(&st));
+    assert_eq!(runs(&st, "Body", 0).iter().map(Vec::len).collect::<Vec<_>>(), vec![3, 2]);
+    let done = runs(&st, "Done", 0);
+    assert_eq!(done.len(), 1);
+    assert_eq!(done[0].len(), 5);
+    assert_eq!(done[0][0]["done"], json!(true));
+    // the loop's last run: nothing on loop (output 0), everything on done (output 1)
+    let last = st.run_data["Loop"].last().expect("ran");
+    assert_eq!(last.output(0).map(|i| i.len()), Some(0));
+    assert_eq!(last.output(1).map(|i| i.len()), Some(5));
+}
+
+#[test]
+fn loop_v1_has_one_output_and_ends_the_branch_when_used_up() {
+    let st = run(&loop_workflow(1.0, five(), json!({ "batchSize": 2 })));
+    assert_eq!(st.status, ExecutionStatus::Success, "{}", error_message(&st));
+    assert_eq!(runs(&st, "Body", 0).iter().map(Vec::len).collect::<Vec<_>>(), vec![2, 2, 1]);
+    // the fourth call returns n8n's `null`: the branch ends without a run
+    // being recorded, and v1 has no done output
+    assert_eq!(st.run_data["Loop"].len(), 3);
+    assert!(!st.run_data.contains_key("Done"));
+    assert_eq!(runs(&st, "Body", 0)[2][0]["left"], json!(true));
+}
+
+#[test]
+fn loop_v2_1_marks_no_items_left_only_after_done() {
+    let st = run(&loop_workflow(2.1, five(), json!({ "batchSize": 2 })));
+    assert_eq!(st.status, ExecutionStatus::Success, "{}", error_message(&st));
+    let left: Vec<Value> = runs(&st, "Body", 0).iter().map(|b| b[0]["left"].clone()).collect();
+    // v2 says true on the last batch; v2.1 stays false until done has fired
+    assert_eq!(left, vec![json!(false), json!(false), json!(false)]);
+    let v2 = run(&loop_workflow(2.0, five(), json!({ "batchSize": 2 })));
+    let left2: Vec<Value> = runs(&v2, "Body", 0).iter().map(|b| b[0]["left"].clone()).collect();
+    assert_eq!(left2, vec![json!(false), json!(false), json!(true)]);
+}
+
+#[test]
+fn loop_reset_restarts_with_the_new_input() {
+    // reset bound to noItemsLeft (v2.1): a second pass of items after the
+    // loop finished starts over instead of answering "done" at once
+    let mut wf = loop_workflow(2.1, five(), json!({ "batchSize": 5, "options": { "reset": "={{ $node[\"Loop\"].context[\"noItemsLeft\"] }}" } }));
+    // Done feeds a second round of items back into the loop once
+    wf["nodes"].as_array_mut().expect("nodes").push(node("Again", "n8n-nodes-base.code", 2.0, json!({ "jsCode": "return $runIndex === 0 ? [{ json: { n: 10 } }, { json: { n: 11 } }] : [];" })));
+    wf["connections"]["Done"] = json!({ "main": [[{ "node": "Again", "type": "main", "index": 0 }]] });
+    wf["connections"]["Again"] = json!({ "main": [[{ "node": "Loop", "type": "main", "index": 0 }]] });
+    let st = run(&wf);
+    assert_eq!(st.status, ExecutionStatus::Success, "{}", error_message(&st));
+    let done = runs(&st, "Done", 0);
+    let ns: Vec<Vec<Value>> = done.iter().map(|r| r.iter().map(|i| i["n"].clone()).collect()).collect();
+    assert_eq!(ns, vec![vec![json!(1), json!(2), json!(3), json!(4), json!(5)], vec![json!(10), json!(11)]]);
+}
+
+// ---------------------------------------------------------------- Debug Helper
+
+fn debug(params: Value) -> Value {
+    node("Debug", "n8n-nodes-base.debugHelper", 1.0, params)
+}
+
+#[test]
+fn debug_helper_throws_its_default_error_and_continues_with_an_error_item() {
+    let st = run(&chain(vec![trigger(), debug(json!({}))]));
+    assert_eq!(st.status, ExecutionStatus::Error);
+    assert_eq!(error_message(&st), "Node has thrown an error");
+    for kind in ["NodeApiError", "NodeOperationError", "Error"] {
+        let mut n = debug(json!({ "category": "throwError", "throwErrorType": kind, "throwErrorMessage": "boom" }));
+        n["onError"] = json!("continueRegularOutput");
+        let st = run(&chain(vec![trigger(), data(json!([{ "a": 1 }, { "a": 2 }])), n]));
+        assert_eq!(st.status, ExecutionStatus::Success, "{kind}");
+        assert_eq!(out(&st, "Debug", 0), vec![json!({ "error": "boom" }), json!({ "error": "boom" })], "{kind}");
+        assert_eq!(pairs(&st, "Debug"), vec![Some(0), Some(1)]);
+    }
+}
+
+#[test]
+fn debug_helper_do_nothing_outputs_no_items_and_oom_is_refused() {
+    let st = run(&chain(vec![trigger(), debug(json!({ "category": "doNothing" })), node("After", "n8n-nodes-base.noOp", 1.0, json!({}))]));
+    assert_eq!(st.status, ExecutionStatus::Success);
+    assert!(out(&st, "Debug", 0).is_empty());
+    assert!(!st.run_data.contains_key("After"));
+    let st = run(&chain(vec![trigger(), debug(json!({ "category": "oom", "memorySizeValue": 10 }))]));
+    assert_eq!(st.status, ExecutionStatus::Error);
+    assert!(error_message(&st).contains("not supported"), "{}", error_message(&st));
+}
+
+#[test]
+fn debug_helper_random_data_has_n8ns_shapes_and_a_seed_repeats_it() {
+    let gen = |kind: &str, extra: Value| {
+        let mut p = json!({ "category": "randomData", "randomDataType": kind, "randomDataCount": 3, "randomDataSeed": "s1" });
+        if let (Value::Object(p), Value::Object(e)) = (&mut p, extra) {
+            p.extend(e);
+        }
+        let st = run(&chain(vec![trigger(), debug(p)]));
+        assert_eq!(st.status, ExecutionStatus::Success, "{kind}: {}", error_message(&st));
+        out(&st, "Debug", 0)
+    };
+    let users = gen("user", json!({}));
+    assert_eq!(users.len(), 3);
+    for u in &users {
+        let keys: Vec<&str> = u.as_object().map(|o| o.keys().map(String::as_str).collect()).unwrap_or_default();
+        assert_eq!(keys, vec!["uid", "email", "firstname", "lastname", "password"]);
+        assert!(u["email"].as_str().is_some_and(|e| e.contains('@')));
+    }
+    assert_eq!(users, gen("user", json!({})), "the same seed gives the same data");
+    let card = &gen("creditCard", json!({}))[0];
+    assert!(["Visa", "MasterCard"].contains(&card["type"].as_str().unwrap_or("")));
+    assert_eq!(card["exp"].as_str().map(str::len), Some(5));
+    let addr = &gen("address", json!({}))[0];
+    assert_eq!(addr["zip"].as_str().map(str::len), Some(5));
+    assert!(gen("uuid", json!({}))[0].as_str().is_some_and(|u| uuid::Uuid::parse_str(u).is_ok()));
+    assert!(gen("ipv4", json!({}))[0].as_str().is_some_and(|ip| ip.parse::<std::net::Ipv4Addr>().is_ok()));
+    assert!(gen("ipv6", json!({}))[0].as_str().is_some_and(|ip| ip.parse::<std::net::Ipv6Addr>().is_ok()));
+    assert_eq!(gen("macAddress", json!({}))[0].as_str().map(str::len), Some(17));
+    let nano = gen("nanoid", json!({ "nanoidAlphabet": "ab", "nanoidLength": "8" }));
+    assert!(nano.iter().all(|n| n.as_str().is_some_and(|s| s.len() == 8 && s.chars().all(|c| c == 'a' || c == 'b'))));
+    // one item holding them all
+    let single = gen("semver", json!({ "randomDataSingleArray": true }));
+    assert_eq!(single.len(), 1);
+    assert_eq!(single[0]["generatedItems"].as_array().map(Vec::len), Some(3));
+}
+
+// ---------------------------------------------------------------- Execution Data
+
+fn execution_data(version: f64, values: Value) -> Value {
+    node("Save", "n8n-nodes-base.executionData", version, json!({ "dataToSave": { "values": values } }))
+}
+
+#[test]
+fn execution_data_saves_custom_data_per_item_and_passes_items_through() {
+    let st = run(&chain(vec![
+        trigger(),
+        data(json!([{ "id": "a1", "n": 1 }, { "id": "b2", "n": 2 }])),
+        execution_data(1.0, json!([{ "key": "id", "value": "={{ $json.id }}" }, { "key": "count", "value": "={{ $json.n }}" }])),
+    ]));
+    assert_eq!(st.status, ExecutionStatus::Success, "{}", error_message(&st));
+    assert_eq!(out(&st, "Save", 0), vec![json!({ "id": "a1", "n": 1 }), json!({ "id": "b2", "n": 2 })]);
+    // later items overwrite earlier ones; numbers are stored as text
+    assert_eq!(st.custom_data.0.get("id").map(String::as_str), Some("b2"));
+    assert_eq!(st.custom_data.0.get("count").map(String::as_str), Some("2"));
+}
+
+#[test]
+fn execution_data_applies_n8ns_limits_and_errors() {
+    let long_key = "k".repeat(60);
+    let long_value = "v".repeat(600);
+    let mut values: Vec<Value> = (0..12).map(|i| json!({ "key": format!("key{i}"), "value": "x" })).collect();
+    values.insert(0, json!({ "key": long_key, "value": long_value }));
+    let st = run(&chain(vec![trigger(), execution_data(1.0, json!(values))]));
+    assert_eq!(st.status, ExecutionStatus::Success, "{}", error_message(&st));
+    assert_eq!(st.custom_data.0.len(), 10, "at most 10 keys");
+    assert_eq!(st.custom_data.0.get(&"k".repeat(50)).map(String::len), Some(512));
+    let st = run(&chain(vec![trigger(), execution_data(1.0, json!([{ "key": "my-key", "value": "x" }]))]));
+    assert_eq!(st.status, ExecutionStatus::Error);
+    assert_eq!(error_message(&st), "Custom data key can only contain letters, numbers, and underscores (key \"my-key\")");
+    // v1 refuses a value that is not text; v1.1 saves a missing one as ""
+    let st = run(&chain(vec![trigger(), execution_data(1.0, json!([{ "key": "k", "value": "={{ null }}" }]))]));
+    assert_eq!(error_message(&st), "Custom data values must be a string (key \"k\")");
+    let st = run(&chain(vec![trigger(), execution_data(1.1, json!([{ "key": "k", "value": "={{ null }}" }]))]));
+    assert_eq!(st.status, ExecutionStatus::Success, "{}", error_message(&st));
+    assert_eq!(st.custom_data.0.get("k").map(String::as_str), Some(""));
+}
+
+// ---------------------------------------------------------------- If v1 / Filter v1 (legacy conditions)
+
+/// Runs `{ty: [condition]}` on one item `{v}` through If v1: true or false branch.
+fn if_v1(ty: &str, cond: Value, item: Value) -> Result<bool, String> {
+    let st = run(&chain(vec![trigger(), data(json!([item])), node("If", "n8n-nodes-base.if", 1.0, json!({ "conditions": { ty: [cond] } }))]));
+    if st.status != ExecutionStatus::Success {
+        return Err(error_message(&st));
+    }
+    Ok(!out(&st, "If", 0).is_empty())
+}
+
+#[test]
+fn if_v1_operations_follow_javascript_semantics() {
+    let c = |op: &str, v1: Value, v2: Value| json!({ "operation": op, "value1": v1, "value2": v2 });
+    // defaults: dateTime "after", number "smaller", string and boolean "equal"
+    assert_eq!(if_v1("dateTime", json!({ "value1": "2023-01-02T00:00:00Z", "value2": "2023-01-01T00:00:00Z" }), json!({})), Ok(true));
+    assert_eq!(if_v1("number", json!({ "value1": 1, "value2": 2 }), json!({})), Ok(true));
+    assert_eq!(if_v1("string", json!({ "value1": "a", "value2": "a" }), json!({})), Ok(true));
+    assert_eq!(if_v1("boolean", json!({ "value1": true }), json!({})), Ok(false), "value2 defaults to false");
+    // dates: epoch milliseconds and strings; an invalid one is n8n's error
+    assert_eq!(if_v1("dateTime", c("before", json!(1_000), json!("1970-01-01T00:00:02Z")), json!({})), Ok(true));
+    assert_eq!(if_v1("dateTime", c("after", json!("soon"), json!(0)), json!({})), Err("The value \"soon\" is not a valid DateTime.".into()));
+    // strict equality: a number is not its text
+    assert_eq!(if_v1("string", c("equal", json!(1), json!("1")), json!({})), Ok(false));
+    assert_eq!(if_v1("number", c("largerEqual", json!(2), json!(2)), json!({})), Ok(true));
+    // (v || '') — 0 is falsy, so it contains nothing
+    assert_eq!(if_v1("string", c("contains", json!(0), json!("0")), json!({})), Ok(false));
+    assert_eq!(if_v1("string", c("contains", json!([1, 2]), json!("1,2")), json!({})), Ok(true));
+    assert_eq!(if_v1("string", c("startsWith", json!("abc"), json!("ab")), json!({})), Ok(true));
+    assert_eq!(if_v1("string", c("endsWith", json!(5), json!("5")), json!({})), Err("value1.endsWith is not a function".into()));
+    assert_eq!(if_v1("string", c("regex", json!("Hello"), json!("/^hello$/i")), json!({})), Ok(true));
+    assert_eq!(if_v1("string", c("notRegex", json!("Hello"), json!("^hello$")), json!({})), Ok(true));
+    assert_eq!(if_v1("number", c("isEmpty", json!(null), json!(0)), json!({})), Ok(true));
+    assert_eq!(if_v1("string", c("isNotEmpty", json!({}), json!("")), json!({})), Ok(false));
+    assert_eq!(if_v1("string", c("isNotEmpty", json!(false), json!("")), json!({})), Ok(true));
+}
+
+#[test]
+fn if_v1_combines_all_or_any_and_filter_v1_and_or() {
+    let conds = json!({ "number": [{ "operation": "larger", "value1": "={{ $json.n }}", "value2": 1 }], "string": [{ "operation": "equal", "value1": "={{ $json.s }}", "value2": "x" }] });
+    let items = json!([{ "n": 2, "s": "x" }, { "n": 2, "s": "y" }, { "n": 0, "s": "y" }]);
+    let ns = |st: &ExecutionState, node: &str, o: usize| out(st, node, o).iter().map(|i| i["s"].as_str().unwrap_or("").to_string() + &i["n"].to_string()).collect::<Vec<_>>();
+    let all = run(&chain(vec![trigger(), data(items.clone()), node("If", "n8n-nodes-base.if", 1.0, json!({ "conditions": conds, "combineOperation": "all" }))]));
+    assert_eq!(ns(&all, "If", 0), vec!["x2"]);
+    assert_eq!(ns(&all, "If", 1), vec!["y2", "y0"]);
+    let any = run(&chain(vec![trigger(), data(items.clone()), node("If", "n8n-nodes-base.if", 1.0, json!({ "conditions": conds, "combineOperation": "any" }))]));
+    assert_eq!(ns(&any, "If", 0), vec!["x2", "y2"]);
+    let or = run(&chain(vec![trigger(), data(items.clone()), node("Filter", "n8n-nodes-base.filter", 1.0, json!({ "conditions": conds, "combineConditions": "OR" }))]));
+    assert_eq!(ns(&or, "Filter", 0), vec!["x2", "y2"]);
+    let and = run(&chain(vec![trigger(), data(items), node("Filter", "n8n-nodes-base.filter", 1.0, json!({ "conditions": conds }))]));
+    assert_eq!(ns(&and, "Filter", 0), vec!["x2"]);
+    assert_eq!(pairs(&and, "Filter"), vec![Some(0)]);
+}
+
+// ---------------------------------------------------------------- Switch v1 / v2
+
+fn switch_legacy(version: f64, params: Value) -> ExecutionState {
+    run(&chain(vec![trigger(), data(json!([{ "n": 1 }, { "n": 5 }, { "n": 9 }])), node("Switch", "n8n-nodes-base.switch", version, params)]))
+}
+
+fn ns_of(st: &ExecutionState, o: usize) -> Vec<Value> {
+    out(st, "Switch", o).iter().map(|i| i["n"].clone()).collect()
+}
+
+#[test]
+fn switch_v1_routes_to_each_rules_output_with_a_fallback() {
+    let rules = json!({ "rules": [
+        { "operation": "smaller", "value2": 3, "output": 2 },
+        { "operation": "smaller", "value2": 6, "output": 0 },
+    ] });
+    let st = switch_legacy(1.0, json!({ "dataType": "number", "value1": "={{ $json.n }}", "rules": rules, "fallbackOutput": 3 }));
+    assert_eq!(st.status, ExecutionStatus::Success, "{}", error_message(&st));
+    assert_eq!(st.run_data["Switch"][0].data.as_ref().map(|d| d.main.len()), Some(4), "four fixed outputs");
+    assert_eq!(ns_of(&st, 2), vec![json!(1)], "the first matching rule wins");
+    assert_eq!(ns_of(&st, 0), vec![json!(5)]);
+    assert_eq!(ns_of(&st, 3), vec![json!(9)]);
+    // no fallback: unmatched items are dropped
+    let st = switch_legacy(1.0, json!({ "dataType": "number", "value1": "={{ $json.n }}", "rules": rules }));
+    assert_eq!((0..4).map(|o| ns_of(&st, o).len()).sum::<usize>(), 2);
+    // expression mode and its range error
+    let st = switch_legacy(1.0, json!({ "mode": "expression", "output": "={{ $json.n > 4 ? 1 : 0 }}" }));
+    assert_eq!(ns_of(&st, 1), vec![json!(5), json!(9)]);
+    let st = switch_legacy(1.0, json!({ "mode": "expression", "output": "={{ $json.n }}" }));
+    assert_eq!(error_message(&st), "The ouput 5 is not allowed. It has to be between 0 and 3!");
+}
+
+#[test]
+fn switch_v2_has_one_output_per_rule_and_compares_strings_and_dates() {
+    let st = switch_legacy(2.0, json!({ "dataType": "string", "value1": "={{ 'n' + $json.n }}", "rules": { "rules": [
+        { "operation": "equal", "value2": "n5", "outputKey": "five" },
+        { "operation": "startsWith", "value2": "n", "outputKey": "any" },
+    ] } }));
+    assert_eq!(st.status, ExecutionStatus::Success, "{}", error_message(&st));
+    assert_eq!(ns_of(&st, 0), vec![json!(5)]);
+    assert_eq!(ns_of(&st, 1), vec![json!(1), json!(9)]);
+    let st = switch_legacy(2.0, json!({ "dataType": "dateTime", "value1": "={{ '2024-01-0' + $json.n + 'T00:00:00Z' }}", "rules": { "rules": [
+        { "operation": "before", "value2": "2024-01-04T00:00:00Z" },
+    ] }, "fallbackOutput": 0 }));
+    assert_eq!(ns_of(&st, 0), vec![json!(1), json!(5), json!(9)]);
+    let st = switch_legacy(2.0, json!({ "mode": "expression", "outputsAmount": 2, "output": "={{ $json.n > 4 ? 1 : 0 }}" }));
+    assert_eq!(ns_of(&st, 0), vec![json!(1)]);
+    assert_eq!(ns_of(&st, 1), vec![json!(5), json!(9)]);
+}
+
+#[test]
+fn code_sets_and_reads_execution_custom_data() {
+    let set = code(2.0, "runOnceForAllItems", "$execution.customData.set('user', 'u1');\n$execution.customData.setAll({ plan: 'pro', seats: 3 });\nreturn [{ json: { seen: $execution.customData.get('plan'), all: $execution.customData.getAll() } }];");
+    let mut read = code(2.0, "runOnceForAllItems", "return [{ json: $execution.customData.getAll() }];");
+    read["name"] = json!("Read");
+    read["id"] = json!("Read");
+    let st = run(&chain(vec![trigger(), set, read]));
+    assert_eq!(st.status, ExecutionStatus::Success, "{}", error_message(&st));
+    assert_eq!(out(&st, "Code", 0), vec![json!({ "seen": "pro", "all": { "user": "u1", "plan": "pro", "seats": "3" } })]);
+    // a later node sees what was saved
+    assert_eq!(out(&st, "Read", 0), vec![json!({ "user": "u1", "plan": "pro", "seats": "3" })]);
+    assert_eq!(st.custom_data.0.get("seats").map(String::as_str), Some("3"));
+    let bad = code(2.0, "runOnceForAllItems", "$execution.customData.set('a b', 'x');\nreturn [];");
+    let st = run(&chain(vec![trigger(), bad]));
+    assert_eq!(error_message(&st), "Custom data key can only contain letters, numbers, and underscores (key \"a b\")");
+}
+
+#[test]
+fn node_types_describe_the_latest_version_of_versioned_properties() {
+    // If/Filter/Switch also describe their v1 legacy shapes; the types show v2+ / v3+
+    let ts = engine::catalog::typescript("n8n-nodes-base.if").expect("if");
+    assert!(ts.contains("conditions?: FilterValue"), "{ts}");
+    assert!(!ts.contains("combineOperation"), "{ts}");
+    let ts = engine::catalog::typescript("n8n-nodes-base.switch").expect("switch");
+    assert!(!ts.contains("dataType") && !ts.contains("outputsAmount"), "{ts}");
+    let ts = engine::catalog::typescript("n8n-nodes-base.splitInBatches").expect("loop");
+    assert!(ts.contains("batchSize"), "{ts}");
+}

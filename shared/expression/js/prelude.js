@@ -146,7 +146,7 @@
         return cached('params:' + name, () => H.nodeParameters(name));
       },
       get context() {
-        return {};
+        return H.nodeContext(name);
       },
     };
     return proxy;
@@ -186,7 +186,7 @@
         return 0;
       },
       get context() {
-        return {};
+        return H.nodeContext(name);
       },
     };
   }

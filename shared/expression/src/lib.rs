@@ -85,6 +85,11 @@ pub trait DataProxy {
     fn node_parameters(&self, _node: &str) -> Option<Value> {
         None
     }
+    /// A node's persistent context (`$node["Node"].context`, e.g. Split In
+    /// Batches' `noItemsLeft`); `None` when it has none.
+    fn node_context(&self, _node: &str) -> Option<Value> {
+        None
+    }
     /// The values an AI agent chose for this tool node's `$fromAI()` keys
     /// (n8n's `ai_tool` input override); `None` outside a tool call, where
     /// `$fromAI` fails with n8n's "No execution data available".

@@ -638,6 +638,17 @@ fn host_object<'js>(ctx: &Ctx<'js>, host: &Host) -> rquickjs::Result<Object<'js>
         }),
     )?;
 
+    let hh = host.clone();
+    h.set(
+        "nodeContext",
+        Function::new(ctx.clone(), move |ctx: Ctx<'js>, name: String| -> rquickjs::Result<JsValue<'js>> {
+            match with_proxy(&hh, |d| d.node_context(&name))? {
+                Some(v) => to_js(&ctx, &v),
+                None => Ok(Object::new(ctx)?.into_value()),
+            }
+        }),
+    )?;
+
     h.set(
         "hash",
         Function::new(ctx.clone(), |alg: String, s: String| -> Option<String> { hash(&alg, &s) }),

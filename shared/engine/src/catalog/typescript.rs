@@ -61,10 +61,18 @@ fn ts_type(p: &NodeProperty) -> String {
     }
 }
 
-/// Does `p` show for this combination of discriminator values?
-fn shows(p: &NodeProperty, combo: &[(String, Value)]) -> bool {
+/// Does `p` show for this combination of discriminator values, in version
+/// `version` (the types describe the latest version; `@version` limits a
+/// property to the versions it belongs to)?
+fn shows(p: &NodeProperty, combo: &[(String, Value)], version: f64) -> bool {
     let Some(show) = p.display_options.as_ref().and_then(|d| d.get("show")).and_then(|s| s.as_object()) else { return true };
     for (key, allowed) in show {
+        if key == "@version" {
+            if !allowed.as_array().is_some_and(|a| a.iter().any(|x| x.as_f64() == Some(version))) {
+                return false;
+            }
+            continue;
+        }
         let Some((_, v)) = combo.iter().find(|(k, _)| k == key) else { continue };
         if !allowed.as_array().is_some_and(|a| a.contains(v)) {
             return false;
@@ -83,15 +91,16 @@ pub fn typescript(node_type: &str) -> Option<String> {
     out.push_str("type ResourceLocatorValue = { __rl: true; mode: string; value: string };\n\n");
     out.push_str(&format!("/** {} — {} (`{}`, version {}) */\n", d.display_name, d.description, d.name, d.latest_version()));
     // Discriminators that are top-level options (shown unconditionally or under other discriminators).
+    let latest = d.latest_version();
     let discs: Vec<&NodeProperty> = DISCRIMINATORS
         .iter()
-        .filter_map(|n| d.properties.iter().find(|p| p.name == *n && p.prop_type == "options"))
+        .filter_map(|n| d.properties.iter().find(|p| p.name == *n && p.prop_type == "options" && shows(p, &[], latest)))
         .collect();
     let mut combos: Vec<Vec<(String, Value)>> = vec![vec![]];
     for disc in &discs {
         let mut next = vec![];
         for c in &combos {
-            if !shows(disc, c) {
+            if !shows(disc, c, latest) {
                 next.push(c.clone());
                 continue;
             }
@@ -113,7 +122,7 @@ pub fn typescript(node_type: &str) -> Option<String> {
         let mut seen: Vec<&str> = vec![];
         for p in &d.properties {
             // a name described per version appears once (the first description wins)
-            if combo.iter().any(|(k, _)| k == &p.name) || !shows(p, combo) || seen.contains(&p.name.as_str()) {
+            if combo.iter().any(|(k, _)| k == &p.name) || !shows(p, combo, latest) || seen.contains(&p.name.as_str()) {
                 continue;
             }
             seen.push(&p.name);

@@ -2,7 +2,7 @@
 // inside the wrapper that runs the user's code (see code.rs). Called with the
 // wrapper's settings; returns the functions the wrapper uses. Failures are
 // returned to the host as a trailing meta item, never thrown past the wrapper.
-(function (firstLine, staticData, nodeName) {
+(function (firstLine, staticData, nodeName, customData) {
   const ITEM_KEYS = ['json', 'binary', 'pairedItem', 'error', 'metadata', 'index'];
   const isItemKey = (k) => ITEM_KEYS.indexOf(k) !== -1;
   const isObject = (v) => typeof v === 'object' && v !== null && !Array.isArray(v) && !(v instanceof Date);
@@ -145,7 +145,32 @@
     throw new Error(`The static data type "${type}" is not known. Only "global" and "node" are supported.`);
   }
 
-  const meta = (failure) => ({ json: { __n8nCodeMeta: { failure, staticData: staticUsed ? staticData : undefined } } });
+  // $execution.customData (only present when the code uses it): reads see
+  // this run's writes; the host checks and stores the writes, in order
+  const customWrites = [];
+  const customStore = customData === null ? null : Object.assign({}, customData);
+  const customDataApi =
+    customStore === null
+      ? undefined
+      : {
+          set(key, value) {
+            customWrites.push([key, value]);
+            customStore[String(key)] = value === undefined || value === null ? value : String(value);
+          },
+          setAll(obj) {
+            for (const [k, v] of Object.entries(obj || {})) this.set(k, v);
+          },
+          get(key) {
+            return customStore[key];
+          },
+          getAll() {
+            return Object.assign({}, customStore);
+          },
+        };
+
+  const meta = (failure) => ({
+    json: { __n8nCodeMeta: { failure, staticData: staticUsed ? staticData : undefined, customData: customWrites.length ? customWrites : undefined } },
+  });
 
   // a run's items plus the trailing meta item the host reads
   function done(items) {
@@ -228,5 +253,5 @@
     return done([out]);
   }
 
-  return { failed, codeAll, codeEach, functionAll, functionEach, getStaticData };
+  return { failed, codeAll, codeEach, functionAll, functionEach, getStaticData, customData: customDataApi };
 })

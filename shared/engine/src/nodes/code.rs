@@ -48,8 +48,11 @@ struct Outcome {
 /// The wrapper around `code` for `kind`. Static data is embedded only when
 /// the code asks for it (the source, and so its compiled form, stays the same
 /// across runs otherwise).
-fn wrapper(kind: Kind, code: &str, static_data: Option<&Value>, node_name: &str) -> String {
+fn wrapper(kind: Kind, code: &str, static_data: Option<&Value>, custom_data: Option<&Value>, node_name: &str) -> String {
     let sd = static_data.map(Value::to_string).unwrap_or_else(|| "null".into());
+    let cd = custom_data.map(Value::to_string).unwrap_or_else(|| "null".into());
+    // `$execution.customData` shadows the read-only one of the sandbox
+    let custom = if custom_data.is_some() { "\nconst $execution = Object.assign({}, globalThis.$execution, { customData: __n8n.customData });" } else { "" };
     let name = Value::String(node_name.to_string()).to_string();
     let vars = match kind {
         Kind::CodeAll => "var items = $input.all();\nconst $getWorkflowStaticData = __n8n.getStaticData;",
@@ -84,7 +87,7 @@ fn wrapper(kind: Kind, code: &str, static_data: Option<&Value>, node_name: &str)
     };
     let head = |first_line: usize| {
         format!(
-            "(async function () {{\nconst __n8n = ({CHECKS})({first_line}, {sd}, {name});\n{vars}\nlet __n8nResult;\ntry {{\n__n8nResult = await (async function () {{\n"
+            "(async function () {{\nconst __n8n = ({CHECKS})({first_line}, {sd}, {name}, {cd});\n{vars}{custom}\nlet __n8nResult;\ntry {{\n__n8nResult = await (async function () {{\n"
         )
     };
     // the user's first line is the line after the head
@@ -104,7 +107,8 @@ fn repaired(input: &[Item]) -> Vec<Item> {
 /// Runs a wrapper against `input` (item `item` current) and splits off the meta item.
 fn run(ctx: &mut NodeContext<'_>, kind: Kind, code: &str, input: &[Item], item: i64) -> Result<Outcome> {
     let static_data = code.contains("getWorkflowStaticData").then(|| ctx.static_data.clone());
-    let source = wrapper(kind, code, static_data.as_ref(), &ctx.node.name);
+    let custom_data = code.contains("customData").then(|| serde_json::to_value(&*ctx.custom_data).unwrap_or(Value::Null));
+    let source = wrapper(kind, code, static_data.as_ref(), custom_data.as_ref(), &ctx.node.name);
     let (mut items, console) = ctx.run_script_items(&source, input, item).map_err(sandbox_failure)?;
     ctx.console.extend(console);
     let meta = items.pop().map(|m| m.json.into_value());
@@ -115,6 +119,11 @@ fn run(ctx: &mut NodeContext<'_>, kind: Kind, code: &str, input: &[Item], item: 
         raw: f["raw"].as_str().unwrap_or("Unknown error").to_string(),
         line: f["line"].as_u64(),
     });
+    // custom data written by the code, checked and stored as the Execution Data node does
+    for w in meta.get("customData").and_then(Value::as_array).into_iter().flatten() {
+        let key = w.get(0).map(super::js_string).unwrap_or_default();
+        ctx.custom_data.set(&key, w.get(1).unwrap_or(&Value::Null)).map_err(EngineError::node)?;
+    }
     Ok(Outcome { items, failure, static_data: meta.get("staticData").filter(|s| s.is_object()).cloned() })
 }
 

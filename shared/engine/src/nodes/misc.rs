@@ -1,4 +1,4 @@
-//! Small nodes: triggers, test data, No Op, Stop and Error.
+//! Small nodes: triggers, test data, No Op, Stop and Error, Execution Data.
 
 use serde_json::{json, Value};
 
@@ -49,4 +49,32 @@ pub fn stop_and_error(ctx: &mut NodeContext<'_>) -> Result<NodeOutput> {
         return Err(EngineError::Node { message: msg, description: obj.get("description").and_then(|d| d.as_str()).map(str::to_string), http_code: None });
     }
     Err(EngineError::node(ctx.param_str("errorMessage", 0, "")?))
+}
+
+/// Execution Data (`save`): each item's `dataToSave.values[]` `{key, value}`
+/// into the execution's custom data; the items pass through. v1.1 saves a
+/// missing or null value as `""`, v1 refuses it as n8n's core does.
+pub fn execution_data(ctx: &mut NodeContext<'_>) -> Result<NodeOutput> {
+    let op = ctx.param_str("operation", 0, "save")?;
+    if op != "save" {
+        return Err(EngineError::node(format!("The operation \"{op}\" is not supported")));
+    }
+    let nullish_as_empty = ctx.version() >= 1.1;
+    for i in 0..ctx.input(0).len() {
+        let values = ctx.param("dataToSave.values", i, json!([]))?;
+        for pair in values.as_array().into_iter().flatten() {
+            let key = match pair.get("key") {
+                Some(Value::String(k)) => k.clone(),
+                Some(Value::Number(n)) => n.to_string(),
+                _ => String::new(),
+            };
+            let value = match pair.get("value") {
+                None | Some(Value::Null) if nullish_as_empty => Value::String(String::new()),
+                Some(v) => v.clone(),
+                None => Value::Null,
+            };
+            ctx.custom_data.set(&key, &value).map_err(EngineError::node)?;
+        }
+    }
+    Ok(NodeOutput::Data(vec![ctx.input_arc(0).unwrap_or_default()]))
 }

@@ -53,6 +53,7 @@ pub mod triggers;
 pub mod wait;
 pub mod xml;
 pub mod markdown;
+pub mod debug_helper;
 
 /// What a node run produced.
 pub enum NodeOutput {
@@ -133,6 +134,8 @@ pub fn get(node_type: &str) -> Option<NodeFn> {
         "n8n-nodes-base.renameKeys" => rename_keys::execute,
         "n8n-nodes-base.xml" => xml::execute,
         "n8n-nodes-base.markdown" => markdown::execute,
+        "n8n-nodes-base.debugHelper" => debug_helper::execute,
+        "n8n-nodes-base.executionData" => misc::execution_data,
         _ => return None,
     };
     Some(f)
@@ -157,6 +160,10 @@ pub struct NodeContext<'a> {
     pub execution_id: &'a str,
     /// Persistent per-node context (Split In Batches).
     pub node_state: &'a mut Value,
+    /// The other nodes' persistent contexts (`$node["X"].context`).
+    pub node_contexts: &'a std::collections::BTreeMap<String, Value>,
+    /// The execution's custom data (Execution Data node).
+    pub custom_data: &'a mut crate::data::CustomData,
     pub static_data: &'a mut Value,
     /// Set when a parked Wait node resumes.
     pub resumed: bool,
@@ -218,6 +225,8 @@ impl<'a> NodeContext<'a> {
             run_index: self.run_index,
             execution_id: self.execution_id,
             mode: &self.env.settings.mode,
+            node_contexts: Some(self.node_contexts),
+            own_context: Some(&*self.node_state),
             public_url: self.env.settings.public_url.as_deref(),
         };
         f(self.expr, &proxy)

@@ -45,7 +45,7 @@ pub fn customer_messenger(ctx: &mut NodeContext<'_>) -> Result<NodeOutput> {
     for i in 0..n {
         let customer = super::js_string(&ctx.param("customerId", i, json!(""))?);
         let message = super::js_string(&ctx.param("message", i, json!(""))?);
-        out.push(item_from(json!({ "output": format!("Sent message to customer {customer}:\n {message}") }), i));
+        out.push(item_from(json!({ "output": format!("Sent message to customer {customer}:  {message}") }), i));
     }
     Ok(NodeOutput::one(out))
 }
