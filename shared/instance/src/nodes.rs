@@ -5,6 +5,7 @@
 //! (`engine::catalog`); this module shapes them for an agent.
 
 use crate::catalog::{credential_types, describe_exact};
+use crate::executions::view::{self, Values};
 use crate::{runner, Caller, Instance, InstanceError};
 use engine::catalog::{self, NodeDescription, NodeProperty};
 use executions::{ExecutionStatus, StartRequest, WorkflowRef};
@@ -470,6 +471,10 @@ pub struct NodeConfig {
 pub enum ExecuteOutcome {
     /// The node's items (binary reduced to metadata), capped: `(items, total)`.
     Success { items: Vec<Value>, total: usize },
+    /// It succeeded, but the instance withholds execution data from the
+    /// assistant (`INSTANCE_AI_ALLOW_SENDING_PARAMETER_VALUES=false`): how
+    /// many items, never their values.
+    Withheld { total: usize },
     Error { message: String, description: Option<String>, node_error_type: Option<String> },
 }
 
@@ -643,11 +648,14 @@ impl Instance {
             .unwrap_or(Value::Null);
         let run = doc.pointer(&format!("/resultData/runData/{NODE_NAME}/0")).cloned().unwrap_or(Value::Null);
         if outcome.status != ExecutionStatus::Success {
-            let e = run.get("error").or_else(|| doc.pointer("/resultData/error")).cloned().unwrap_or(Value::Null);
-            return Ok(ExecuteOutcome::Error {
-                message: e.get("message").and_then(Value::as_str).map(str::to_owned).or(outcome.error).unwrap_or_else(|| "the node failed".into()),
-                description: e.get("description").and_then(Value::as_str).map(str::to_owned),
-                node_error_type: e.get("name").and_then(Value::as_str).map(str::to_owned),
+            let e = run.get("error").or_else(|| doc.pointer("/resultData/error")).and_then(|e| serde_json::from_value::<engine::NodeError>(e.clone()).ok());
+            return Ok(match e {
+                // A node's error may quote what it got from outside: as the executions tool shows it.
+                Some(e) if self.values == Values::Withheld && e.node.is_some() => {
+                    ExecuteOutcome::Error { message: view::error_text(&e, self.values), description: None, node_error_type: Some(e.name) }
+                }
+                Some(e) => ExecuteOutcome::Error { message: e.message, description: e.description, node_error_type: Some(e.name) },
+                None => ExecuteOutcome::Error { message: outcome.error.unwrap_or_else(|| "the node failed".into()), description: None, node_error_type: None },
             });
         }
         // Every main output, in order (If and Switch have several).
@@ -661,6 +669,9 @@ impl Instance {
             .cloned()
             .collect();
         let total = run.get("itemCount").and_then(Value::as_u64).map(|n| n as usize);
+        if self.values == Values::Withheld {
+            return Ok(ExecuteOutcome::Withheld { total: total.unwrap_or(items.len()).max(items.len()) });
+        }
         let (items, shown_total) = cap(items);
         Ok(ExecuteOutcome::Success { total: total.unwrap_or(shown_total).max(shown_total), items })
     }

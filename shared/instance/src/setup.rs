@@ -14,7 +14,7 @@
 
 use crate::credentials::{is_service_scoped, CredentialRef, TestOutcome};
 use crate::ops::{self, Accessible, Draft, Operation};
-use crate::validate::{credential_slots, displayed, parameter_errors};
+use crate::validate::{credential_slots, parameter_errors};
 use crate::{catalog, Caller, Instance, InstanceError};
 use engine::catalog::{NodeDescription, NodeProperty};
 use protocol::ids::ThreadId;
@@ -36,6 +36,9 @@ pub struct SetupOptions {
     pub thread: Option<ThreadId>,
     /// Run each resolved credential's connection test for the card.
     pub test_credentials: bool,
+    /// Every node, not only those the thread's last build of the workflow
+    /// changed (see [`Instance::last_build_changes`]).
+    pub include_all_nodes: bool,
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -171,14 +174,6 @@ fn placeholder(v: &Value) -> Option<String> {
     }
 }
 
-fn str_param<'a>(params: &'a Map<String, Value>, d: &'a NodeDescription, name: &str) -> Option<&'a str> {
-    params
-        .get(name)
-        .or_else(|| d.properties.iter().find(|p| p.name == name).map(|p| &p.default))
-        .and_then(Value::as_str)
-        .filter(|s| !s.is_empty())
-}
-
 fn editable(p: &NodeProperty) -> EditableParameter {
     EditableParameter {
         name: p.name.clone(),
@@ -237,6 +232,34 @@ fn run_order(nodes: &[Value], connections: &Value) -> HashMap<String, usize> {
     order
 }
 
+/// Nodes of `after` that `before` lacks or holds otherwise (by name; the
+/// canvas position is not a change).
+pub fn changed_nodes(before: Option<&WorkflowBody>, after: &WorkflowBody) -> HashSet<String> {
+    let strip = |n: &Value| {
+        let mut n = n.clone();
+        if let Some(o) = n.as_object_mut() {
+            o.remove("position");
+        }
+        n
+    };
+    let old: HashMap<&str, Value> = before
+        .and_then(|b| b.nodes.as_array())
+        .into_iter()
+        .flatten()
+        .filter_map(|n| Some((n.get("name")?.as_str()?, strip(n))))
+        .collect();
+    after
+        .nodes
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|n| {
+            let name = n.get("name")?.as_str()?;
+            (old.get(name) != Some(&strip(n))).then(|| name.to_owned())
+        })
+        .collect()
+}
+
 impl Instance {
     /// The workflow's setup requests. Needs `workflow:update`: setting a
     /// workflow up changes it.
@@ -256,8 +279,35 @@ impl Instance {
         }
         let all = self.setup_requests(caller, &wf, opts).await?;
         let skipped_names: HashSet<&str> = skipped.iter().map(|s| s.node_name.as_str()).collect();
-        let requests = all.into_iter().filter(|r| r.needs_action && !skipped_names.contains(r.node.name.as_str())).collect();
+        let changed = match (&opts.thread, opts.include_all_nodes) {
+            (Some(t), false) => self.last_build_changes(t, &meta.id).await?,
+            _ => None,
+        };
+        let requests = all
+            .into_iter()
+            .filter(|r| r.needs_action && !skipped_names.contains(r.node.name.as_str()))
+            .filter(|r| changed.as_ref().is_none_or(|c| c.contains(&r.node.name)))
+            .collect();
         Ok(Analysis { workflow_id: meta.id, workflow_name: meta.name, project_id: meta.project_id, requests, skipped })
+    }
+
+    /// Names of the nodes the thread's last build of the workflow changed:
+    /// added, or different from the version before it (position aside).
+    /// `None` when unknown — no build of it in this thread, or its version
+    /// no longer among the last 100 — and then setup looks at every node.
+    pub async fn last_build_changes(&self, thread: &ThreadId, workflow_id: &str) -> Result<Option<HashSet<String>>, InstanceError> {
+        let Some(build) = self.data.workspace.bindings(thread).await?.into_iter().filter(|b| b.workflow_id == workflow_id).max_by(|a, b| a.built_at.cmp(&b.built_at))
+        else {
+            return Ok(None);
+        };
+        let versions = self.data.workflows.list_versions(workflow_id, Some(100), 0).await?;
+        let Some(at) = versions.iter().position(|v| v.info.version_id == build.version_id) else { return Ok(None) };
+        let Some(built) = self.data.workflows.get_version(workflow_id, &build.version_id).await? else { return Ok(None) };
+        let before = match versions.get(at + 1) {
+            Some(prev) => self.data.workflows.get_version(workflow_id, &prev.info.version_id).await?.map(|v| v.body),
+            None => None, // the build created the workflow: every node is new
+        };
+        Ok(Some(changed_nodes(before.as_ref(), &built.body)))
     }
 
     /// Every request of the workflow (settled ones too), in run order.

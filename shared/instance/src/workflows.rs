@@ -295,10 +295,10 @@ impl Instance {
         Ok(findings)
     }
 
-    /// Credentials the caller may use in workflows (metadata only).
+    /// Every credential the caller may use in workflows (metadata only; no
+    /// page limit: a reference to the 201st is as valid as to the first).
     pub async fn visible_credentials(&self, caller: &Caller) -> Result<Vec<store::data::credentials::CredentialRow>, InstanceError> {
-        let q = CredentialQuery { limit: Some(200), ..CredentialQuery::default() };
-        Ok(self.data.credentials.list(&caller.user, &q).await?.data)
+        Ok(self.data.credentials.list_all(&caller.user, &CredentialQuery::default()).await?)
     }
 
     /// `workflows validate`: the canvas issues, minus the ignored categories.

@@ -161,3 +161,28 @@ async fn bad_credential_data_is_refused_before_anything_is_stored() {
     }
     assert_eq!(inst.list_credentials(&alice(), &CredentialQuery::default()).await.unwrap().total, 0);
 }
+
+#[tokio::test]
+async fn a_workflow_may_use_any_of_more_credentials_than_one_page_holds() {
+    let inst = instance().await;
+    let alice = Caller::new(UserId(format!("alice-{}", uuid::Uuid::new_v4().simple())));
+    const N: usize = 205;
+    let mut last = None;
+    for i in 0..N {
+        let c = NewCredentialInput { name: format!("Key {i:03}"), ..header_credential("http://127.0.0.1:9", "v") };
+        last = Some(inst.create_credential(&alice, c).await.unwrap());
+    }
+    let last = last.unwrap();
+    assert_eq!(inst.visible_credentials(&alice).await.unwrap().len(), N, "every credential, not the first page");
+    // "Key 204" sorts last, past the 200 a page holds: a reference to it is valid.
+    let source = json!({"name": "Uses the last key", "nodes": [
+        {"name": "Start", "type": "n8n-nodes-base.manualTrigger", "typeVersion": 1, "parameters": {}, "position": [0, 0]},
+        {"name": "Call", "type": "n8n-nodes-base.httpRequest", "typeVersion": 4.2, "position": [200, 0],
+         "parameters": {"url": "http://127.0.0.1:9/x", "authentication": "genericCredentialType", "genericAuthType": "httpHeaderAuth", "options": {}},
+         "credentials": {"httpHeaderAuth": {"id": last.id, "name": last.name}}}
+    ], "connections": {"Start": {"main": [[{"node": "Call", "type": "main", "index": 0}]]}}});
+    let built = inst.build_workflow(&alice, instance::builder::BuildRequest { source: source.to_string(), ..Default::default() }).await.unwrap();
+    assert!(built.success, "{built:?}");
+    let report = inst.validate_saved(&alice, built.workflow_id.as_deref().unwrap(), &[]).await.unwrap();
+    assert!(report.issues.iter().all(|f| f.code != "INVALID_CREDENTIALS"), "{:?}", report.issues);
+}

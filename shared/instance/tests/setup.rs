@@ -166,3 +166,45 @@ async fn bad_choices_fail_per_node_and_strangers_see_nothing() {
     let left: Vec<&str> = r.nodes_still_needing_setup.iter().map(|p| p.node_name.as_str()).collect();
     assert_eq!(left, ["Call API", "Split", "Feed"]);
 }
+
+#[tokio::test]
+async fn setup_covers_the_nodes_the_last_build_changed_unless_all_are_asked_for() {
+    use store::data::workspace::SourceBinding;
+    use store::data::workflows::WorkflowUpdate;
+    let inst = instance().await;
+    let me = Caller::new(UserId(format!("alice-{}", uuid::Uuid::new_v4().simple())));
+    let (nodes, conns) = digest_nodes();
+    let id = workflow(&inst, &me, nodes.clone(), conns.clone()).await;
+    let v1 = inst.data.workflows.get(&id).await.unwrap().unwrap();
+    // The build: only "Code" changes (its canvas position moving is no change).
+    let mut changed = nodes.clone();
+    changed[3]["parameters"] = json!({"digits": 8});
+    changed[1]["position"] = json!([10, 10]);
+    let body = WorkflowBody { nodes: changed, ..v1.body.clone() };
+    let v2 = inst.data.workflows.update(&id, &v1.meta.version_id, WorkflowUpdate { body: Some(body), ..WorkflowUpdate::default() }, &me.user).await.unwrap();
+    let thread = ThreadId(format!("t-{}", uuid::Uuid::new_v4().simple()));
+    let binding = |version_id: &str| SourceBinding {
+        path: "digest.workflow.ts".into(),
+        workflow_id: id.clone(),
+        source_hash: "h".into(),
+        version_id: version_id.to_owned(),
+        work_item_id: None,
+        is_supporting_workflow: false,
+        built_at: store::data::db::now_iso(),
+    };
+    let names = |a: &instance::setup::Analysis| a.requests.iter().map(|r| r.node.name.clone()).collect::<Vec<_>>();
+    let opts = SetupOptions { thread: Some(thread.clone()), ..SetupOptions::default() };
+    assert_eq!(names(&inst.analyze_setup(&me, &id, &opts).await.unwrap()), ["Call API", "Code", "Split", "Feed"], "no build in this thread: every node");
+
+    inst.data.workspace.record_build(&thread, &binding(&v2.meta.version_id), true).await.unwrap();
+    assert_eq!(inst.last_build_changes(&thread, &id).await.unwrap().map(|c| c.into_iter().collect::<Vec<_>>()), Some(vec!["Code".to_owned()]));
+    assert_eq!(names(&inst.analyze_setup(&me, &id, &opts).await.unwrap()), ["Code"], "only what the last build changed");
+    let all = SetupOptions { include_all_nodes: true, ..opts.clone() };
+    assert_eq!(names(&inst.analyze_setup(&me, &id, &all).await.unwrap()), ["Call API", "Code", "Split", "Feed"], "includeAllNodes");
+
+    // A build that created the workflow changed every node.
+    let other = ThreadId(format!("t-{}", uuid::Uuid::new_v4().simple()));
+    inst.data.workspace.record_build(&other, &binding(&v1.meta.version_id), true).await.unwrap();
+    let first = SetupOptions { thread: Some(other), ..SetupOptions::default() };
+    assert_eq!(names(&inst.analyze_setup(&me, &id, &first).await.unwrap()), ["Call API", "Code", "Split", "Feed"]);
+}

@@ -10,7 +10,7 @@
 //! - chain: `(run#<r>, agent#<a>)` — state, claimed step number, lease,
 //!   cancel flag, open tool calls, the checkpoint (compressed);
 //! - history: `(thread#<t>, history)` — the conversation the next run starts from;
-//! - allow: `(thread#<t>, allow#<tool>#<action>)` — "always allow" decisions.
+//! - allow: `(thread#<t>, allow#<grant key>)` — "always allow" decisions (the key scoped as the tool says, e.g. `workflows:publish:<workflowId>`).
 //!
 //! A chain parked on an execution (`waiting`) names its wait record in
 //! `suspendedRequest`; the wait record is a suspension item (`req#<id>`) whose
@@ -880,7 +880,7 @@ impl Runs {
         Ok(ThreadActivity { active_run, is_suspended, title })
     }
 
-    /// Whether `what` (`<tool>#<action>`) is always allowed on the thread.
+    /// The grant keys "always allowed" on the thread.
     pub async fn always_allowed(&self, thread: &ThreadId) -> Result<Vec<String>, StoreError> {
         let items = self.table.query_prefix(&format!("thread#{thread}"), "allow#", false).await?;
         Ok(items.iter().filter_map(|i| get_s(i, "sk").and_then(|sk| sk.strip_prefix("allow#")).map(str::to_owned)).collect())

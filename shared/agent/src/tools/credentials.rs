@@ -4,6 +4,7 @@
 //! tests credentials, and asks the person to pick or create one; the person
 //! types secrets into the credentials REST API, never into the chat.
 
+use super::schema::action_variant as action;
 use super::{Decision, Gate, Tool, ToolContext, ToolOutcome};
 use futures::future::BoxFuture;
 use instance::credentials::{self as creds, CredentialRef};
@@ -45,28 +46,23 @@ the user to paste one in the chat; use setup, and the user enters it in the cred
     fn input_schema(&self) -> Value {
         let id = json!({"type": "string", "minLength": 1, "description": "Credential ID"});
         json!({"oneOf": [
-            {"type": "object", "properties": {
-                "action": {"const": "list"},
+            action("list", "List the credentials you can use (metadata only, never secrets)", json!({
                 "type": {"type": "string", "description": "Filter by credential type (e.g. `notionApi`)"},
                 "name": {"type": "string", "description": "Case-insensitive substring filter on the credential name"},
                 "limit": {"type": "integer", "minimum": 1, "maximum": 200, "description": "Page size. Default 50 and maximum 200"},
                 "offset": {"type": "integer", "minimum": 0, "description": "Number of credentials to skip. Default 0"}
-            }, "required": ["action"], "additionalProperties": false},
-            {"type": "object", "properties": {"action": {"const": "get"}, "credentialId": id},
-             "required": ["action", "credentialId"], "additionalProperties": false},
-            {"type": "object", "properties": {
-                "action": {"const": "delete"}, "credentialId": id,
+            }), &[]),
+            action("get", "One credential's metadata and the node types that can use it", json!({"credentialId": id}), &["credentialId"]),
+            action("delete", "Delete a credential permanently. Asks the user first", json!({
+                "credentialId": id,
                 "credentialName": {"type": "string", "description": "Display name for the confirmation message"}
-            }, "required": ["action", "credentialId"], "additionalProperties": false},
-            {"type": "object", "properties": {
-                "action": {"const": "search-types"},
+            }), &["credentialId"]),
+            action("search-types", "Search the credential types by service name", json!({
                 "query": {"type": "string", "description": "Search query, typically the service name. Required unless gatewayCreditsOnly is true"},
                 "gatewayCreditsOnly": {"type": "boolean", "description": "Return credential types supported by Gateway credits"}
-            }, "required": ["action"], "additionalProperties": false},
-            {"type": "object", "properties": {"action": {"const": "test"}, "credentialId": id},
-             "required": ["action", "credentialId"], "additionalProperties": false},
-            {"type": "object", "properties": {
-                "action": {"const": "setup"},
+            }), &[]),
+            action("test", "Test a credential: really connects to its service", json!({"credentialId": id}), &["credentialId"]),
+            action("setup", "Open a card where the user picks an existing credential or creates one", json!({
                 "credentials": {"type": "array", "minItems": 1, "description": "Credentials the user should pick or create", "items": {
                     "type": "object", "properties": {
                         "credentialType": {"type": "string", "minLength": 1, "description": "Credential type name (e.g. `httpHeaderAuth`)"},
@@ -78,9 +74,11 @@ the user to paste one in the chat; use setup, and the user enters it in the cred
                 "workflowId": {"type": "string", "description": "The workflow the credentials are for, when one exists"},
                 "projectId": {"type": "string", "description": "Project to create credentials in (defaults to the workflow's or your own)"},
                 "requireUserSelection": {"type": "boolean", "description": "Keep the card open for an explicit choice"},
-                "credentialFlow": {"type": "object", "properties": {"stage": {"type": "string", "enum": ["generic", "finalize"]}},
+                "credentialFlow": {"type": "object", "description": "Where this card sits in the build flow (changes the card's wording and whether it settles without the user)",
+                                   "properties": {"stage": {"type": "string", "enum": ["generic", "finalize"],
+                                                            "description": "generic: credentials needed while building; finalize: the workflow is verified and the card asks for the credentials that make it production-ready (always shown)"}},
                                    "required": ["stage"], "additionalProperties": false}
-            }, "required": ["action", "credentials"], "additionalProperties": false}
+            }), &["credentials"]),
         ]})
     }
 
@@ -94,9 +92,14 @@ the user to paste one in the chat; use setup, and the user enters it in the cred
         })
     }
 
+    /// `credentials:<action>:<credentialId>`: "always allow" on deleting one
+    /// credential never covers another.
     fn allow_key(&self, args: &Value) -> Option<String> {
         // A setup card is a choice, never a standing permission.
-        (str_arg(args, "action") != Some("setup")).then(|| format!("credentials#{}", str_arg(args, "action").unwrap_or("*")))
+        if str_arg(args, "action") == Some("setup") {
+            return None;
+        }
+        super::resource_grant("credentials", args, &["credentialId"])
     }
 
     fn run<'a>(&'a self, ctx: &'a ToolContext<'a>, args: Value) -> BoxFuture<'a, ToolOutcome> {
@@ -499,9 +502,22 @@ mod tests {
         let s = Credentials.input_schema();
         let actions: Vec<&str> = s["oneOf"].as_array().unwrap().iter().filter_map(|v| v["properties"]["action"]["const"].as_str()).collect();
         assert_eq!(actions, ["list", "get", "delete", "search-types", "test", "setup"]);
+        assert_eq!(crate::tools::schema::undescribed_fields(&s), Vec::<String>::new(), "every field has a description");
         assert!(crate::tools::schema::validate(&s, &json!({"action": "list", "limit": 50})).is_ok());
         assert!(crate::tools::schema::validate(&s, &json!({"action": "setup"})).is_err());
         assert!(Credentials.allow_key(&json!({"action": "setup"})).is_none());
-        assert_eq!(Credentials.allow_key(&json!({"action": "delete"})).as_deref(), Some("credentials#delete"));
+    }
+
+    #[test]
+    fn a_delete_grant_covers_that_credential_only() {
+        let one = json!({"action": "delete", "credentialId": "c1", "credentialName": "Old key"});
+        let other = json!({"action": "delete", "credentialId": "c2"});
+        assert_eq!(Credentials.allow_key(&one).as_deref(), Some("credentials:delete:c1"));
+        let granted = Credentials.allow_key(&one).unwrap();
+        assert!(!Credentials.covering_keys(&other).contains(&granted), "a grant for c1 does not cover c2");
+        assert!(Credentials.covering_keys(&json!({"action": "delete", "credentialId": "c1"})).contains(&granted), "the display name is not part of the key");
+        // Ids are escaped: no crafted id reaches another key.
+        assert_ne!(Credentials.allow_key(&json!({"action": "delete", "credentialId": "c1:x"})), Credentials.allow_key(&json!({"action": "delete", "credentialId": "c1%3Ax"})));
+        assert_eq!(Credentials.allow_key(&json!({"action": "delete", "credentialId": "x".repeat(300)})), None, "too long for the grant column");
     }
 }

@@ -485,6 +485,19 @@ impl Tool for DataTables {
         })
     }
 
+    /// Scoped by the table (and the column a column change names; create by
+    /// its project): "always allow" on deleting rows of one table never
+    /// covers another table, while the batches of one load into a table
+    /// share one grant.
+    fn allow_key(&self, args: &Value) -> Option<String> {
+        let fields: &[&str] = match action_of(args) {
+            "create" => &["projectId"],
+            "delete-column" | "rename-column" => &["dataTableId", "columnId", "projectId"],
+            _ => &["dataTableId", "projectId"],
+        };
+        super::resource_grant(NAME, args, fields)
+    }
+
     fn run<'a>(&'a self, ctx: &'a ToolContext<'a>, args: Value) -> BoxFuture<'a, ToolOutcome> {
         Box::pin(async move {
             let call = match parse(&args) {
@@ -541,6 +554,26 @@ mod tests {
         let Call::Query { filter: Some(f), .. } = q else { panic!("query") };
         assert_eq!(f.conditions[0].condition, store::data::data_tables::Op::Ilike);
         assert!(parse(&json!({"action": "nope"})).is_err());
+    }
+
+    #[test]
+    fn grants_are_scoped_by_the_table_and_column() {
+        let t = DataTables;
+        let key = |v: Value| t.allow_key(&v).unwrap();
+        let rows = |table: &str, n: i64| json!({"action": "insert-rows", "dataTableId": table, "rows": [{"n": n}]});
+        assert_eq!(key(rows("t1", 1)), "data-tables:insert-rows:t1");
+        assert!(t.covering_keys(&rows("t1", 2)).contains(&key(rows("t1", 1))), "the next batch into the same table is covered");
+        assert!(!t.covering_keys(&rows("t2", 1)).contains(&key(rows("t1", 1))), "another table is not");
+        let del = |table: &str| json!({"action": "delete-rows", "dataTableId": table, "dataTableName": "Leads", "filter": {"filters": [{"columnName": "a", "condition": "isEmpty"}]}});
+        assert_ne!(key(del("t1")), key(del("t2")));
+        assert_ne!(key(json!({"action": "delete", "dataTableId": "t1"})), key(json!({"action": "delete", "dataTableId": "t2"})));
+        let col = |c: &str| json!({"action": "delete-column", "dataTableId": "t1", "columnId": c});
+        assert_eq!(key(col("c1")), "data-tables:delete-column:t1:c1");
+        assert_ne!(key(col("c1")), key(col("c2")), "deleting one column does not cover another");
+        // A table given by name is another table in another project.
+        assert_ne!(key(json!({"action": "delete", "dataTableId": "Leads", "projectId": "p1"})), key(json!({"action": "delete", "dataTableId": "Leads", "projectId": "p2"})));
+        assert_eq!(key(json!({"action": "create", "name": "a", "columns": []})), "data-tables:create");
+        assert_ne!(key(json!({"action": "create", "name": "a", "projectId": "p1"})), key(json!({"action": "create", "name": "a", "projectId": "p2"})));
     }
 
     #[test]

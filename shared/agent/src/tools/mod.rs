@@ -240,6 +240,21 @@ pub trait Tool: Send + Sync {
     }
 }
 
+/// `<tool>:<action>:<part>…`, a session grant scoped to the resources a call
+/// acts on: the values of `fields` in the call (absent ones left out, `:`
+/// and `%` escaped so no two calls share a key by accident). `None` when the
+/// key would not fit the grant column.
+pub fn resource_grant(tool: &str, args: &Value, fields: &[&str]) -> Option<String> {
+    let mut key = format!("{tool}:{}", args.get("action").and_then(Value::as_str).unwrap_or("*"));
+    for f in fields {
+        if let Some(v) = args.get(*f).and_then(Value::as_str).filter(|v| !v.is_empty()) {
+            key.push(':');
+            key.push_str(&v.replace('%', "%25").replace(':', "%3A"));
+        }
+    }
+    (key.chars().count() <= nodes::MAX_GRANT_KEY).then_some(key)
+}
+
 /// The result a call blocked by the admin policy returns to the model.
 pub fn blocked(action: &str) -> Value {
     json!({

@@ -3,6 +3,7 @@
 //! node run standalone, under the `runWorkflow` policy, its output wrapped
 //! as untrusted data).
 
+use super::schema::action_variant as action;
 use super::untrusted::{envelope, json_envelope};
 use super::{Gate, Tool, ToolContext, ToolOutcome};
 use futures::future::BoxFuture;
@@ -33,6 +34,63 @@ pub fn grant_key(req: &ExecuteRequest) -> Option<String> {
     (key.chars().count() <= MAX_GRANT_KEY).then_some(key)
 }
 
+fn schema() -> Value {
+    let node_type = |d: &str| json!({"type": "string", "minLength": 1, "description": d});
+    let node_request = json!({"oneOf": [
+        {"type": "string", "minLength": 1, "description": "Node type, e.g. n8n-nodes-base.httpRequest"},
+        {"type": "object", "description": "A node type narrowed to one version, resource, operation or mode", "properties": {
+            "nodeType": node_type("Node type, e.g. n8n-nodes-base.slack"),
+            "version": {"type": ["string", "number"], "description": "Version, e.g. 4.2 (default: the latest)"},
+            "resource": {"type": "string", "description": "Only the parameters of this resource (the node's `resource` discriminator)"},
+            "operation": {"type": "string", "description": "Only the parameters of this operation (the node's `operation` discriminator)"},
+            "mode": {"type": "string", "description": "Only the parameters of this mode (the node's `mode` discriminator)"}
+        }, "required": ["nodeType"], "additionalProperties": false}
+    ]});
+    json!({"oneOf": [
+        action("list", "List the node types, optionally filtered", json!({
+            "query": {"type": "string", "description": "Filter by name or description"},
+            "gatewayCreditsOnly": {"type": "boolean", "description": "Return only nodes supported by Gateway credits"}
+        }), &[]),
+        action("describe", "One node type's description: versions, parameters, credentials, inputs and outputs", json!({
+            "nodeType": node_type("Node type (e.g. n8n-nodes-base.httpRequest)")
+        }), &["nodeType"]),
+        action("type-definition", "Exact TypeScript parameter definitions of one to five node types, for writing workflow code", json!({
+            "nodeTypes": {"type": "array", "minItems": 1, "maxItems": 5, "items": node_request,
+                          "description": "One to five node requests: a node type string or {nodeType, version?, resource?, operation?, mode?}"}
+        }), &["nodeTypes"]),
+        action("search", "Ranked search for node types, with builder hints and discriminators", json!({
+            "query": {"type": "string", "description": "Short search query: a service name or node purpose (never prefixed with n8n)"},
+            "connectionType": {"type": "string", "enum": nodes::AI_CONNECTION_TYPES, "description": "AI sub-node connection type"},
+            "limit": {"type": "integer", "minimum": 1, "maximum": 100, "description": "Maximum results. Default 10"}
+        }), &[]),
+        action("suggested", "Curated nodes per technique category", json!({
+            "categories": {"type": "array", "minItems": 1, "maxItems": 3, "items": {"type": "string"},
+                           "description": format!("One to three technique categories: {}", nodes::CATEGORIES.join(", "))}
+        }), &["categories"]),
+        action("explore-resources", "Run one of a node's dynamic lookups (list-search or load-options) with a stored credential", json!({
+            "nodeType": node_type("Node type whose lookup to run (e.g. n8n-nodes-base.notion)"),
+            "version": {"type": "number", "description": "Node type version the lookup belongs to"},
+            "methodName": {"type": "string", "minLength": 1, "description": "Exact annotated list-search or load-options method"},
+            "methodType": {"type": "string", "enum": ["listSearch", "loadOptions"], "description": "Kind of lookup: listSearch (searchable resource lists) or loadOptions (option lists)"},
+            "credentialType": {"type": "string", "minLength": 1, "description": "Credential type the lookup authenticates with (e.g. notionApi)"},
+            "credentialId": {"type": "string", "minLength": 1, "description": "ID of a stored credential of that type (credentials list shows the ids)"},
+            "filter": {"type": "string", "description": "Search text"},
+            "paginationToken": {"type": "string", "description": "Token from a previous result"},
+            "currentNodeParameters": {"type": "object", "description": "Parameters needed by dependent lookups"}
+        }), &["nodeType", "version", "methodName", "methodType", "credentialType", "credentialId"]),
+        action("execute", "Really run one node standalone with real credentials; asks the user first", json!({
+            "type": node_type("Full node type name, e.g. n8n-nodes-base.set"),
+            "version": {"type": "number", "description": "Node type version"},
+            "config": {"type": "object", "description": "The node's configuration, as a workflow-sdk node's config", "properties": {
+                "parameters": {"type": "object", "description": "Same shape as workflow-sdk NodeConfig.parameters"},
+                "credentials": {"type": "object", "description": "Resolved credential references {id, name} by credential type"}
+            }, "required": ["parameters"], "additionalProperties": false},
+            "input": {"type": "array", "items": {"type": "object"}, "description": "Input items {json} (defaults to one empty item)"},
+            "timeoutMs": {"type": "integer", "minimum": 1, "maximum": 60000, "description": "Max execution time, capped at 60 s"}
+        }), &["type", "version", "config"]),
+    ]})
+}
+
 impl Tool for Nodes {
     fn name(&self) -> &'static str {
         "nodes"
@@ -45,64 +103,7 @@ dynamic lookups with a credential), execute (really runs one node standalone wit
     }
 
     fn input_schema(&self) -> Value {
-        let node_request = json!({"oneOf": [
-            {"type": "string", "minLength": 1, "description": "Node type, e.g. n8n-nodes-base.httpRequest"},
-            {"type": "object", "properties": {
-                "nodeType": {"type": "string", "minLength": 1},
-                "version": {"type": ["string", "number"], "description": "Version, e.g. 4.2"},
-                "resource": {"type": "string"}, "operation": {"type": "string"}, "mode": {"type": "string"}
-            }, "required": ["nodeType"], "additionalProperties": false}
-        ]});
-        json!({"oneOf": [
-            {"type": "object", "properties": {
-                "action": {"const": "list"},
-                "query": {"type": "string", "description": "Filter by name or description"},
-                "gatewayCreditsOnly": {"type": "boolean", "description": "Return only nodes supported by Gateway credits"}
-            }, "required": ["action"], "additionalProperties": false},
-            {"type": "object", "properties": {
-                "action": {"const": "describe"},
-                "nodeType": {"type": "string", "minLength": 1, "description": "Node type (e.g. n8n-nodes-base.httpRequest)"}
-            }, "required": ["action", "nodeType"], "additionalProperties": false},
-            {"type": "object", "properties": {
-                "action": {"const": "type-definition"},
-                "nodeTypes": {"type": "array", "minItems": 1, "maxItems": 5, "items": node_request,
-                              "description": "One to five node requests: a node type string or {nodeType, version?, resource?, operation?, mode?}"}
-            }, "required": ["action", "nodeTypes"], "additionalProperties": false},
-            {"type": "object", "properties": {
-                "action": {"const": "search"},
-                "query": {"type": "string", "description": "Short search query: a service name or node purpose (never prefixed with n8n)"},
-                "connectionType": {"type": "string", "enum": nodes::AI_CONNECTION_TYPES, "description": "AI sub-node connection type"},
-                "limit": {"type": "integer", "minimum": 1, "maximum": 100, "description": "Maximum results. Default 10"}
-            }, "required": ["action"], "additionalProperties": false},
-            {"type": "object", "properties": {
-                "action": {"const": "suggested"},
-                "categories": {"type": "array", "minItems": 1, "maxItems": 3, "items": {"type": "string"},
-                               "description": format!("One to three technique categories: {}", nodes::CATEGORIES.join(", "))}
-            }, "required": ["action", "categories"], "additionalProperties": false},
-            {"type": "object", "properties": {
-                "action": {"const": "explore-resources"},
-                "nodeType": {"type": "string", "minLength": 1},
-                "version": {"type": "number"},
-                "methodName": {"type": "string", "minLength": 1, "description": "Exact annotated list-search or load-options method"},
-                "methodType": {"type": "string", "enum": ["listSearch", "loadOptions"]},
-                "credentialType": {"type": "string", "minLength": 1},
-                "credentialId": {"type": "string", "minLength": 1},
-                "filter": {"type": "string", "description": "Search text"},
-                "paginationToken": {"type": "string", "description": "Token from a previous result"},
-                "currentNodeParameters": {"type": "object", "description": "Parameters needed by dependent lookups"}
-            }, "required": ["action", "nodeType", "version", "methodName", "methodType", "credentialType", "credentialId"], "additionalProperties": false},
-            {"type": "object", "properties": {
-                "action": {"const": "execute"},
-                "type": {"type": "string", "minLength": 1, "description": "Full node type name, e.g. n8n-nodes-base.set"},
-                "version": {"type": "number", "description": "Node type version"},
-                "config": {"type": "object", "properties": {
-                    "parameters": {"type": "object", "description": "Same shape as workflow-sdk NodeConfig.parameters"},
-                    "credentials": {"type": "object", "description": "Resolved credential references {id, name} by credential type"}
-                }, "required": ["parameters"], "additionalProperties": false},
-                "input": {"type": "array", "items": {"type": "object"}, "description": "Input items {json} (defaults to one empty item)"},
-                "timeoutMs": {"type": "integer", "minimum": 1, "maximum": 60000, "description": "Max execution time, capped at 60 s"}
-            }, "required": ["action", "type", "version", "config"], "additionalProperties": false}
-        ]})
+        schema()
     }
 
     fn gate<'a>(&'a self, ctx: &'a ToolContext<'a>, args: &'a Value) -> BoxFuture<'a, Result<Option<Gate>, String>> {
@@ -247,6 +248,9 @@ async fn execute(ctx: &ToolContext<'_>, args: &Value) -> ToolOutcome {
             }
             ToolOutcome::Done(out)
         }
+        Ok(ExecuteOutcome::Withheld { total }) => {
+            ToolOutcome::Done(json!({"status": "success", "itemCount": total, "suppressed": instance::executions::view::WITHHELD}))
+        }
         Ok(ExecuteOutcome::Error { message, description, node_error_type }) => {
             let mut error = json!({"message": message});
             if let Some(d) = description {
@@ -286,6 +290,7 @@ mod tests {
         let s = Nodes.input_schema();
         let actions: Vec<&str> = s["oneOf"].as_array().unwrap().iter().filter_map(|v| v["properties"]["action"]["const"].as_str()).collect();
         assert_eq!(actions, ["list", "describe", "type-definition", "search", "suggested", "explore-resources", "execute"]);
+        assert_eq!(crate::tools::schema::undescribed_fields(&s), Vec::<String>::new(), "every field has a description");
         let ToolOutcome::Done(v) = type_definitions(&json!({"nodeTypes": ["n8n-nodes-base.set", {"nodeType": "n8n-nodes-base.nope", "version": 1}]})) else {
             panic!("type-definition failed")
         };

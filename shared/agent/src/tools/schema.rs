@@ -19,6 +19,35 @@ pub fn action_variant(name: &str, description: &str, properties: Value, required
     json!({"type": "object", "properties": props, "required": req, "additionalProperties": false})
 }
 
+/// Paths of fields (entries of any `properties`, however deep: item
+/// schemas, `oneOf` members) that carry no description; for the tests that
+/// every field a model reads is described.
+#[cfg(test)]
+pub fn undescribed_fields(schema: &Value) -> Vec<String> {
+    fn walk(s: &Value, path: &str, out: &mut Vec<String>) {
+        let Some(o) = s.as_object() else { return };
+        if let Some(props) = o.get("properties").and_then(Value::as_object) {
+            for (name, p) in props {
+                let at = format!("{path}.{name}");
+                if !p.get("description").and_then(Value::as_str).is_some_and(|d| !d.trim().is_empty()) {
+                    out.push(at.clone());
+                }
+                walk(p, &at, out);
+            }
+        }
+        if let Some(items) = o.get("items") {
+            walk(items, &format!("{path}[]"), out);
+        }
+        for (i, v) in o.get("oneOf").and_then(Value::as_array).into_iter().flatten().enumerate() {
+            let name = v.pointer("/properties/action/const").and_then(Value::as_str).map_or_else(|| i.to_string(), str::to_owned);
+            walk(v, &format!("{path}<{name}>"), out);
+        }
+    }
+    let mut out = Vec::new();
+    walk(schema, "input", &mut out);
+    out
+}
+
 /// Validates `value` against `schema`; the first problem, as a sentence.
 pub fn validate(schema: &Value, value: &Value) -> Result<(), String> {
     check(schema, value, "input")

@@ -20,7 +20,7 @@ pub fn properties() -> Value {
         "allowPlainGenericAuth": {"type": "boolean", "description": "Allow a user-selected plain generic auth type"},
         "preferNewCredentials": strings("Credential types for which the user explicitly requested a new credential"),
         "reopenSkipped": strings("Previously skipped credential types or node names to reopen at the user's request"),
-        "includeAllNodes": {"type": "boolean", "description": "Include every node instead of only nodes changed by the last build"}
+        "includeAllNodes": {"type": "boolean", "description": "Include every node instead of only nodes changed by the last build (this conversation's last build-workflow of it; without one, every node is included)"}
     })
 }
 
@@ -34,6 +34,7 @@ fn options(ctx: &ToolContext<'_>, args: &Value, test_credentials: bool) -> Setup
         reopen_skipped: strings(args, "reopenSkipped"),
         thread: Some(ctx.thread_id.clone()),
         test_credentials,
+        include_all_nodes: args.get("includeAllNodes").and_then(Value::as_bool).unwrap_or(false),
     }
 }
 

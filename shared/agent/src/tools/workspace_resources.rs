@@ -308,6 +308,18 @@ impl Tool for Workspace {
         })
     }
 
+    /// Scoped by what the call changes: the workflow (tag, move, cleanup),
+    /// the folder (delete), the project (create-folder: folders made while
+    /// organizing one project share one grant).
+    fn allow_key(&self, args: &Value) -> Option<String> {
+        let fields: &[&str] = match args.get("action").and_then(Value::as_str) {
+            Some("delete-folder") => &["folderId", "projectId"],
+            Some("create-folder") | Some("list-folders") => &["projectId"],
+            _ => &["workflowId"],
+        };
+        super::resource_grant(NAME, args, fields)
+    }
+
     fn run<'a>(&'a self, ctx: &'a ToolContext<'a>, args: Value) -> BoxFuture<'a, ToolOutcome> {
         Box::pin(async move {
             let call = match parse(&args) {
@@ -347,6 +359,25 @@ mod tests {
         assert!(matches!(parse(&json!({"action": "list-projects"})).unwrap(), Call::ListProjects {}));
         let c = parse(&json!({"action": "delete-folder", "folderId": "f", "transferToFolderId": "g"})).unwrap();
         assert!(matches!(c, Call::DeleteFolder { transfer_to_folder_id: Some(ref g), .. } if g == "g"));
+    }
+
+    #[test]
+    fn grants_are_scoped_by_the_folder_or_workflow() {
+        let key = |v: Value| Workspace.allow_key(&v).unwrap();
+        let del = |f: &str| json!({"action": "delete-folder", "folderId": f, "folderName": "Old"});
+        assert_eq!(key(del("f1")), "workspace:delete-folder:f1");
+        assert!(!Workspace.covering_keys(&del("f2")).contains(&key(del("f1"))), "deleting one folder does not cover another");
+        let tag = |w: &str| json!({"action": "tag-workflow", "workflowId": w, "tags": ["a"]});
+        assert_ne!(key(tag("w1")), key(tag("w2")));
+        let cleanup = |w: &str| json!({"action": "cleanup-test-executions", "workflowId": w});
+        assert_ne!(key(cleanup("w1")), key(cleanup("w2")));
+        let mv = |w: &str| json!({"action": "move-workflow-to-folder", "workflowId": w, "folderId": "f"});
+        assert_ne!(key(mv("w1")), key(mv("w2")));
+        // Folders created in one project share a grant (a folder, then its subfolder).
+        let create = json!({"action": "create-folder", "name": "Clients"});
+        let sub = json!({"action": "create-folder", "name": "Acme", "parentFolderId": "f1"});
+        assert_eq!(key(create.clone()), key(sub));
+        assert_ne!(key(create), key(json!({"action": "create-folder", "name": "Clients", "projectId": "p2"})));
     }
 
     fn folder(id: &str, path: &str) -> Folder {

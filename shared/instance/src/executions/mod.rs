@@ -70,6 +70,16 @@ pub struct Started {
     pub live: bool,
 }
 
+/// A run that passed every check, not started.
+pub struct PlannedRun {
+    pub meta: WorkflowMeta,
+    /// The trigger it starts from (`None`: the engine's default start).
+    pub trigger: Option<String>,
+    start: StartRequest,
+    timeout_ms: u64,
+    live: bool,
+}
+
 /// A run-step that passed every check, not started.
 pub struct PlannedStep {
     pub meta: WorkflowMeta,
@@ -253,6 +263,16 @@ impl Instance {
     /// Starts `run`: the current draft from its trigger, with the trigger's
     /// input shaped by type and the workflow's saved pins.
     pub async fn start_run(&self, caller: &Caller, req: &RunRequest) -> Result<Started, InstanceError> {
+        let PlannedRun { meta, start, timeout_ms, live, .. } = self.plan_run(caller, req).await?;
+        let id = self.executor.start_execution(start).await.map_err(exec_err)?;
+        tracing::info!(executionId = %id, workflowId = %meta.id, "run started");
+        Ok(Started { execution_id: id.0, workflow_id: meta.id, timeout_ms, step: None, live })
+    }
+
+    /// Plans `run` without starting it: every refusal (bad timeout, archived
+    /// workflow, no or an ambiguous trigger, input the trigger cannot take)
+    /// fails here, so a front door can check before asking for approval.
+    pub async fn plan_run(&self, caller: &Caller, req: &RunRequest) -> Result<PlannedRun, InstanceError> {
         let timeout_ms = timeout_of(req.timeout_ms)?;
         let (meta, _) = self.workflow_access(caller, &req.workflow_id, "workflow:execute").await?;
         if meta.is_archived {
@@ -275,9 +295,7 @@ impl Instance {
         let live = pins.is_empty() && req.input_data.is_none();
         sreq.pin_data = pins;
         sreq.timeout = Some(Duration::from_millis(timeout_ms));
-        let id = self.executor.start_execution(sreq).await.map_err(exec_err)?;
-        tracing::info!(executionId = %id, workflowId = %meta.id, "run started");
-        Ok(Started { execution_id: id.0, workflow_id: meta.id, timeout_ms, step: None, live })
+        Ok(PlannedRun { meta, trigger: sreq.trigger.clone(), start: sreq, timeout_ms, live })
     }
 
     /// Plans `run-step` without starting it: every refusal fails here (a

@@ -376,6 +376,18 @@ impl Credentials {
 
     /// Credentials `user` can access (`list_credentials`, `credentials(action="list")`).
     pub async fn list(&self, user: &UserId, q: &CredentialQuery) -> Result<CredentialList, StoreError> {
+        let rows = self.list_all(user, q).await?;
+        let total = rows.len();
+        let limit = q.limit.unwrap_or(50).clamp(1, 200);
+        let data: Vec<CredentialRow> = rows.into_iter().skip(q.offset).take(limit).collect();
+        let has_more = q.offset + data.len() < total;
+        Ok(CredentialList { data, total, has_more })
+    }
+
+    /// Every credential matching `q`'s filters (its `limit` and `offset`
+    /// ignored), in [`list`](Self::list)'s order: for checks that must see
+    /// all of them (a workflow's references, auto-assignment).
+    pub async fn list_all(&self, user: &UserId, q: &CredentialQuery) -> Result<Vec<CredentialRow>, StoreError> {
         let projects = self.projects.projects_of(user).await?;
         let project_by_id: HashMap<String, (Project, ProjectRole)> =
             projects.iter().map(|p| (p.project.id.clone(), (p.project.clone(), p.role))).collect();
@@ -455,11 +467,7 @@ impl Credentials {
             })
             .collect();
         rows.sort_by(|a, b| a.name.to_lowercase().cmp(&b.name.to_lowercase()).then_with(|| a.id.cmp(&b.id)));
-        let total = rows.len();
-        let limit = q.limit.unwrap_or(50).clamp(1, 200);
-        let data: Vec<CredentialRow> = rows.into_iter().skip(q.offset).take(limit).collect();
-        let has_more = q.offset + data.len() < total;
-        Ok(CredentialList { data, total, has_more })
+        Ok(rows)
     }
 }
 

@@ -346,6 +346,16 @@ impl Workspace {
         Ok(self.table.get::<BindingItem>(&pk(thread), &format!("build#{path}")).await?.map(|b| b.binding))
     }
 
+    /// Every source binding of the thread (one per built file).
+    pub async fn bindings(&self, thread: &ThreadId) -> Result<Vec<SourceBinding>, StoreError> {
+        self.table
+            .query_prefix(&pk(thread), "build#", false)
+            .await?
+            .into_iter()
+            .map(|i| Ok(db::from_item::<BindingItem>(i)?.binding))
+            .collect()
+    }
+
     /// Records a build. The first build of a file binds it (`attribute_not_exists`):
     /// two first builds racing cannot bind one file to two workflows.
     pub async fn record_build(&self, thread: &ThreadId, binding: &SourceBinding, first: bool) -> Result<(), StoreError> {
