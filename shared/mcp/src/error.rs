@@ -43,19 +43,6 @@ impl From<StoreError> for McpError {
     }
 }
 
-impl From<triggers::TriggerError> for McpError {
-    fn from(e: triggers::TriggerError) -> Self {
-        use triggers::TriggerError as T;
-        match e {
-            T::NotFound(m) => McpError::NotFound(m),
-            T::Conflict(m) => McpError::Conflict(m),
-            T::Invalid(m) | T::BadRequest(m) | T::Misconfigured(m) | T::NotSupported(m) => McpError::Invalid(m),
-            T::Store(s) => s.into(),
-            other => McpError::Internal(other.to_string()),
-        }
-    }
-}
-
 impl From<instance::InstanceError> for McpError {
     fn from(e: instance::InstanceError) -> Self {
         use instance::InstanceError as I;
