@@ -113,3 +113,87 @@ async fn data_tables_end_to_end_in_process() {
     let r = call(&s, "u6", "add_data_table_rows", json!({"dataTableId": id, "projectId": pid, "rows": [{"a": "x"}]})).await;
     assert_eq!(r["isError"], true, "another user cannot write: {r}");
 }
+
+fn text(r: &Value) -> String {
+    r["content"][0]["text"].as_str().unwrap_or_default().to_lowercase()
+}
+
+fn hook_workflow(name: &str) -> String {
+    json!({"name": name, "nodes": [
+        {"name": "Hook", "type": "n8n-nodes-base.webhook", "typeVersion": 2, "position": [0, 0], "parameters": {"httpMethod": "POST", "path": format!("mcp-{name}")}},
+        {"name": "Double", "type": "n8n-nodes-base.set", "typeVersion": 3.4, "position": [220, 0], "parameters": {
+            "assignments": {"assignments": [{"id": "d", "name": "doubled", "value": "={{ $json.body.n * 2 }}", "type": "number"}]}}}],
+        "connections": {"Hook": {"main": [[{"node": "Double", "type": "main", "index": 0}]]}}})
+    .to_string()
+}
+
+async fn doubled(s: &McpServer, user: &str, wf: &str, exec: &str) -> Value {
+    let got = call(s, user, "get_execution", json!({"workflowId": wf, "executionId": exec, "includeData": true, "nodeNames": ["Double"]})).await;
+    assert_eq!(got["isError"], false, "{got}");
+    got["structuredContent"]["data"]["resultData"]["runData"]["Double"][0]["data"]["main"][0][0]["json"]["doubled"].clone()
+}
+
+/// execute_workflow and test_workflow are front doors to the instance's run
+/// operation; get_execution checks the owner there (strangers: not found).
+#[test]
+fn executions_run_through_the_domain_and_strangers_get_not_found() {
+    // Inline runs put the engine under the whole JSON-RPC call on this
+    // thread's stack: more than a test thread's 2 MiB in a debug build.
+    let big_stack = std::thread::Builder::new().stack_size(32 << 20);
+    let t = big_stack
+        .spawn(|| tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap().block_on(runs_and_strangers()))
+        .unwrap();
+    if let Err(panic) = t.join() {
+        std::panic::resume_unwind(panic);
+    }
+}
+
+async fn runs_and_strangers() {
+    let mut s = server().await;
+    s.instance.dispatch = executions::Dispatch::Inline;
+    let created = call(&s, "u7", "create_workflow_from_code", json!({"code": hook_workflow("alice")})).await;
+    assert_eq!(created["isError"], false, "{created}");
+    let wf = created["structuredContent"]["workflowId"].as_str().unwrap().to_owned();
+
+    let run = call(&s, "u7", "execute_workflow", json!({"workflowId": wf, "executionMode": "manual", "inputs": {"type": "webhook", "webhookData": {"body": {"n": 21}}}})).await;
+    assert_eq!(run["structuredContent"]["status"], "success", "{run}");
+    let exec = run["structuredContent"]["executionId"].as_str().unwrap().to_owned();
+    assert_eq!(doubled(&s, "u7", &wf, &exec).await, json!(42), "the webhook body reached the workflow");
+    let meta = call(&s, "u7", "get_execution", json!({"workflowId": wf, "executionId": exec})).await;
+    assert_eq!(meta["structuredContent"]["execution"]["mode"], "manual", "{meta}");
+
+    let r = call(&s, "u7", "execute_workflow", json!({"workflowId": wf})).await;
+    assert!(r["isError"] == true && text(&r).contains("not published"), "{r}");
+    let r = call(&s, "u7", "execute_workflow", json!({"workflowId": wf, "executionMode": "manual", "inputs": {"type": "chat", "chatInput": "hi"}})).await;
+    assert!(r["isError"] == true && text(&r).contains("webhookdata"), "a chat message for a Webhook is refused: {r}");
+
+    let tested = call(&s, "u7", "test_workflow", json!({"workflowId": wf, "pinData": {"Hook": [{"json": {"body": {"n": 5}}}]}})).await;
+    assert_eq!(tested["structuredContent"]["status"], "success", "{tested}");
+    let test_exec = tested["structuredContent"]["executionId"].as_str().unwrap().to_owned();
+    assert_eq!(doubled(&s, "u7", &wf, &test_exec).await, json!(10), "the pinned trigger fed the run");
+    let r = call(&s, "u7", "test_workflow", json!({"workflowId": wf, "pinData": {"Ghost": [{}]}})).await;
+    assert!(r["isError"] == true && text(&r).contains("ghost"), "{r}");
+
+    // Publish, then the default production run records the webhook mode.
+    let p = call(&s, "u7", "publish_workflow", json!({"workflowId": wf})).await;
+    assert_eq!(p["isError"], false, "{p}");
+    let prod = call(&s, "u7", "execute_workflow", json!({"workflowId": wf, "inputs": {"type": "webhook", "webhookData": {"body": {"n": 1}}}})).await;
+    assert_eq!(prod["structuredContent"]["status"], "success", "{prod}");
+    let prod_exec = prod["structuredContent"]["executionId"].as_str().unwrap();
+    let meta = call(&s, "u7", "get_execution", json!({"workflowId": wf, "executionId": prod_exec})).await;
+    assert_eq!(meta["structuredContent"]["execution"]["mode"], "webhook", "{meta}");
+
+    // A stranger: neither the execution nor the workflow exists for them.
+    let mine = call(&s, "u8", "create_workflow_from_code", json!({"code": hook_workflow("bob")})).await;
+    let bobs = mine["structuredContent"]["workflowId"].as_str().unwrap().to_owned();
+    for workflow in [&wf, &bobs] {
+        let r = call(&s, "u8", "get_execution", json!({"workflowId": workflow, "executionId": exec, "includeData": true})).await;
+        assert!(r["isError"] == true && text(&r).contains("not found"), "{r}");
+        assert!(!r.to_string().contains("42"), "nothing of the run leaks: {r}");
+    }
+    let r = call(&s, "u8", "execute_workflow", json!({"workflowId": wf, "executionMode": "manual"})).await;
+    assert!(r["isError"] == true && text(&r).contains("not found"), "{r}");
+    // The owner asking under the wrong workflow id: not found either.
+    let r = call(&s, "u7", "get_execution", json!({"workflowId": bobs, "executionId": exec})).await;
+    assert!(r["isError"] == true && text(&r).contains("not found"), "{r}");
+}

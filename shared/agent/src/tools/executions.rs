@@ -17,7 +17,7 @@
 use super::untrusted::json_envelope;
 use super::{ExecutionWait, Gate, Tool, ToolContext, ToolOutcome};
 use futures::future::BoxFuture;
-use instance::executions::{RunRequest, Started, StepRequest, MAX_TIMEOUT_MS, MIN_TIMEOUT_MS};
+use instance::executions::{RunRequest, Started, StepRequest, TriggerInput, MAX_TIMEOUT_MS, MIN_TIMEOUT_MS};
 use instance::{Caller, Instance, InstanceError};
 use protocol::events::{ConfirmationRequest, Severity};
 use super::schema::action_variant as variant;
@@ -57,9 +57,10 @@ fn step_key(workflow_id: &str, node: &str) -> String {
 fn run_request(args: &Value) -> RunRequest {
     RunRequest {
         workflow_id: s(args, "workflowId").unwrap_or_default().to_owned(),
-        input_data: args.get("inputData").and_then(Value::as_object).cloned(),
+        input: args.get("inputData").and_then(Value::as_object).cloned().map(TriggerInput::Data).unwrap_or_default(),
         timeout_ms: n(args, "timeout"),
         trigger_node_name: s(args, "triggerNodeName").map(str::to_owned),
+        ..RunRequest::default()
     }
 }
 

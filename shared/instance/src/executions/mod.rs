@@ -22,6 +22,7 @@ use engine::Item;
 use executions::{ExecutionOutcome, ExecutionStatus, StartRequest, StepSeed, WorkflowRef};
 use plan::{InputMode, StepAsk};
 pub use plan::InputMode as StepInputMode;
+pub use trigger::{TriggerChoice, TriggerInput, WebhookInput};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
@@ -34,13 +35,42 @@ pub const DEFAULT_TIMEOUT_MS: u64 = 300_000;
 pub const MAX_TIMEOUT_MS: u64 = 600_000;
 pub const MIN_TIMEOUT_MS: u64 = 1_000;
 
-/// `executions(action="run")`.
+/// A run of a whole workflow: the agent's `executions(action="run")`, MCP's
+/// `execute_workflow` and `test_workflow`.
 #[derive(Debug, Clone, Default)]
 pub struct RunRequest {
     pub workflow_id: String,
-    pub input_data: Option<Map<String, Value>>,
+    pub input: TriggerInput,
     pub timeout_ms: Option<u64>,
     pub trigger_node_name: Option<String>,
+    pub trigger_choice: TriggerChoice,
+    pub version: RunVersion,
+    pub pins: RunPins,
+}
+
+/// Which version a run executes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum RunVersion {
+    /// The current draft, as a manual run.
+    #[default]
+    Draft,
+    /// The published version, in its trigger's production mode; an
+    /// unpublished workflow is refused.
+    Published,
+}
+
+/// Which nodes a run pins.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub enum RunPins {
+    /// The workflow's saved pin data (the canvas's manual run).
+    #[default]
+    Saved,
+    /// None: a full run, no node mocked or skipped.
+    Nothing,
+    /// A test without external services: every enabled node that
+    /// [`trigger::needs_pin`] is pinned with these items (node name → items,
+    /// `{json}` or plain objects), or with one empty item.
+    Test(BTreeMap<String, Vec<Value>>),
 }
 
 /// `executions(action="run-step")`.
@@ -248,6 +278,24 @@ fn pins_of(v: &Value) -> BTreeMap<String, Vec<Item>> {
         .unwrap_or_default()
 }
 
+/// A test run's pins: the given items for the nodes that need them, one
+/// empty item for the rest (n8n's default); a pin for a node the workflow
+/// does not have is refused.
+fn test_pins(graph: &engine::Graph, given: &BTreeMap<String, Vec<Value>>) -> Result<BTreeMap<String, Vec<Item>>, InstanceError> {
+    if let Some(name) = given.keys().find(|n| graph.node(n).is_none()) {
+        return Err(InstanceError::Invalid(format!("pinData names node {name:?}, which is not in the workflow")));
+    }
+    let mut pins = BTreeMap::new();
+    for n in graph.nodes().iter().filter(|n| !n.disabled && trigger::needs_pin(n)) {
+        let items = match given.get(&n.name) {
+            Some(v) => crate::runner::items_from_pins(v).map_err(|e| InstanceError::Invalid(format!("pinData[{:?}]: {e}", n.name)))?,
+            None => vec![Item::new(serde_json::json!({}))],
+        };
+        pins.insert(n.name.clone(), items);
+    }
+    Ok(pins)
+}
+
 impl Instance {
     /// The execution and its workflow, if the caller may act on it with `scope`.
     pub async fn execution_access(&self, caller: &Caller, id: &str, scope: &str) -> Result<(Execution, WorkflowMeta), InstanceError> {
@@ -270,32 +318,69 @@ impl Instance {
     }
 
     /// Plans `run` without starting it: every refusal (bad timeout, archived
-    /// workflow, no or an ambiguous trigger, input the trigger cannot take)
-    /// fails here, so a front door can check before asking for approval.
+    /// or unpublished workflow, no or an ambiguous trigger, input the trigger
+    /// cannot take, pins for nodes that do not exist) fails here, so a front
+    /// door can check before asking for approval.
     pub async fn plan_run(&self, caller: &Caller, req: &RunRequest) -> Result<PlannedRun, InstanceError> {
         let timeout_ms = timeout_of(req.timeout_ms)?;
         let (meta, _) = self.workflow_access(caller, &req.workflow_id, "workflow:execute").await?;
         if meta.is_archived {
             return Err(InstanceError::Invalid(format!("workflow {} is archived; unarchive it to run it", meta.id)));
         }
-        let wf = self.data.workflows.get(&meta.id).await?.ok_or_else(|| InstanceError::NotFound(format!("workflow {}", meta.id)))?;
-        let graph = engine::Graph::from_json(&serde_json::json!({"nodes": wf.body.nodes, "connections": wf.body.connections, "settings": wf.body.settings}))
-            .map_err(|e| InstanceError::Invalid(format!("the workflow cannot run: {e}")))?;
-        let start = trigger::start(&graph, req.trigger_node_name.as_deref(), req.input_data.as_ref())?;
-        let mut pins = pins_of(&wf.body.pin_data);
-        let mut sreq = StartRequest::new(WorkflowRef::Draft(meta.id.clone()), ExecutionMode::Manual);
-        if let Some(t) = start {
-            if t.items.is_some() && req.input_data.is_some() {
-                // The caller's input replaces a pinned trigger output.
-                pins.remove(&t.node);
+        let (body, workflow) = match req.version {
+            RunVersion::Draft => {
+                let wf = self.data.workflows.get(&meta.id).await?.ok_or_else(|| InstanceError::NotFound(format!("workflow {}", meta.id)))?;
+                (wf.body, WorkflowRef::Draft(meta.id.clone()))
             }
-            sreq.trigger = Some(t.node);
-            sreq.trigger_items = t.items;
+            RunVersion::Published => {
+                let Some(active) = &meta.active_version_id else {
+                    return Err(InstanceError::Invalid(format!("workflow {} is not published: publish it first, or run the current draft", meta.id)));
+                };
+                let v = self.data.workflows.get_version(&meta.id, active).await?.ok_or_else(|| InstanceError::NotFound(format!("active version {active}")))?;
+                (v.body, WorkflowRef::Published(meta.id.clone()))
+            }
+        };
+        let graph = engine::Graph::from_json(&serde_json::json!({"nodes": body.nodes, "connections": body.connections, "settings": body.settings}))
+            .map_err(|e| InstanceError::Invalid(format!("the workflow cannot run: {e}")))?;
+        let trigger = trigger::choose(&graph, req.trigger_node_name.as_deref(), req.trigger_choice)?;
+        let mut pins = match &req.pins {
+            RunPins::Saved => pins_of(&body.pin_data),
+            RunPins::Nothing => BTreeMap::new(),
+            RunPins::Test(given) => test_pins(&graph, given)?,
+        };
+        let mode = match (req.version, trigger.as_ref().and_then(|(_, t)| trigger::TriggerKind::of(t))) {
+            (RunVersion::Published, Some(kind)) => kind.production_mode(),
+            (RunVersion::Published, None) => ExecutionMode::Trigger,
+            (RunVersion::Draft, _) => ExecutionMode::Manual,
+        };
+        let no_input = req.input == TriggerInput::None;
+        let mut sreq = StartRequest::new(workflow, mode);
+        if let Some((name, _)) = trigger {
+            let node = graph.node(&name).ok_or_else(|| InstanceError::Internal(format!("trigger {name:?} vanished from its graph")))?;
+            let tz = graph.workflow.settings.timezone.clone().unwrap_or_else(|| "UTC".to_owned());
+            let (items, output) = trigger::shape(node, &req.input, &tz)?;
+            if items.is_some() && !no_input {
+                // The caller's input replaces a pinned trigger output.
+                pins.remove(&name);
+            }
+            if !pins.contains_key(&name) {
+                sreq.trigger_items = items;
+                sreq.trigger_output = output;
+            }
+            sreq.trigger = Some(name);
         }
-        let live = pins.is_empty() && req.input_data.is_none();
+        let live = req.version == RunVersion::Draft && req.pins == RunPins::Saved && pins.is_empty() && no_input;
         sreq.pin_data = pins;
         sreq.timeout = Some(Duration::from_millis(timeout_ms));
         Ok(PlannedRun { meta, trigger: sreq.trigger.clone(), start: sreq, timeout_ms, live })
+    }
+
+    /// Runs a whole workflow and waits up to [`crate::runner::WAIT`] for it
+    /// (MCP's synchronous tools); one still going is reported `running`.
+    pub async fn run_and_wait(&self, caller: &Caller, req: &RunRequest) -> Result<ExecutionOutcome, InstanceError> {
+        let PlannedRun { meta, start, .. } = self.plan_run(caller, req).await?;
+        tracing::info!(workflowId = %meta.id, "run started, waiting");
+        crate::runner::run(&self.executor, self.dispatch, start).await
     }
 
     /// Plans `run-step` without starting it: every refusal fails here (a

@@ -74,6 +74,156 @@ pub fn items(node_type: &str, input: Option<&Map<String, Value>>, timezone: &str
     }
 }
 
+/// A run's trigger input as a front door hands it over.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub enum TriggerInput {
+    /// None: the trigger's default output (one empty item; a schedule's now).
+    #[default]
+    None,
+    /// Free-form data shaped by the trigger's type ([`items`]; the agent's
+    /// `inputData`).
+    Data(Map<String, Value>),
+    /// A chat message for a Chat Trigger.
+    Chat(String),
+    /// A production form submission's fields for a Form Trigger.
+    Form(Map<String, Value>),
+    /// An HTTP request for a Webhook: the item the real call would make.
+    Webhook(WebhookInput),
+}
+
+/// A request to a Webhook trigger (its method defaults to the node's).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct WebhookInput {
+    pub method: Option<String>,
+    pub query: Map<String, Value>,
+    pub body: Option<Value>,
+    pub headers: Map<String, Value>,
+}
+
+/// How a run picks its trigger when none is named.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum TriggerChoice {
+    /// The only enabled trigger; several are refused ([`pick`]).
+    #[default]
+    Single,
+    /// The first enabled trigger (none: the engine's default start).
+    First,
+    /// The first enabled trigger of a [`TriggerKind`]; none is refused.
+    FirstSupported,
+}
+
+/// The trigger types a full run can feed (MCP's `execute_workflow`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TriggerKind {
+    Webhook,
+    Chat,
+    Form,
+    Manual,
+    Schedule,
+}
+
+impl TriggerKind {
+    pub fn of(node_type: &str) -> Option<TriggerKind> {
+        match node_type {
+            "n8n-nodes-base.webhook" => Some(TriggerKind::Webhook),
+            "@n8n/n8n-nodes-langchain.chatTrigger" => Some(TriggerKind::Chat),
+            "n8n-nodes-base.formTrigger" => Some(TriggerKind::Form),
+            "n8n-nodes-base.manualTrigger" => Some(TriggerKind::Manual),
+            "n8n-nodes-base.scheduleTrigger" => Some(TriggerKind::Schedule),
+            _ => None,
+        }
+    }
+
+    /// The execution mode a production run from this trigger records.
+    pub fn production_mode(self) -> store::data::executions::ExecutionMode {
+        use store::data::executions::ExecutionMode;
+        match self {
+            TriggerKind::Webhook => ExecutionMode::Webhook,
+            TriggerKind::Chat => ExecutionMode::Chat,
+            _ => ExecutionMode::Trigger,
+        }
+    }
+}
+
+pub const SUPPORTED_TRIGGERS: &str = "Webhook, Chat Trigger, Form Trigger, Manual Trigger, Schedule Trigger";
+
+/// The first enabled trigger of a supported kind.
+pub fn first_supported<'a>(nodes: impl IntoIterator<Item = &'a engine::Node>) -> Option<(&'a engine::Node, TriggerKind)> {
+    nodes.into_iter().filter(|n| !n.disabled).find_map(|n| TriggerKind::of(&n.node_type).map(|k| (n, k)))
+}
+
+/// The trigger a run starts from under `choice` (a named one is checked as
+/// [`pick`] does).
+pub fn choose(graph: &Graph, name: Option<&str>, choice: TriggerChoice) -> Result<Option<(String, String)>, InstanceError> {
+    match (name, choice) {
+        (Some(_), _) | (None, TriggerChoice::Single) => pick(graph, name),
+        (None, TriggerChoice::First) => Ok(graph
+            .nodes()
+            .iter()
+            .find(|n| !n.disabled && engine::workflow::is_trigger_type(&n.node_type))
+            .map(|n| (n.name.clone(), n.node_type.clone()))),
+        (None, TriggerChoice::FirstSupported) => match first_supported(graph.nodes()) {
+            Some((n, _)) => Ok(Some((n.name.clone(), n.node_type.clone()))),
+            None => Err(InstanceError::Invalid(format!("this workflow has no supported trigger ({SUPPORTED_TRIGGERS})"))),
+        },
+    }
+}
+
+/// Nodes a test run pins instead of running: triggers, nodes with
+/// credentials and HTTP Request nodes. Everything else runs.
+pub fn needs_pin(node: &engine::Node) -> bool {
+    engine::workflow::is_trigger_type(&node.node_type)
+        || node.node_type == "n8n-nodes-base.httpRequest"
+        || node.credentials.as_ref().and_then(Value::as_object).is_some_and(|c| !c.is_empty())
+}
+
+/// The items `node` outputs for `input` and the output they leave on (a
+/// Webhook listening to several methods has one output per method); `None`:
+/// the engine's default. Input the trigger cannot take is refused.
+pub fn shape(node: &engine::Node, input: &TriggerInput, timezone: &str) -> Result<(Option<Vec<Item>>, usize), InstanceError> {
+    let kind = TriggerKind::of(&node.node_type);
+    let wrong = |needs: &str| InstanceError::Invalid(format!("the workflow starts with the trigger {:?} ({}); it needs {needs}", node.name, node.node_type));
+    match (input, kind) {
+        (TriggerInput::None, _) => Ok((items(&node.node_type, None, timezone), 0)),
+        (TriggerInput::Data(m), _) => Ok((items(&node.node_type, Some(m), timezone), 0)),
+        (TriggerInput::Chat(text), Some(TriggerKind::Chat)) => {
+            let m = Map::from_iter([("chatInput".to_owned(), Value::String(text.clone()))]);
+            Ok((items(&node.node_type, Some(&m), timezone), 0))
+        }
+        (TriggerInput::Form(fields), Some(TriggerKind::Form)) => {
+            let mut m = fields.clone();
+            m.insert("submittedAt".into(), Value::String(store::data::db::now_iso()));
+            m.insert("formMode".into(), Value::String("production".into()));
+            Ok((Some(vec![Item::new(Value::Object(m))]), 0))
+        }
+        (TriggerInput::Webhook(w), Some(TriggerKind::Webhook)) => {
+            // The item a real call makes (one home: engine::webhook).
+            let method_default = node.parameters.get("httpMethod").and_then(Value::as_str).unwrap_or("GET");
+            let request = engine::webhook::IncomingRequest {
+                method: w.method.as_deref().unwrap_or(method_default).to_ascii_uppercase(),
+                headers: w.headers.clone(),
+                query: w.query.clone(),
+                body: w.body.clone().map(engine::webhook::RequestBody::Parsed).unwrap_or_default(),
+                ..Default::default()
+            };
+            let path = node.parameters.get("path").and_then(Value::as_str).unwrap_or("");
+            let ctx = engine::webhook::TriggerContext {
+                webhook_url: Some(format!("/webhook/{}", path.trim_matches('/'))),
+                execution_mode: Some("production".into()),
+                jwt_payload: None,
+            };
+            let outputs = engine::webhook::webhook_output(node, &request, &ctx).map_err(|e| InstanceError::Invalid(e.to_string()))?;
+            let (output, items) = outputs.into_iter().enumerate().find(|(_, o)| !o.is_empty()).unwrap_or_default();
+            Ok((Some(items), output))
+        }
+        (_, Some(TriggerKind::Chat)) => Err(wrong("a chat message (chatInput)")),
+        (_, Some(TriggerKind::Form)) => Err(wrong("form fields (formData)")),
+        (_, Some(TriggerKind::Webhook)) => Err(wrong("an HTTP request (webhookData: method, query, body, headers)")),
+        (_, Some(TriggerKind::Manual | TriggerKind::Schedule)) => Ok((items(&node.node_type, None, timezone), 0)),
+        (_, None) => Err(wrong("free-form input data")),
+    }
+}
+
 /// Both: the trigger to start from and what it outputs.
 pub fn start(graph: &Graph, name: Option<&str>, input: Option<&Map<String, Value>>) -> Result<Option<TriggerStart>, InstanceError> {
     let tz = graph.workflow.settings.timezone.clone().unwrap_or_else(|| "UTC".to_owned());

@@ -65,14 +65,17 @@ pub struct GetExecutionOut {
 }
 
 pub async fn get_execution(ctx: &Ctx<'_>, a: GetExecutionArgs) -> Result<GetExecutionOut, McpError> {
-    ctx.workflow(&a.workflow_id, "workflow:read", true).await?;
-    let exec = ctx
-        .data()
-        .executions
-        .get(&a.execution_id)
-        .await?
-        .filter(|e| e.workflow_id == a.workflow_id)
-        .ok_or_else(|| McpError::NotFound(format!("execution {} of workflow {}", a.execution_id, a.workflow_id)))?;
+    // Owner check in one home: a stranger's execution is not found.
+    let not_found = || McpError::NotFound(format!("execution {} of workflow {}", a.execution_id, a.workflow_id));
+    let (exec, meta) = match ctx.instance().execution_access(&ctx.caller(), &a.execution_id, "workflow:read").await {
+        Ok(found) => found,
+        Err(instance::InstanceError::NotFound(_)) => return Err(not_found()),
+        Err(e) => return Err(e.into()),
+    };
+    if exec.workflow_id != a.workflow_id {
+        return Err(not_found());
+    }
+    ctx.workflow(&meta.id, "workflow:read", true).await?;
     let data = if a.include_data.unwrap_or(false) {
         let sel = DataSelection { node_names: a.node_names, max_items: a.truncate_data.map(|n| n as usize) };
         // The stored document also holds the workflow snapshot and engine

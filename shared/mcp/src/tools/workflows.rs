@@ -3,14 +3,13 @@
 
 use super::{limit, Ctx};
 use crate::error::McpError;
-use instance::runner;
-use executions::{StartRequest, WorkflowRef};
-use engine::Item;
+use instance::executions::trigger::{self, TriggerKind};
+use instance::executions::{RunPins, RunRequest, RunVersion, TriggerChoice, TriggerInput, WebhookInput};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, HashMap};
-use store::data::executions::{DataSelection, ExecutionMode, ExecutionSearch, ExecutionStatus};
+use store::data::executions::{DataSelection, ExecutionSearch, ExecutionStatus};
 use store::data::users_projects::{ProjectSearch, ProjectType};
 use instance::workflows::{strip_credentials, ListQuery, ListScope};
 
@@ -129,50 +128,17 @@ pub struct WorkflowDetailsOut {
     pub trigger_info: String,
 }
 
-fn node_type(n: &Value) -> &str {
-    n.get("type").and_then(Value::as_str).unwrap_or_default()
+/// The workflow's nodes as the engine reads them (unreadable ones skipped).
+fn nodes_of(nodes: &Value) -> Vec<engine::Node> {
+    nodes.as_array().into_iter().flatten().filter_map(|n| serde_json::from_value(n.clone()).ok()).collect()
 }
 
-fn node_name(n: &Value) -> &str {
-    n.get("name").and_then(Value::as_str).unwrap_or_default()
-}
-
-fn enabled(n: &Value) -> bool {
-    !n.get("disabled").and_then(Value::as_bool).unwrap_or(false)
-}
-
-/// The trigger kinds execute_workflow supports.
-#[derive(Clone, Copy, PartialEq, Debug)]
-enum TriggerKind {
-    Webhook,
-    Chat,
-    Form,
-    Manual,
-    Schedule,
-}
-
-fn trigger_kind(t: &str) -> Option<TriggerKind> {
-    match t {
-        "n8n-nodes-base.webhook" => Some(TriggerKind::Webhook),
-        "@n8n/n8n-nodes-langchain.chatTrigger" => Some(TriggerKind::Chat),
-        "n8n-nodes-base.formTrigger" => Some(TriggerKind::Form),
-        "n8n-nodes-base.manualTrigger" => Some(TriggerKind::Manual),
-        "n8n-nodes-base.scheduleTrigger" => Some(TriggerKind::Schedule),
-        _ => None,
-    }
-}
-
-/// The first enabled supported trigger.
-fn first_trigger(nodes: &Value) -> Option<(&Value, TriggerKind)> {
-    nodes.as_array()?.iter().filter(|n| enabled(n)).find_map(|n| trigger_kind(node_type(n)).map(|k| (n, k)))
-}
-
-fn trigger_info(nodes: &Value, active: bool) -> String {
-    let Some((node, kind)) = first_trigger(nodes) else {
-        return "This workflow has no trigger that MCP can use (supported: Webhook, Chat Trigger, Form Trigger, Manual Trigger, Schedule Trigger); it cannot be executed with execute_workflow.".into();
+fn trigger_info(nodes: &[engine::Node], active: bool) -> String {
+    let Some((node, kind)) = trigger::first_supported(nodes) else {
+        return format!("This workflow has no trigger that MCP can use (supported: {}); it cannot be executed with execute_workflow.", trigger::SUPPORTED_TRIGGERS);
     };
-    let name = node_name(node);
-    let p = node.get("parameters").cloned().unwrap_or(Value::Null);
+    let name = &node.name;
+    let p = &node.parameters;
     let how = match kind {
         TriggerKind::Webhook => {
             let method = p.get("httpMethod").and_then(Value::as_str).unwrap_or("GET");
@@ -214,7 +180,7 @@ pub async fn get_workflow_details(ctx: &Ctx<'_>, a: WorkflowIdArgs) -> Result<Wo
         }),
         None => None,
     };
-    let trigger_info = trigger_info(&wf.body.nodes, wf.meta.active());
+    let trigger_info = trigger_info(&nodes_of(&wf.body.nodes), wf.meta.active());
     Ok(WorkflowDetailsOut {
         workflow: WorkflowDetails {
             active: wf.meta.active(),
@@ -301,106 +267,40 @@ pub struct ExecutionResultOut {
     pub error: Option<String>,
 }
 
-/// The trigger's items and the output they leave on (a Webhook listening
-/// to several methods has one output per method).
-fn trigger_items(kind: TriggerKind, inputs: Option<Inputs>, node: &Value) -> Result<(Vec<Item>, usize), McpError> {
-    let now = store::data::db::now_iso();
-    let json = match (kind, inputs) {
-        (TriggerKind::Webhook, inputs) => {
-            let (method_default, wd) = (
-                node.pointer("/parameters/httpMethod").and_then(Value::as_str).unwrap_or("GET").to_owned(),
-                match inputs {
-                    None => WebhookData::default(),
-                    Some(Inputs { kind: InputType::Webhook, webhook_data, .. }) => webhook_data.unwrap_or_default(),
-                    Some(i) => return Err(McpError::InvalidArguments(format!("the workflow starts with a Webhook trigger; inputs.type must be \"webhook\", not {:?}", i.kind))),
-                },
-            );
-            // The item a real call makes (one home: engine::webhook).
-            let request = engine::webhook::IncomingRequest {
-                method: wd.method.unwrap_or(method_default).to_ascii_uppercase(),
-                headers: wd.headers.unwrap_or_default(),
-                query: wd.query.unwrap_or_default(),
-                body: wd.body.map(engine::webhook::RequestBody::Parsed).unwrap_or_default(),
-                ..Default::default()
-            };
-            let path = node.pointer("/parameters/path").and_then(Value::as_str).unwrap_or("");
-            let ctx = engine::webhook::TriggerContext {
-                webhook_url: Some(format!("/webhook/{}", path.trim_matches('/'))),
-                execution_mode: Some("production".into()),
-                jwt_payload: None,
-            };
-            let node: engine::Node = serde_json::from_value(node.clone()).map_err(|e| McpError::Invalid(e.to_string()))?;
-            let outputs = engine::webhook::webhook_output(&node, &request, &ctx).map_err(|e| McpError::InvalidArguments(e.to_string()))?;
-            let (output, items) = outputs.into_iter().enumerate().find(|(_, o)| !o.is_empty()).unwrap_or_default();
-            return Ok((items, output));
+/// MCP's typed inputs → the domain's trigger input.
+fn trigger_input(inputs: Option<Inputs>) -> Result<TriggerInput, McpError> {
+    let Some(i) = inputs else { return Ok(TriggerInput::None) };
+    let missing = |field: &str| McpError::InvalidArguments(format!("inputs of type {:?} need {field}", i.kind));
+    Ok(match i.kind {
+        InputType::Chat => TriggerInput::Chat(i.chat_input.clone().ok_or_else(|| missing("chatInput"))?),
+        InputType::Form => TriggerInput::Form(i.form_data.clone().ok_or_else(|| missing("formData"))?),
+        InputType::Webhook => {
+            let w = i.webhook_data.unwrap_or_default();
+            TriggerInput::Webhook(WebhookInput { method: w.method, query: w.query.unwrap_or_default(), body: w.body, headers: w.headers.unwrap_or_default() })
         }
-        (TriggerKind::Chat, Some(Inputs { kind: InputType::Chat, chat_input: Some(text), .. })) => {
-            let input = json!({"chatInput": text});
-            return Ok((instance::executions::trigger::items(node_type(node), input.as_object(), "UTC").unwrap_or_default(), 0));
-        }
-        (TriggerKind::Chat, _) => {
-            return Err(McpError::InvalidArguments("the workflow starts with a Chat Trigger: pass inputs {\"type\": \"chat\", \"chatInput\": \"...\"}".into()))
-        }
-        (TriggerKind::Form, Some(Inputs { kind: InputType::Form, form_data, .. })) => {
-            let mut m = form_data.unwrap_or_default();
-            m.insert("submittedAt".into(), json!(now));
-            m.insert("formMode".into(), json!("production"));
-            Value::Object(m)
-        }
-        (TriggerKind::Form, _) => {
-            return Err(McpError::InvalidArguments("the workflow starts with a Form Trigger: pass inputs {\"type\": \"form\", \"formData\": {...}}".into()))
-        }
-        (TriggerKind::Schedule, _) => {
-            let tz = node.pointer("/parameters/timezone").and_then(Value::as_str).unwrap_or("UTC");
-            return Ok((instance::executions::trigger::items(node_type(node), None, tz).unwrap_or_default(), 0));
-        }
-        (TriggerKind::Manual, _) => json!({}),
-    };
-    Ok((vec![Item::new(json)], 0))
-}
-
-fn status_str(s: ExecutionStatus) -> String {
-    s.as_str().to_owned()
+    })
 }
 
 pub async fn execute_workflow(ctx: &Ctx<'_>, a: ExecuteWorkflowArgs) -> Result<ExecutionResultOut, McpError> {
     let (meta, _) = ctx.workflow(&a.workflow_id, "workflow:execute", true).await?;
     ctx.server.limiter.check(ctx.user.as_str(), "execute_workflow").await?;
-    let production = a.execution_mode.unwrap_or(ExecutionModeArg::Production) == ExecutionModeArg::Production;
-    let body = if production {
-        let Some(active) = &meta.active_version_id else {
-            return Err(McpError::Invalid(format!(
-                "workflow {} is not published: publish it with publish_workflow, or pass executionMode \"manual\" to run the current draft",
-                meta.id
-            )));
-        };
-        ctx.data().workflows.get_version(&meta.id, active).await?.ok_or_else(|| McpError::NotFound(format!("active version {active}")))?.body
-    } else {
-        ctx.data().workflows.get(&meta.id).await?.ok_or_else(|| McpError::NotFound(format!("workflow {}", meta.id)))?.body
+    let req = RunRequest {
+        workflow_id: meta.id,
+        input: trigger_input(a.inputs)?,
+        trigger_choice: TriggerChoice::FirstSupported,
+        version: match a.execution_mode.unwrap_or(ExecutionModeArg::Production) {
+            ExecutionModeArg::Production => RunVersion::Published,
+            ExecutionModeArg::Manual => RunVersion::Draft,
+        },
+        // A full run: no node mocked or skipped.
+        pins: RunPins::Nothing,
+        ..RunRequest::default()
     };
-    let Some((node, kind)) = first_trigger(&body.nodes) else {
-        return Err(McpError::Invalid(
-            "this workflow has no supported trigger (Webhook, Chat Trigger, Form Trigger, Manual Trigger, Schedule Trigger)".into(),
-        ));
-    };
-    let (items, output) = trigger_items(kind, a.inputs, node)?;
-    let mode = match (production, kind) {
-        (false, _) => ExecutionMode::Manual,
-        (true, TriggerKind::Webhook) => ExecutionMode::Webhook,
-        (true, TriggerKind::Chat) => ExecutionMode::Chat,
-        (true, _) => ExecutionMode::Trigger,
-    };
-    let workflow = if production { WorkflowRef::Published(meta.id.clone()) } else { WorkflowRef::Draft(meta.id.clone()) };
-    let mut req = StartRequest::new(workflow, mode);
-    req.trigger = Some(node_name(node).to_owned());
-    req.trigger_items = Some(items);
-    req.trigger_output = output;
-    let outcome = runner::run(&ctx.server.instance.executor, ctx.server.instance.dispatch, req).await?;
-    Ok(outcome_out(outcome))
+    Ok(outcome_out(ctx.instance().run_and_wait(&ctx.caller(), &req).await?))
 }
 
 fn outcome_out(o: executions::ExecutionOutcome) -> ExecutionResultOut {
-    ExecutionResultOut { execution_id: Some(o.execution_id.0), status: status_str(o.status), error: o.error }
+    ExecutionResultOut { execution_id: Some(o.execution_id.0), status: o.status.as_str().to_owned(), error: o.error }
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -414,45 +314,17 @@ pub struct TestWorkflowArgs {
     pub trigger_node_name: Option<String>,
 }
 
-/// Nodes that get pin data in a test: triggers, nodes with credentials,
-/// HTTP Request nodes. Everything else runs.
-pub fn needs_pin(node: &Value) -> bool {
-    let t = node_type(node);
-    engine::workflow::is_trigger_type(t)
-        || t == "n8n-nodes-base.httpRequest"
-        || node.get("credentials").and_then(Value::as_object).is_some_and(|c| !c.is_empty())
-}
-
 pub async fn test_workflow(ctx: &Ctx<'_>, a: TestWorkflowArgs) -> Result<ExecutionResultOut, McpError> {
     let (meta, _) = ctx.workflow(&a.workflow_id, "workflow:execute", true).await?;
-    let wf = ctx.data().workflows.get(&meta.id).await?.ok_or_else(|| McpError::NotFound(format!("workflow {}", meta.id)))?;
-    let nodes = wf.body.nodes.as_array().cloned().unwrap_or_default();
-    for name in a.pin_data.keys() {
-        if !nodes.iter().any(|n| node_name(n) == name) {
-            return Err(McpError::InvalidArguments(format!("pinData names node {name:?}, which is not in the workflow")));
-        }
-    }
-    if let Some(t) = &a.trigger_node_name {
-        if !nodes.iter().any(|n| node_name(n) == t) {
-            return Err(McpError::InvalidArguments(format!("triggerNodeName {t:?} is not a node of the workflow")));
-        }
-    }
     ctx.server.limiter.check(ctx.user.as_str(), "test_workflow").await?;
-    let mut pins = BTreeMap::new();
-    for n in nodes.iter().filter(|n| enabled(n) && needs_pin(n)) {
-        let name = node_name(n).to_owned();
-        let items = match a.pin_data.get(&name) {
-            Some(v) => runner::items_from_pins(v).map_err(|e| McpError::InvalidArguments(format!("pinData[{name:?}]: {e}")))?,
-            // n8n's default for a node without pin data: one empty item.
-            None => vec![Item::new(json!({}))],
-        };
-        pins.insert(name, items);
-    }
-    let mut req = StartRequest::new(WorkflowRef::Draft(meta.id.clone()), ExecutionMode::Manual);
-    req.pin_data = pins;
-    req.trigger = a.trigger_node_name;
-    let outcome = runner::run(&ctx.server.instance.executor, ctx.server.instance.dispatch, req).await?;
-    Ok(outcome_out(outcome))
+    let req = RunRequest {
+        workflow_id: meta.id,
+        trigger_node_name: a.trigger_node_name,
+        trigger_choice: TriggerChoice::First,
+        pins: RunPins::Test(a.pin_data.into_iter().collect()),
+        ..RunRequest::default()
+    };
+    Ok(outcome_out(ctx.instance().run_and_wait(&ctx.caller(), &req).await?))
 }
 
 #[derive(Serialize, JsonSchema)]
@@ -497,8 +369,8 @@ pub fn infer_schema(v: &Value) -> Value {
 }
 
 /// Output shapes known from the node definition.
-fn definition_schema(node: &Value) -> Option<Value> {
-    match trigger_kind(node_type(node))? {
+fn definition_schema(node: &engine::Node) -> Option<Value> {
+    match TriggerKind::of(&node.node_type)? {
         TriggerKind::Webhook => Some(json!({"type": "object", "properties": {
             "headers": {"type": "object"}, "params": {"type": "object"}, "query": {"type": "object"}, "body": {"type": "object"}
         }})),
@@ -534,13 +406,13 @@ pub async fn prepare_test_pin_data(ctx: &Ctx<'_>, a: WorkflowIdArgs) -> Result<P
         nodes_skipped: Vec::new(),
         coverage: Coverage { with_schema_from_execution: 0, with_schema_from_definition: 0, without_schema: 0, skipped: 0, total: 0 },
     };
-    for n in wf.body.nodes.as_array().into_iter().flatten().filter(|n| enabled(n)) {
-        if node_type(n) == "n8n-nodes-base.stickyNote" {
+    for n in nodes_of(&wf.body.nodes).iter().filter(|n| !n.disabled) {
+        if n.node_type == "n8n-nodes-base.stickyNote" {
             continue;
         }
         out.coverage.total += 1;
-        let name = node_name(n).to_owned();
-        if !needs_pin(n) {
+        let name = n.name.clone();
+        if !trigger::needs_pin(n) {
             out.nodes_skipped.push(name);
             out.coverage.skipped += 1;
             continue;
