@@ -143,7 +143,9 @@ pub async fn schedule_ready(
         if !not_started || !deps_done || run_cancelled {
             continue;
         }
-        if spawn(rt, run, thread, user, task, writer).await? {
+        // Background agents write where the conversation does.
+        let project = by_agent.get(ORCHESTRATOR).and_then(|c| c.project_id.as_deref());
+        if spawn(rt, run, thread, user, project, task, writer).await? {
             statuses.insert(task.id.clone(), TaskStatus::InProgress);
         }
     }
@@ -205,6 +207,7 @@ async fn spawn(
     run: &RunId,
     thread: &ThreadId,
     user: &UserId,
+    project: Option<&str>,
     task: &PlannedTask,
     writer: &Mutex<EventWriter>,
 ) -> Result<bool, AgentError> {
@@ -233,6 +236,7 @@ async fn spawn(
             task_id: Some(task.id.clone()),
             checkpoint: ckpt.encode()?,
             lease_until: rt.lease_from_now(),
+            project_id: project.map(str::to_owned),
         })
         .await?;
     if !created {

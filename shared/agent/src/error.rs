@@ -16,6 +16,8 @@ pub enum AgentError {
     Queue(String),
     #[error("corrupt checkpoint: {0}")]
     Checkpoint(String),
+    #[error(transparent)]
+    Instance(#[from] instance::InstanceError),
 }
 
 impl AgentError {

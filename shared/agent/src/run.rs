@@ -25,6 +25,11 @@ pub struct ChatRequest {
     pub message: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub attachments: Option<Vec<Value>>,
+    /// Binds the thread to this project (the user must be a member): the
+    /// agent's writes go there. The thread keeps the project its first
+    /// message named; a later message may repeat it or leave it out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub project_id: Option<String>,
 }
 
 /// `POST /instance-ai/confirm/:requestId`.
@@ -70,6 +75,9 @@ pub async fn start(rt: &Runtime, thread: &ThreadId, user: &UserId, req: &ChatReq
     if req.message.chars().count() > MAX_MESSAGE_CHARS {
         return Err(AgentError::Invalid(format!("message is longer than {MAX_MESSAGE_CHARS} characters")));
     }
+    if let Some(project) = &req.project_id {
+        member_of(rt, user, project).await?;
+    }
     let run = RunId(format!("run_{}", uuid::Uuid::new_v4().simple()));
     let agent = AgentId(ORCHESTRATOR.into());
     let ckpt = Checkpoint { messages: vec![Message::user(model_text(req))], needs_history: true, ..Checkpoint::default() };
@@ -83,12 +91,16 @@ pub async fn start(rt: &Runtime, thread: &ThreadId, user: &UserId, req: &ChatReq
         task_id: None,
         checkpoint: ckpt.encode()?,
         lease_until: rt.lease_from_now(),
+        project_id: req.project_id.clone(),
     };
     match rt.runs.start_run(&new, &req.message).await? {
         Ok(()) => {}
         Err(SlotError::NotOwner) => return Err(AgentError::NotFound(format!("thread {thread} not found"))),
         Err(SlotError::Busy(active)) => {
             return Err(AgentError::Conflict(format!("thread {thread} already has an active run ({active}); cancel it or wait for it to finish")))
+        }
+        Err(SlotError::OtherProject(bound)) => {
+            return Err(AgentError::Conflict(format!("thread {thread} is bound to project {bound}; start a new thread to work in another project")))
         }
     }
     let writer = Mutex::new(rt.writer(thread));
@@ -111,6 +123,13 @@ pub async fn start(rt: &Runtime, thread: &ThreadId, user: &UserId, req: &ChatReq
     }
     tracing::info!(runId = %run, threadId = %thread, "run started");
     Ok(run)
+}
+
+/// A project the user is a member of; any other is not found.
+async fn member_of(rt: &Runtime, user: &UserId, project: &str) -> Result<(), AgentError> {
+    let instance = rt.instance.as_deref().ok_or_else(|| AgentError::Instance(instance::InstanceError::Internal("no instance data in this function (deployment error)".into())))?;
+    instance.require_project(&instance::Caller::new(user.clone()), project, "project:read").await?;
+    Ok(())
 }
 
 /// Records a decision (the first wins) and enqueues the resume step.

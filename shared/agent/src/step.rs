@@ -556,6 +556,7 @@ impl Step<'_> {
             run_id: &self.chain.run_id,
             thread_id: &self.chain.thread_id,
             user_id: &self.chain.user_id,
+            project_id: self.chain.project_id.as_deref(),
             agent_id: &self.chain.agent_id,
             tool_call_id: &call.id,
             abort: self.abort.clone(),

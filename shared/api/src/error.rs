@@ -82,6 +82,7 @@ impl From<agent::AgentError> for ApiError {
             A::Invalid(m) => ApiError::BadRequest(m),
             A::NotFound(m) => ApiError::NotFound(m),
             A::Conflict(m) => ApiError::Conflict(m),
+            A::Instance(i) => i.into(),
             other => ApiError::Internal(other.to_string()),
         }
     }

@@ -109,6 +109,8 @@ pub struct Chain {
     /// Course corrections sent to a background agent, not yet consumed.
     pub corrections: Vec<String>,
     pub created_at: u64,
+    /// The project the thread is bound to (see [`NewChain::project_id`]).
+    pub project_id: Option<String>,
 }
 
 impl Chain {
@@ -130,6 +132,10 @@ pub struct NewChain {
     pub checkpoint: Vec<u8>,
     /// The lease of the first queued step.
     pub lease_until: u64,
+    /// The project the thread is bound to (writes go there); `None`: the
+    /// user's personal project. For a run, the project its chat POST named:
+    /// the thread keeps the first one, [`Runs::start_run`] refuses another.
+    pub project_id: Option<String>,
 }
 
 /// Why a run slot could not be taken.
@@ -139,6 +145,8 @@ pub enum SlotError {
     NotOwner,
     /// A run is active on the thread.
     Busy(RunId),
+    /// The thread is bound to another project than the one the run named.
+    OtherProject(String),
 }
 
 /// The activity of a thread for `/status`.
@@ -204,19 +212,27 @@ impl Runs {
     /// `user` on first use), then creates the orchestrator's chain, queued
     /// for step 1. Two conditional writes rather than one transaction: the
     /// slot write is the arbiter, and a failed chain put gives the slot back.
+    /// A thread is bound to a project by its first run that names one;
+    /// later runs keep it (whether they name it or not) and one naming
+    /// another is refused. The chain carries the thread's project.
     pub async fn start_run(&self, chain: &NewChain, message: &str) -> Result<Result<(), SlotError>, StoreError> {
         let now = now_ms();
         self.table.count();
-        let taken = self
+        let (bind, same_project) = match &chain.project_id {
+            Some(_) => (", projectId = if_not_exists(projectId, :p)", " AND (attribute_not_exists(projectId) OR projectId = :p)"),
+            None => ("", ""),
+        };
+        let mut update = self
             .client()
             .update_item()
             .table_name(self.table_name())
             .set_key(Some(thread_key(&chain.thread_id)))
-            .update_expression(
+            .update_expression(format!(
                 "SET userId = :u, threadId = :t, createdAt = if_not_exists(createdAt, :now), activeRunId = :r, lastRunId = :r, \
-                 lastActivityAt = :ms, gsi1pk = :upk, gsi1sk = :usk, preview = if_not_exists(preview, :pv)",
-            )
-            .condition_expression("(attribute_not_exists(pk) OR userId = :u) AND attribute_not_exists(activeRunId)")
+                 lastActivityAt = :ms, gsi1pk = :upk, gsi1sk = :usk, preview = if_not_exists(preview, :pv){bind}"
+            ))
+            .condition_expression(format!("(attribute_not_exists(pk) OR userId = :u) AND attribute_not_exists(activeRunId){same_project}"))
+            .return_values(ReturnValue::AllNew)
             .expression_attribute_values(":u", s(&chain.user_id.0))
             .expression_attribute_values(":t", s(&chain.thread_id.0))
             .expression_attribute_values(":now", n(now / 1000))
@@ -224,23 +240,26 @@ impl Runs {
             .expression_attribute_values(":ms", n(now))
             .expression_attribute_values(":upk", s(crate::threads::list_pk(&chain.user_id)))
             .expression_attribute_values(":usk", s(crate::threads::list_sk(now, &chain.thread_id)))
-            .expression_attribute_values(":pv", s(crate::threads::preview_of(message)))
-            .send()
-            .await;
-        match taken {
-            Ok(_) => {}
+            .expression_attribute_values(":pv", s(crate::threads::preview_of(message)));
+        if let Some(p) = &chain.project_id {
+            update = update.expression_attribute_values(":p", s(p));
+        }
+        let bound = match update.send().await {
+            Ok(out) => out.attributes.as_ref().and_then(|a| get_s(a, "projectId")).map(str::to_owned),
             Err(e) if db::is_condition_failed(&e) => {
                 // Tell a stranger's thread (404) from a busy one (409).
                 let item = self.table.get_raw(&format!("thread#{}", chain.thread_id), "meta").await?.unwrap_or_default();
-                return match (get_s(&item, "userId"), get_s(&item, "activeRunId")) {
-                    (Some(owner), _) if owner != chain.user_id.0 => Ok(Err(SlotError::NotOwner)),
-                    (_, Some(active)) => Ok(Err(SlotError::Busy(RunId(active.to_owned())))),
+                return match (get_s(&item, "userId"), get_s(&item, "activeRunId"), get_s(&item, "projectId")) {
+                    (Some(owner), _, _) if owner != chain.user_id.0 => Ok(Err(SlotError::NotOwner)),
+                    (_, Some(active), _) => Ok(Err(SlotError::Busy(RunId(active.to_owned())))),
+                    (_, _, Some(p)) if chain.project_id.as_deref().is_some_and(|asked| asked != p) => Ok(Err(SlotError::OtherProject(p.to_owned()))),
                     _ => Err(StoreError::Conflict("run slot contended; try again".into())),
                 };
             }
             Err(e) => return Err(StoreError::dynamo(e)),
-        }
-        let mut item = self.chain_item(chain, now)?;
+        };
+        let chain = NewChain { project_id: bound, ..chain.clone() };
+        let mut item = self.chain_item(&chain, now)?;
         item.insert("message".into(), s(message));
         if let Err(e) = self.put_record(item, Some("attribute_not_exists(pk)")).await {
             self.release_slot(&chain.thread_id, &chain.run_id).await?;
@@ -297,6 +316,9 @@ impl Runs {
         }
         if let Some(task) = &chain.task_id {
             item.insert("taskId".into(), s(task));
+        }
+        if let Some(p) = &chain.project_id {
+            item.insert("projectId".into(), s(p));
         }
         item.insert("state".into(), s(ChainState::Queued.as_str()));
         item.insert("step".into(), n(0));
@@ -947,6 +969,7 @@ fn parse_chain(item: &Item) -> Result<Chain, StoreError> {
         finish_reason: get_s(item, "finishReason").filter(|v| !v.is_empty()).map(str::to_owned),
         corrections,
         created_at: get_n(item, "createdAt"),
+        project_id: get_s(item, "projectId").map(str::to_owned),
     })
 }
 

@@ -26,6 +26,7 @@ async fn running_chain(runs: &Runs) -> (RunId, AgentId) {
         task_id: None,
         checkpoint: b"{}".to_vec(),
         lease_until: now_ms() + 60_000,
+        project_id: None,
     };
     runs.start_run(&chain, "hi").await.unwrap().unwrap();
     runs.claim(&run, &agent, 1, now_ms() + 60_000).await.unwrap().expect("step 1 claimed");

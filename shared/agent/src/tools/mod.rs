@@ -42,6 +42,8 @@ pub struct ToolContext<'a> {
     pub run_id: &'a RunId,
     pub thread_id: &'a ThreadId,
     pub user_id: &'a UserId,
+    /// The project the thread is bound to (`None`: the personal project).
+    pub project_id: Option<&'a str>,
     pub agent_id: &'a AgentId,
     pub tool_call_id: &'a str,
     /// Fires on cancel: handlers race it and forward it into their I/O.
@@ -56,9 +58,9 @@ impl ToolContext<'_> {
         self.rt.instance.as_deref().ok_or_else(|| "this function has no access to the instance's data (deployment error)".to_owned())
     }
 
-    /// Who acts: the run's user, writing to the user's personal project.
+    /// Who acts: the run's user, writing to the thread's bound project.
     pub fn caller(&self) -> instance::Caller {
-        instance::Caller::new(self.user_id.clone())
+        instance::Caller { user: self.user_id.clone(), project: self.project_id.map(str::to_owned) }
     }
 
     pub async fn emit(&self, payload: EventPayload) -> Result<(), String> {
