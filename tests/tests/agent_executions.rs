@@ -2,11 +2,14 @@
 //! end: the local cloud (HTTP, SSE, the Steps and Runs queues polled into
 //! the step and executor functions), the scripted model, moto.
 //!
-//! - the debugging flow: `run` with webhook input and an approval ("always
+//! - the debugging flow the way the agent works: workflow files written to
+//!   the workspace and built with `build-workflow`, `run` with webhook input and an approval ("always
 //!   allow" once: the second run does not ask), `get-node-output` paging a
 //!   300-item output, a failing Code node that `debug` names with its
 //!   input, `get-resolved-node-parameters` showing the expression that
-//!   resolved empty, a fix, `run-step` in each input mode and its refusals,
+//!   resolved empty, a patch through `workspace_edit_file` and a rebuild by
+//!   `filePath` (same workflow, new version), `run-step` in each input mode
+//!   and its refusals,
 //!   `stop` of a waiting Wait-node execution, `list` by status; a second
 //!   user can neither run nor read the first one's executions;
 //! - waits that cost no compute: a run longer than the inline bound parks
@@ -15,8 +18,10 @@
 //!   cancelling the run stops the execution; a crashed execution is
 //!   reported (through the sweep), not waited on forever.
 //!
-//! Workflows are created through the instance layer (the `build-workflow`
-//! tool is another issue's); the script is bound late, once their ids exist.
+//! The script is bound late: a run's `$fromResult` reaches only its own
+//! results, so later messages get the built workflows' ids from the test.
+//! The waiting tests create their workflows through the instance layer
+//! (what they check is the parking, not the build).
 
 mod agent_common;
 
@@ -28,7 +33,7 @@ use protocol::UserId;
 use serde_json::{json, Value};
 use std::sync::Arc;
 use std::time::Duration;
-use store::data::workflows::{NewWorkflow, WorkflowBody, WorkflowUpdate};
+use store::data::workflows::{NewWorkflow, WorkflowBody};
 use store::deployment::QueueId;
 
 async fn cloud_late(setup: Setup) -> (Cloud, Arc<LateScript>, Instance) {
@@ -93,6 +98,15 @@ async fn create(inst: &Instance, name: &str, body: WorkflowBody) -> String {
     let project = inst.write_project(&alice(), "workflow:create").await.expect("alice's project");
     let new = NewWorkflow { name: name.into(), description: None, project_id: project, folder_id: None, body, available_in_mcp: false };
     inst.data.workflows.create(new, &alice().user).await.expect("workflow created").meta.id
+}
+
+/// A workflow's source file as the model writes it (workflow JSON).
+fn source(name: &str, b: WorkflowBody) -> String {
+    serde_json::to_string_pretty(&json!({"name": name, "nodes": b.nodes, "connections": b.connections, "settings": b.settings})).unwrap()
+}
+
+fn tool(name: &str, args: Value) -> Value {
+    json!({"name": name, "args": args})
 }
 
 fn call(action: &str, args: Value) -> Value {
@@ -167,10 +181,26 @@ async fn chat_through(cloud: &Cloud, feed: &mut Feed, key: &str, t: &str, messag
 }
 
 #[tokio::test]
-async fn the_agent_runs_debugs_fixes_and_steps_through_a_workflow() {
+async fn the_agent_builds_runs_debugs_patches_and_steps_through_a_workflow() {
     let (cloud, late, inst) = cloud_late(Setup::default()).await;
-    let w1 = create(&inst, "Order intake", order_intake("={{ $json.customer }}")).await;
-    let w2 = create(&inst, "Nightly wait", waits(120)).await;
+    let t = thread();
+    let mut feed = cloud.sse_events(ALICE, &t).await;
+
+    // Built the way the agent works: workspace files, then build-workflow.
+    late.set(json!({"conversations": {"Build the workflows": conversation(vec![
+        tool("workspace_write_file", json!({"path": "orders.json", "content": source("Order intake", order_intake("={{ $json.customer }}"))})),
+        tool("build-workflow", json!({"filePath": "orders.json"})),
+        tool("workspace_write_file", json!({"path": "nightly.json", "content": source("Nightly wait", waits(120))})),
+        tool("build-workflow", json!({"filePath": "nightly.json"})),
+    ])}}));
+    let (frames, _) = chat_through(&cloud, &mut feed, ALICE, &t, "Build the workflows", json!({"approved": true})).await;
+    let r = results(&frames);
+    let (intake, nightly) = (ok(&r[1]).clone(), ok(&r[3]).clone());
+    assert!(intake["success"] == true && nightly["success"] == true, "{intake} {nightly}");
+    let w1 = intake["workflowId"].as_str().unwrap().to_owned();
+    let w2 = nightly["workflowId"].as_str().unwrap().to_owned();
+    let first_version = inst.data.workflows.meta(&w1).await.unwrap().unwrap().version_id;
+
     let run = |args: Value| call("run", args);
     late.set(json!({"conversations": {
         "Run the order intake": conversation(vec![
@@ -181,12 +211,17 @@ async fn the_agent_runs_debugs_fixes_and_steps_through_a_workflow() {
             call("debug", json!({"executionId": from(1, "/executionId")})),
             call("get-resolved-node-parameters", json!({"executionId": from(1, "/executionId"), "nodeName": "Tag"})),
         ]),
+        // The patch goes through the workspace (with a stale pin on Check that
+        // step runs must not replay) and a rebuild by filePath alone.
         "Check the fix": conversation(vec![
+            tool("workspace_edit_file", json!({"path": "orders.json", "oldString": "={{ $json.customer }}", "newString": "={{ $('Webhook').first().json.body.owner }}"})),
+            tool("workspace_edit_file", json!({"path": "orders.json", "oldString": "\"connections\": {", "newString": "\"pinData\": {\"Check\": [{\"json\": {\"pinned\": true}}]},\n  \"connections\": {"})),
+            tool("build-workflow", json!({"filePath": "orders.json"})),
             run(json!({"workflowId": w1, "inputData": {"count": 3, "owner": "ada"}})),
-            call("run-step", json!({"workflowId": w1, "nodeName": "Check", "reuseExecutionId": from(0, "/executionId")})),
+            call("run-step", json!({"workflowId": w1, "nodeName": "Check", "reuseExecutionId": from(3, "/executionId")})),
             call("run-step", json!({"workflowId": w1, "nodeName": "Check", "mockInput": [{"i": 7, "owner": "bob"}]})),
             call("run-step", json!({"workflowId": w1, "nodeName": "Explode"})),
-            call("run-step", json!({"workflowId": w1, "nodeName": "Check", "reuseExecutionId": from(3, "/executionId")})),
+            call("run-step", json!({"workflowId": w1, "nodeName": "Check", "reuseExecutionId": from(6, "/executionId")})),
             call("run-step", json!({"workflowId": w1, "nodeName": "Check", "toolArguments": {"q": 1}})),
         ]),
         "Stop the nightly wait": conversation(vec![
@@ -198,9 +233,6 @@ async fn the_agent_runs_debugs_fixes_and_steps_through_a_workflow() {
             call("stop", json!({"executionId": from(0, "/executionId")})),
         ]),
     }}));
-
-    let t = thread();
-    let mut feed = cloud.sse_events(ALICE, &t).await;
 
     // Run with webhook input: approved once for the session, the second run does not ask.
     let (frames, cards) = chat_through(&cloud, &mut feed, ALICE, &t, "Run the order intake", json!({"approved": true, "scope": "session"})).await;
@@ -252,16 +284,15 @@ async fn the_agent_runs_debugs_fixes_and_steps_through_a_workflow() {
     assert_eq!(resolved["parameters"]["assignments"]["assignments"][0]["value"], "={{ $json.customer }}");
     assert_eq!(payload(frames.last().unwrap())["status"], "completed");
 
-    // The fix, saved as a new version (with a stale pin on Check that step runs must not replay).
-    let cur = inst.data.workflows.get(&w1).await.unwrap().unwrap();
-    let mut fixed = order_intake("={{ $('Webhook').first().json.body.owner }}");
-    fixed.pin_data = json!({"Check": [{"json": {"pinned": true}}]});
-    inst.data.workflows.update(&w1, &cur.meta.version_id, WorkflowUpdate { body: Some(fixed), ..Default::default() }, &alice().user).await.unwrap();
-
     let (frames, cards) = chat_through(&cloud, &mut feed, ALICE, &t, "Check the fix", json!({"approved": false})).await;
     assert!(cards.is_empty(), "the session's run grant covers the workflow's steps: {cards:?}");
-    let r = results(&frames);
-    assert_eq!(r.len(), 6, "{r:?}");
+    let all = results(&frames);
+    assert_eq!(all.len(), 9, "{all:?}");
+    let rebuilt = ok(&all[2]);
+    assert_eq!((rebuilt["success"].as_bool(), rebuilt["workflowId"].as_str()), (Some(true), Some(w1.as_str())), "the same workflow: {rebuilt}");
+    assert_ne!(rebuilt["sourceHash"], intake["sourceHash"]);
+    assert_ne!(inst.data.workflows.meta(&w1).await.unwrap().unwrap().version_id, first_version, "a new version");
+    let r = &all[3..];
     let fixed_run = ok(&r[0]);
     assert_eq!(fixed_run["status"], "success", "{fixed_run}");
     assert!(untrusted(&fixed_run["data"]).contains("\"pinned\":true"), "a full run uses the saved pin: {fixed_run}");

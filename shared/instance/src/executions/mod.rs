@@ -28,7 +28,7 @@ use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 use std::time::Duration;
 use store::data::executions::{DataSelection, Execution, ExecutionMode, ExecutionSearch};
-use store::data::workflows::{StatusFilter, WorkflowMeta, WorkflowQuery};
+use store::data::workflows::{StatusFilter, WorkflowMeta};
 use view::Values;
 
 pub const DEFAULT_TIMEOUT_MS: u64 = 300_000;
@@ -605,8 +605,8 @@ impl Instance {
             }
             None => {
                 self.user(caller).await?;
-                let q = WorkflowQuery { status: StatusFilter::All, limit: 200, available_in_mcp: mcp_only.then_some(true), ..WorkflowQuery::default() };
-                self.data.workflows.list(&caller.user, &q).await?.workflows.into_iter().map(|w| (w.meta.id, w.meta.name)).collect()
+                // Every readable workflow, however many (no first-N cut).
+                self.data.workflows.all_readable(&caller.user, StatusFilter::All, mcp_only.then_some(true)).await?.into_iter().map(|m| (m.id, m.name)).collect()
             }
         };
         search.workflow_ids = names.keys().cloned().collect();

@@ -254,6 +254,16 @@ pub enum StatusFilter {
     All,
 }
 
+impl StatusFilter {
+    pub fn admits(self, meta: &WorkflowMeta) -> bool {
+        match self {
+            StatusFilter::Active => !meta.is_archived,
+            StatusFilter::Archived => meta.is_archived,
+            StatusFilter::All => true,
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum FolderSelector {
     Id(String),
@@ -967,6 +977,18 @@ impl Workflows {
 
     /// Lists the workflows `user` can read (`workflows(action="list")`,
     /// `search_workflows`).
+    /// Every workflow the user can read, with `status` and the MCP flag
+    /// applied, without a limit (each project's workflows paged through):
+    /// what a search over all of a user's workflows walks.
+    pub async fn all_readable(&self, user: &UserId, status: StatusFilter, available_in_mcp: Option<bool>) -> Result<Vec<WorkflowMeta>, StoreError> {
+        let mut out = Vec::new();
+        for access in self.projects.projects_of(user).await? {
+            let heads = self.heads(&access.project.id).await?;
+            out.extend(heads.into_iter().filter(|m| status.admits(m) && available_in_mcp.is_none_or(|a| m.available_in_mcp == a)));
+        }
+        Ok(out)
+    }
+
     pub async fn list(&self, user: &UserId, q: &WorkflowQuery) -> Result<WorkflowList, StoreError> {
         let mut projects: Vec<ProjectAccess> = self.projects.projects_of(user).await?;
         if let Some(p) = &q.project_id {
@@ -1019,11 +1041,7 @@ impl Workflows {
             let folder_map: HashMap<String, Folder> =
                 self.folders.list(&access.project.id).await?.into_iter().map(|f| (f.id.clone(), f)).collect();
             for meta in self.heads(&access.project.id).await? {
-                let status_ok = match q.status {
-                    StatusFilter::Active => !meta.is_archived,
-                    StatusFilter::Archived => meta.is_archived,
-                    StatusFilter::All => true,
-                };
+                let status_ok = q.status.admits(&meta);
                 let folder_ok = folder_ids
                     .as_ref()
                     .is_none_or(|ids| meta.parent_folder_id.as_ref().is_some_and(|p| ids.contains(p)));
