@@ -583,3 +583,56 @@ async fn an_execution_whose_executor_dies_is_reported_crashed_through_the_sweep(
     assert_eq!(payload(frames.last().unwrap())["status"], "completed");
     cloud.stop().await;
 }
+
+/// Manual trigger → Done.
+fn quick() -> WorkflowBody {
+    body(
+        json!([
+            {"name": "Start", "type": "n8n-nodes-base.manualTrigger", "typeVersion": 1, "position": [0, 0], "parameters": {}},
+            {"name": "Done", "type": "n8n-nodes-base.noOp", "typeVersion": 1, "position": [200, 0], "parameters": {}}
+        ]),
+        chain(&["Start", "Done"]),
+    )
+}
+
+#[tokio::test]
+async fn blocked_runs_are_refused_and_list_reaches_past_the_first_200_workflows() {
+    let (cloud, late, inst) = cloud_late(Setup { approval_policy: Some("runWorkflow=blocked"), ..Setup::default() }).await;
+    let oldest = create(&inst, "Oldest", quick()).await;
+    // Its execution comes from outside the agent (the policy binds only the assistant).
+    let started = inst.start_run(&alice(), &instance::executions::RunRequest { workflow_id: oldest.clone(), ..Default::default() }).await.unwrap();
+    assert_eq!(inst.wait_settled(&started.execution_id, Duration::from_secs(30)).await.unwrap().status, executions::ExecutionStatus::Success);
+    for i in 0..205 {
+        create(&inst, &format!("Newer {i}"), quick()).await;
+    }
+    let q = store::data::workflows::WorkflowQuery { status: store::data::workflows::StatusFilter::All, limit: 200, ..Default::default() };
+    let first_200 = inst.data.workflows.list(&alice().user, &q).await.unwrap().workflows;
+    assert!(first_200.len() == 200 && first_200.iter().all(|w| w.meta.id != oldest), "the oldest workflow is past the first 200");
+
+    late.set(json!({"conversations": {"Run what you can": conversation(vec![
+        call("run", json!({"workflowId": oldest})),
+        call("run-step", json!({"workflowId": oldest, "nodeName": "Done"})),
+        tool("nodes", json!({"action": "execute", "type": "n8n-nodes-base.set", "version": 3.4, "config": {"parameters": {"mode": "manual",
+            "assignments": {"assignments": [{"id": "a", "name": "x", "value": "1", "type": "string"}]}}}})),
+        call("list", json!({})),
+        call("list", json!({"status": "success", "limit": 100})),
+    ])}}));
+    let t = thread();
+    let mut feed = cloud.sse_events(ALICE, &t).await;
+    let (frames, cards) = chat_through(&cloud, &mut feed, ALICE, &t, "Run what you can", json!({"approved": true})).await;
+    assert!(cards.is_empty(), "a blocked action never asks: {cards:?}");
+    let r = results(&frames);
+    for (i, refused) in r[..3].iter().enumerate() {
+        let v = ok(refused);
+        assert_eq!((v["blocked"].as_bool(), v["reason"].as_str()), (Some(true), Some("blocked_by_admin")), "{i}: {v}");
+        assert!(v["message"].as_str().unwrap().contains("runWorkflow"), "{i}: {v}");
+    }
+    for listed in [&r[3], &r[4]] {
+        let rows = ok(listed)["executions"].as_array().unwrap().clone();
+        assert_eq!(rows.len(), 1, "{rows:?}");
+        assert_eq!((rows[0]["id"].as_str(), rows[0]["workflowName"].as_str()), (Some(started.execution_id.as_str()), Some("Oldest")));
+    }
+    assert_eq!(inst.list_executions(&alice(), Some(&oldest), None, Some(100)).await.unwrap().len(), 1, "the blocked calls started nothing");
+    assert_eq!(payload(frames.last().unwrap())["status"], "completed");
+    cloud.stop().await;
+}
