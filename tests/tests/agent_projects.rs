@@ -1,7 +1,8 @@
 //! A thread bound to a project, end to end through HTTP + SSE with the
 //! scripted model (`fixtures/project_script.json`) and the real tools: the
-//! chat POST names the project, the thread keeps it, the agent's builds land
-//! there; another project on the same thread is refused, a project the user
+//! first chat POST names the project, the thread keeps it, the agent's builds
+//! land there; another project on the same thread is refused (an unbound
+//! thread included), a project the user
 //! is not a member of is not found, and an unbound thread builds in the
 //! personal project.
 
@@ -107,5 +108,9 @@ async fn a_thread_bound_to_a_project_builds_there_and_keeps_it() {
     let frames = cloud.finish(&mut solo_feed).await;
     assert_eq!(project_of(built(&frames)[0].clone()).await, alice_user.personal_project_id);
     assert_eq!(listed(&frames), ["Team intake"], "only the personal project's workflow");
+    // Its first message bound it to the personal project: a later one cannot move it.
+    let (status, body) = cloud.chat_in(ALICE, &solo, "Build another team workflow", Some(&team.id)).await;
+    assert_eq!(status, 409, "{body}");
+    assert!(body["error"]["message"].as_str().unwrap().contains("personal project"), "{body}");
     cloud.stop().await;
 }

@@ -25,9 +25,9 @@ pub struct ChatRequest {
     pub message: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub attachments: Option<Vec<Value>>,
-    /// Binds the thread to this project (the user must be a member): the
-    /// agent's writes go there. The thread keeps the project its first
-    /// message named; a later message may repeat it or leave it out.
+    /// Binds a new thread to this project (the user must be a member): the
+    /// agent's writes go there. The thread keeps what its first message
+    /// bound; a later message may repeat it or leave it out, not change it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub project_id: Option<String>,
 }
@@ -100,7 +100,8 @@ pub async fn start(rt: &Runtime, thread: &ThreadId, user: &UserId, req: &ChatReq
             return Err(AgentError::Conflict(format!("thread {thread} already has an active run ({active}); cancel it or wait for it to finish")))
         }
         Err(SlotError::OtherProject(bound)) => {
-            return Err(AgentError::Conflict(format!("thread {thread} is bound to project {bound}; start a new thread to work in another project")))
+            let bound = bound.map_or_else(|| "your personal project".to_owned(), |p| format!("project {p}"));
+            return Err(AgentError::Conflict(format!("thread {thread} is bound to {bound} (its first message fixed it); start a new thread to work in another project")))
         }
     }
     let writer = Mutex::new(rt.writer(thread));

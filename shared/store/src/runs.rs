@@ -134,7 +134,8 @@ pub struct NewChain {
     pub lease_until: u64,
     /// The project the thread is bound to (writes go there); `None`: the
     /// user's personal project. For a run, the project its chat POST named:
-    /// the thread keeps the first one, [`Runs::start_run`] refuses another.
+    /// only a thread's first message binds one, [`Runs::start_run`] refuses
+    /// another later.
     pub project_id: Option<String>,
 }
 
@@ -145,8 +146,9 @@ pub enum SlotError {
     NotOwner,
     /// A run is active on the thread.
     Busy(RunId),
-    /// The thread is bound to another project than the one the run named.
-    OtherProject(String),
+    /// The run named a project the thread is not bound to (its first
+    /// message bound another one, or none: `None`, the personal project).
+    OtherProject(Option<String>),
 }
 
 /// The activity of a thread for `/status`.
@@ -219,7 +221,9 @@ impl Runs {
         let now = now_ms();
         self.table.count();
         let (bind, same_project) = match &chain.project_id {
-            Some(_) => (", projectId = if_not_exists(projectId, :p)", " AND (attribute_not_exists(projectId) OR projectId = :p)"),
+            // Only a new thread takes a project; a thread keeps what its
+            // first message bound (or did not bind).
+            Some(_) => (", projectId = if_not_exists(projectId, :p)", " AND (attribute_not_exists(pk) OR projectId = :p)"),
             None => ("", ""),
         };
         let mut update = self
@@ -252,7 +256,9 @@ impl Runs {
                 return match (get_s(&item, "userId"), get_s(&item, "activeRunId"), get_s(&item, "projectId")) {
                     (Some(owner), _, _) if owner != chain.user_id.0 => Ok(Err(SlotError::NotOwner)),
                     (_, Some(active), _) => Ok(Err(SlotError::Busy(RunId(active.to_owned())))),
-                    (_, _, Some(p)) if chain.project_id.as_deref().is_some_and(|asked| asked != p) => Ok(Err(SlotError::OtherProject(p.to_owned()))),
+                    (Some(_), None, bound) if chain.project_id.is_some() && chain.project_id.as_deref() != bound => {
+                        Ok(Err(SlotError::OtherProject(bound.map(str::to_owned))))
+                    }
                     _ => Err(StoreError::Conflict("run slot contended; try again".into())),
                 };
             }
