@@ -286,4 +286,35 @@ mod tests {
         assert_eq!(serde_json::to_value(&unknown[0].json).unwrap(), json!({"name": "Ada"}));
         assert!(items("n8n-nodes-base.manualTrigger", None, "UTC").is_none());
     }
+
+    #[test]
+    fn full_runs_take_the_first_supported_trigger_and_typed_input_must_fit_it() {
+        let g = graph(
+            json!([
+                {"name": "Gh", "type": "n8n-nodes-base.githubTrigger", "parameters": {}},
+                {"name": "Off", "type": "n8n-nodes-base.webhook", "disabled": true, "parameters": {}},
+                {"name": "Hook", "type": "n8n-nodes-base.webhook", "typeVersion": 2, "parameters": {"httpMethod": "POST", "path": "in"}},
+                {"name": "Call", "type": "n8n-nodes-base.httpRequest", "parameters": {}},
+                {"name": "Keyed", "type": "n8n-nodes-base.set", "credentials": {"httpHeaderAuth": {"id": "c1"}}},
+                {"name": "Set", "type": "n8n-nodes-base.set"}
+            ]),
+            json!({}),
+        );
+        assert_eq!(choose(&g, None, TriggerChoice::FirstSupported).unwrap().unwrap().0, "Hook");
+        assert_eq!(choose(&g, None, TriggerChoice::First).unwrap().unwrap().0, "Gh");
+        assert!(choose(&g, None, TriggerChoice::Single).unwrap_err().to_string().contains("2 enabled triggers"));
+        let none = graph(json!([{"name": "Gh", "type": "n8n-nodes-base.githubTrigger"}]), json!({}));
+        assert!(choose(&none, None, TriggerChoice::FirstSupported).unwrap_err().to_string().contains("no supported trigger"));
+
+        let hook = g.node("Hook").unwrap();
+        let e = shape(hook, &TriggerInput::Chat("hi".into()), "UTC").unwrap_err().to_string();
+        assert!(e.contains("\"Hook\"") && e.contains("webhookData"), "{e}");
+        let request = WebhookInput { body: Some(json!({"n": 1})), query: obj(json!({"q": "x"})), ..WebhookInput::default() };
+        let (items, output) = shape(hook, &TriggerInput::Webhook(request), "UTC").unwrap();
+        let json = serde_json::to_value(&items.unwrap()[0].json).unwrap();
+        assert_eq!((json["body"].clone(), json["query"].clone(), output), (json!({"n": 1}), json!({"q": "x"}), 0));
+
+        let pinned: Vec<&str> = g.nodes().iter().filter(|n| needs_pin(n)).map(|n| n.name.as_str()).collect();
+        assert_eq!(pinned, ["Gh", "Off", "Hook", "Call", "Keyed"], "triggers, HTTP Request and nodes with credentials");
+    }
 }
