@@ -110,7 +110,7 @@ fn run_item(ctx: &mut NodeContext<'_>, desc: &'static NodeDescription, item: &It
     if let Some((t, data)) = &cred {
         spec.authenticate(t, data)?;
     }
-    spec.pre_send(ctx, item, i, &bind)?;
+    spec.pre_send(item, i)?;
 
     let max_results = match spec.max_results.clone() {
         Some(m) => Some(resolve_bound(ctx, &m, i, &bind)?).and_then(|v| v.as_f64().or_else(|| js_string(&v).parse().ok())).map(|n| n.max(0.0) as usize),

@@ -199,8 +199,13 @@ impl RequestSpec {
         if let Some(p) = send.get("paginate") {
             self.paginate = crate::nodes::conditions::truthy(&resolve_bound(ctx, p, i, b)?);
         }
-        if let Some(steps) = send.get("preSend").and_then(Value::as_array) {
-            self.pre_send.extend(steps.iter().cloned());
+        // resolved now, while `$value` is this property's; run once the request is complete
+        for step in send.get("preSend").and_then(Value::as_array).into_iter().flatten() {
+            let mut step = step.clone();
+            if let Some(props) = step.get("properties") {
+                step["properties"] = resolve_bound(ctx, props, i, b)?;
+            }
+            self.pre_send.push(step);
         }
         let (Some(kind), Some(property)) = (send.get("type").and_then(Value::as_str), send.get("property")) else { return Ok(()) };
         let v = match send.get("value") {
@@ -300,9 +305,9 @@ impl RequestSpec {
     }
 
     /// Runs the `preSend` steps, in order.
-    pub fn pre_send(&mut self, ctx: &mut NodeContext<'_>, item: &Item, i: usize, b: &Bindings<'_>) -> Result<()> {
+    pub fn pre_send(&mut self, item: &Item, i: usize) -> Result<()> {
         for step in std::mem::take(&mut self.pre_send) {
-            let props = resolve_bound(ctx, step.get("properties").unwrap_or(&json!({})), i, b)?;
+            let props = step.get("properties").cloned().unwrap_or(json!({}));
             match step.get("type").and_then(Value::as_str) {
                 // The JSON body as multipart form fields plus one file from the item's binary.
                 Some("multipartBinary") => {
