@@ -8,3 +8,16 @@ mod support;
 mod discord;
 mod slack;
 mod telegram;
+
+#[test]
+fn the_services_are_in_the_catalog_searchable_by_name_and_alias() {
+    for (query, node) in [("slack", "n8n-nodes-base.slack"), ("telegram", "n8n-nodes-base.telegram"), ("discord", "n8n-nodes-base.discord")] {
+        assert_eq!(engine::catalog::search(query, 3)[0].name, node);
+        assert!(engine::catalog::describe_exact(node).unwrap().is_declarative());
+        assert!(engine::nodes::get(node).is_some(), "{node} runs");
+    }
+    let chat: Vec<String> = engine::catalog::search("chat message", 20).into_iter().map(|s| s.name).collect();
+    for node in ["n8n-nodes-base.slack", "n8n-nodes-base.telegram", "n8n-nodes-base.discord"] {
+        assert!(chat.contains(&node.to_owned()), "{node} by its aliases: {chat:?}");
+    }
+}
