@@ -12,7 +12,7 @@
 //! The credential's `authenticate` goes on last; the request goes through the
 //! HTTP Request node's transport (SSRF guard, redirects); a 429 is retried
 //! after its `Retry-After`, bounded. Expressions in routing see `$value` (the
-//! property's value), `$parameter`, `$credentials` and, after the answer,
+//! property's value), `$parameter` (resolved), `$credentials` and, after the answer,
 //! `$response` / `$responseItem`.
 
 pub mod display;
@@ -94,7 +94,15 @@ fn run_item(ctx: &mut NodeContext<'_>, desc: &'static NodeDescription, item: &It
     let values = display::with_defaults(&desc.properties, &params, version);
     let cred = credential(ctx, desc, &values)?;
     let credentials = cred.as_ref().map(|(_, d)| d.clone());
-    let bind = Bindings { credentials: credentials.as_ref(), ..Bindings::default() };
+    // `$parameter`: locators keep their mode but carry the extracted value (a URL mode's id)
+    let mut parameters = values.clone();
+    for p in display::shown_properties(&desc.properties, &values, version).into_iter().filter(|p| p.prop_type == "resourceLocator") {
+        if let Some(v) = parameters.get_mut(&p.name).filter(|v| v.get("__rl").is_some()) {
+            v["value"] = routing::locator_value(p.modes.as_ref(), v);
+        }
+    }
+    let parameters = Value::Object(parameters);
+    let bind = Bindings { credentials: credentials.as_ref(), parameters: Some(&parameters), ..Bindings::default() };
 
     let mut spec = RequestSpec::default();
     if let Some(defaults) = &desc.request_defaults {

@@ -12,16 +12,19 @@ use crate::error::{EngineError, Result};
 use crate::nodes::http::{self, Part, Response};
 use crate::nodes::{get_path, js_string, set_path, NodeContext};
 
-/// Values routing expressions see besides the node's own (`$parameter`, `$json`…).
+/// Values routing expressions see besides the node's own (`$json`, `$node`…).
 #[derive(Clone, Copy, Default)]
 pub struct Bindings<'a> {
+    /// The node's resolved parameters with defaults (`$parameter`): n8n's
+    /// routing sees values, not the expressions that made them.
+    pub parameters: Option<&'a Value>,
     pub value: Option<&'a Value>,
     pub credentials: Option<&'a Value>,
     pub response: Option<&'a Value>,
     pub response_item: Option<&'a Value>,
 }
 
-/// Resolves `v` for item `i` with `$value`, `$credentials`, `$response` and
+/// Resolves `v` for item `i` with `$parameter`, `$value`, `$credentials`, `$response` and
 /// `$responseItem` bound (written into the expression as JSON literals, so
 /// the sandbox needs no new globals). An expression that fails while the
 /// credential is bound reports no text of it: the literal holds secrets.
@@ -29,7 +32,7 @@ pub fn resolve_bound(ctx: &mut NodeContext<'_>, v: &Value, i: usize, b: &Binding
     if !crate::expr::has_expression(v) {
         return Ok(v.clone());
     }
-    let re = regex::Regex::new(r"\$(value|credentials|responseItem|response)\b").map_err(|e| EngineError::node(e.to_string()))?;
+    let re = regex::Regex::new(r"\$(parameter|value|credentials|responseItem|response)\b").map_err(|e| EngineError::node(e.to_string()))?;
     let mut uses_credentials = false;
     let bound = map_strings(v, &mut |s| {
         if !s.starts_with('=') {
@@ -37,6 +40,7 @@ pub fn resolve_bound(ctx: &mut NodeContext<'_>, v: &Value, i: usize, b: &Binding
         }
         re.replace_all(s, |c: &regex::Captures| {
             let value = match &c[1] {
+                "parameter" => b.parameters,
                 "value" => b.value,
                 "credentials" => {
                     uses_credentials = true;
@@ -440,7 +444,7 @@ fn item_of(json: Value) -> Item {
 
 /// A resource locator's value (`{__rl, mode, value}`) as the routing sees it:
 /// the value, extracted by the mode's `extractValue` regex when it has one.
-fn locator_value(modes: Option<&Value>, v: &Value) -> Value {
+pub(super) fn locator_value(modes: Option<&Value>, v: &Value) -> Value {
     let Some(o) = v.as_object().filter(|o| o.contains_key("__rl")) else { return v.clone() };
     let value = o.get("value").cloned().unwrap_or(Value::Null);
     let mode = o.get("mode").and_then(Value::as_str).unwrap_or_default();

@@ -6,12 +6,13 @@
 mod support;
 
 mod discord;
+mod github;
 mod slack;
 mod telegram;
 
 #[test]
 fn the_services_are_in_the_catalog_searchable_by_name_and_alias() {
-    for (query, node) in [("slack", "n8n-nodes-base.slack"), ("telegram", "n8n-nodes-base.telegram"), ("discord", "n8n-nodes-base.discord")] {
+    for (query, node) in [("slack", "n8n-nodes-base.slack"), ("telegram", "n8n-nodes-base.telegram"), ("discord", "n8n-nodes-base.discord"), ("github", "n8n-nodes-base.github")] {
         assert_eq!(engine::catalog::search(query, 3)[0].name, node);
         assert!(engine::catalog::describe_exact(node).unwrap().is_declarative());
         assert!(engine::nodes::get(node).is_some(), "{node} runs");

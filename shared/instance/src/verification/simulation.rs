@@ -88,7 +88,7 @@ pub struct Fixture {
 /// (`deleteRows`, `appendOrUpdate`, `sendAndWait`); `add`/`remove` are not
 /// listed because the logic nodes use them (dateTime `add`,
 /// `removeDuplicateInputItems`).
-const WRITE_VERBS: &[&str] = &["create", "update", "delete", "send", "append", "upsert", "insert", "write", "clear", "post", "publish", "archive"];
+const WRITE_VERBS: &[&str] = &["create", "update", "delete", "send", "append", "upsert", "insert", "write", "clear", "post", "publish", "archive", "edit", "lock"];
 
 /// Node types that write by what they are, without an operation parameter.
 const WRITE_TYPES: &[&str] = &["n8n-nodes-base.writeBinaryFile", "n8n-nodes-base.n8nTrainingCustomerMessenger"];
@@ -302,6 +302,7 @@ mod tests {
             ("n8n-nodes-base.filter", (Execute, PureLogic)),
             ("n8n-nodes-base.formTrigger", (Simulate, Trigger)),
             ("n8n-nodes-base.function", (Execute, PureLogic)),
+            ("n8n-nodes-base.github", (Simulate, WriteOperation)),
             ("n8n-nodes-base.functionItem", (Execute, PureLogic)),
             ("n8n-nodes-base.html", (Execute, PureLogic)),
             ("n8n-nodes-base.htmlExtract", (Execute, PureLogic)),
@@ -363,7 +364,7 @@ mod tests {
     fn every_catalog_operation_is_classified_by_its_verb() {
         let simulated: &[&str] = &[
             "insert", "update", "deleteRows", "upsert", "write", "clearDeduplicationHistory", "post", "delete", "create", "send", "sendMessage", "sendPhoto",
-            "sendDocument", "sendLegacy",
+            "sendDocument", "sendLegacy", "createComment", "edit", "lock",
         ];
         for d in engine::catalog::all() {
             for p in d.properties.iter().filter(|p| p.name == "operation") {
