@@ -129,7 +129,7 @@ fn run_item(ctx: &mut NodeContext<'_>, desc: &'static NodeDescription, item: &It
     let mut pages = 0usize;
     let mut offset = 0u64;
     loop {
-        if let (true, Some(routing::Pagination::Offset { limit_parameter, offset_parameter, page_size, in_body })) = (paginate, spec.pagination.clone()) {
+        if let (true, Some(routing::Pagination::Offset { limit_parameter, offset_parameter, page_size, in_body, .. })) = (paginate, spec.pagination.clone()) {
             spec.set_param(in_body, &limit_parameter, json!(page_size));
             spec.set_param(in_body, &offset_parameter, json!(offset));
         }
@@ -142,7 +142,13 @@ fn run_item(ctx: &mut NodeContext<'_>, desc: &'static NodeDescription, item: &It
         let page_bind = Bindings { response: Some(&response), ..bind };
         // a refused answer (an `errorWhen`) is the service's error, not a failed status
         let page = spec.post_receive(ctx, &resp, &response, i, &page_bind)?;
-        let page_len = page.len();
+        // entries the service returned (before filters), for the offset paging's full-page test
+        let returned = match &spec.pagination {
+            Some(routing::Pagination::Offset { root_property: Some(root), .. }) => crate::nodes::get_path(&response["body"], root),
+            _ => Some(&response["body"]),
+        }
+        .and_then(Value::as_array)
+        .map_or(page.len(), Vec::len);
         results.extend(page);
         pages += 1;
         if !paginate || max_results.is_some_and(|m| results.len() >= m) || pages >= MAX_PAGES {
@@ -156,7 +162,7 @@ fn run_item(ctx: &mut NodeContext<'_>, desc: &'static NodeDescription, item: &It
                 spec.apply_request(ctx, &request, i, &page_bind)?;
             }
             Some(routing::Pagination::Offset { page_size, .. }) => {
-                if (page_len as u64) < page_size {
+                if (returned as u64) < page_size {
                     break;
                 }
                 offset += page_size;
@@ -216,7 +222,9 @@ impl RequestSpec {
         };
         let mut url = url::Url::parse(&full).map_err(|e| EngineError::node_with(format!("Invalid URL: {}", redact(&full)), e.to_string()))?;
         http::append_query(&mut url, &self.qs, http::ArrayFormat::Indices);
-        let method = reqwest::Method::from_bytes(self.method.to_uppercase().as_bytes()).map_err(|_| EngineError::node(format!("Invalid method '{}'", self.method)))?;
+        // n8n's default method is GET
+        let method = if self.method.is_empty() { "GET".to_owned() } else { self.method.to_uppercase() };
+        let method = reqwest::Method::from_bytes(method.as_bytes()).map_err(|_| EngineError::node(format!("Invalid method '{}'", self.method)))?;
         let mut headers: Vec<(String, String)> = self.headers.iter().map(|(k, v)| (k.clone(), js_string(v))).collect();
         let body = if let Some((bytes, content_type)) = &self.multipart {
             headers.retain(|(k, _)| !k.eq_ignore_ascii_case("content-type"));
@@ -247,6 +255,133 @@ fn redact(url: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::{Arc, Mutex};
+
+    /// A local server: `/items?skip=&take=` pages over six records, `/file` a PDF.
+    fn server(seen: Arc<Mutex<Vec<(String, Option<String>)>>>) -> String {
+        use axum::http::{HeaderMap, Uri};
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+            rt.block_on(async move {
+                let app = axum::Router::new().fallback(move |uri: Uri, headers: HeaderMap| {
+                    let seen = seen.clone();
+                    async move {
+                        let token = headers.get("x-token").and_then(|v| v.to_str().ok()).map(str::to_owned);
+                        assert_eq!(headers.get("x-fixed").and_then(|v| v.to_str().ok()), Some("1"), "request defaults' header");
+                        seen.lock().unwrap().push((uri.to_string(), token));
+                        let q: std::collections::HashMap<String, String> = url::form_urlencoded::parse(uri.query().unwrap_or("").as_bytes()).into_owned().collect();
+                        let n = |k: &str| q.get(k).and_then(|v| v.parse::<usize>().ok()).unwrap_or(0);
+                        if uri.path() == "/file" {
+                            return axum::response::Response::builder()
+                                .header("content-type", "application/pdf")
+                                .header("content-disposition", "attachment; filename=\"r.pdf\"")
+                                .body(axum::body::Body::from("PDFDATA"))
+                                .unwrap();
+                        }
+                        let all = [(1, "d", true), (2, "c", true), (3, "x", false), (4, "a", true), (5, "b", true), (6, "e", true)];
+                        let data: Vec<Value> = all.iter().skip(n("skip")).take(q.get("take").map_or(100, |_| n("take"))).map(|(id, name, keep)| json!({"id": id, "name": name, "keep": keep})).collect();
+                        axum::response::Response::builder().header("content-type", "application/json").body(axum::body::Body::from(json!({"data": data}).to_string())).unwrap()
+                    }
+                });
+                let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+                tx.send(l.local_addr().unwrap()).unwrap();
+                axum::serve(l, app).await.unwrap();
+            });
+        });
+        format!("http://{}", rx.recv().unwrap())
+    }
+
+    /// Runs one item through `desc` as node parameters `params` would.
+    fn run(desc: &'static NodeDescription, params: Value) -> Vec<Item> {
+        let wf = json!({"nodes": [{"name": "N", "type": desc.name, "typeVersion": 1, "parameters": params}], "connections": {}});
+        let graph = crate::Graph::from_json(&wf).unwrap();
+        let node = &graph.workflow.nodes[0];
+        let env = crate::run::Env {
+            settings: crate::EngineSettings { allow_private_network: true, ..Default::default() },
+            host: crate::Host::default(),
+            cancel: Default::default(),
+            deadline: None,
+            http: Default::default(),
+        };
+        let (run_data, contexts) = (Default::default(), Default::default());
+        let mut expr = crate::expr::Expr::new(Default::default(), "UTC".into());
+        let (mut state, mut statics, mut custom) = (json!({}), json!({}), Default::default());
+        let input = vec![item_from(json!({}), 0)];
+        let mut ctx = NodeContext {
+            graph: &graph,
+            node,
+            run_data: &run_data,
+            inputs: vec![Some(Arc::new(input.clone()))],
+            source: &[],
+            run_index: 0,
+            expr: &mut expr,
+            env: &env,
+            execution_id: "t",
+            node_state: &mut state,
+            node_contexts: &contexts,
+            custom_data: &mut custom,
+            static_data: &mut statics,
+            resumed: false,
+            console: vec![],
+            error_items: vec![],
+            webhook_response: None,
+            metadata: None,
+        };
+        let mut out = vec![];
+        if let Err(Failed(e, _)) = run_item(&mut ctx, desc, &input[0], 0, &mut out) {
+            panic!("{e}");
+        }
+        out
+    }
+
+    #[test]
+    fn offset_pages_filter_set_key_value_sort_limit_headers_and_binary() {
+        let seen = Arc::new(Mutex::new(vec![]));
+        let base = server(seen.clone());
+        let desc: NodeDescription = serde_json::from_value(json!({
+            "name": "test.declarative", "displayName": "T", "description": "", "group": ["transform"], "version": 1, "defaults": {},
+            "inputs": ["main"], "outputs": ["main"],
+            "requestDefaults": {"baseURL": base, "headers": {"X-Fixed": "1"}},
+            "properties": [
+                {"displayName": "Mode", "name": "mode", "type": "options", "default": "list", "options": [
+                    {"name": "List", "value": "list", "routing": {
+                        "request": {"url": "/items"},
+                        "operations": {"pagination": {"type": "offset", "properties": {"limitParameter": "take", "offsetParameter": "skip", "pageSize": 4, "type": "query", "rootProperty": "data"}}},
+                        "output": {"postReceive": [
+                            {"type": "rootProperty", "properties": {"property": "data"}},
+                            {"type": "filter", "properties": {"pass": "={{ $responseItem.keep }}"}},
+                            {"type": "setKeyValue", "properties": {"id": "={{ $responseItem.id }}", "label": "={{ $responseItem.name.toUpperCase() }}"}}]}}},
+                    {"name": "File", "value": "file", "routing": {"request": {"url": "/file"}, "output": {"postReceive": [{"type": "binaryData", "properties": {"destinationProperty": "doc"}}]}}}]},
+                {"displayName": "All", "name": "all", "type": "boolean", "default": true, "routing": {"send": {"paginate": "={{ $value }}"}}},
+                {"displayName": "Token", "name": "token", "type": "string", "default": "abc", "displayOptions": {"hide": {"mode": ["file"]}}, "routing": {"send": {"type": "header", "property": "X-Token"}}},
+                {"displayName": "Order", "name": "order", "type": "string", "default": "label", "displayOptions": {"show": {"mode": ["list"]}},
+                 "routing": {"output": {"postReceive": [{"type": "sort", "properties": {"key": "={{ $value }}"}}, {"type": "limit", "properties": {"maxResults": 3}}]}}}
+            ]
+        }))
+        .unwrap();
+        let desc: &'static NodeDescription = Box::leak(Box::new(desc));
+        // Per page: keep → {id, label} → sorted by label → at most 3; pages of 4 until a short one.
+        let ids: Vec<Value> = run(desc, json!({})).iter().map(|i| i.json["id"].clone()).collect();
+        assert_eq!(ids, [4, 2, 1, 5, 6].map(Value::from).to_vec());
+        let requests = std::mem::take(&mut *seen.lock().unwrap());
+        assert_eq!(requests, vec![("/items?take=4&skip=0".to_owned(), Some("abc".to_owned())), ("/items?take=4&skip=4".to_owned(), Some("abc".to_owned()))]);
+        // Without Return All one request without paging parameters; the hidden Token is not sent for files.
+        let ids: Vec<Value> = run(desc, json!({"all": false})).iter().map(|i| i.json["id"].clone()).collect();
+        assert_eq!(ids, [4, 5, 2].map(Value::from).to_vec());
+        assert_eq!(seen.lock().unwrap()[0].0, "/items");
+        seen.lock().unwrap().clear();
+        let file = run(desc, json!({"mode": "file"}));
+        let doc = &file[0].binary.as_ref().unwrap()["doc"];
+        assert_eq!((doc["fileName"].as_str(), doc["mimeType"].as_str()), (Some("r.pdf"), Some("application/pdf")));
+        assert_eq!(crate::binary::bytes_of(doc).unwrap(), b"PDFDATA");
+        assert_eq!(seen.lock().unwrap()[0], ("/file".to_owned(), None));
+    }
+
+    #[test]
+    fn bound_values_cannot_close_the_expression() {
+        assert_eq!(routing::js_literal(&json!({"a": {"b": "}}{{"}})), "{ \"a\":{ \"b\":\"\\u007d\\u007d\\u007b\\u007b\"} } ");
+    }
 
     #[test]
     fn retry_after_reads_seconds_and_dates_and_is_bounded() {

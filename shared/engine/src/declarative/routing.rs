@@ -61,7 +61,7 @@ pub fn resolve_bound(ctx: &mut NodeContext<'_>, v: &Value, i: usize, b: &Binding
 
 /// `v` as a JavaScript literal that cannot end the `{{ }}` around it:
 /// braces inside strings escaped, braces outside them spaced.
-fn js_literal(v: &Value) -> String {
+pub(super) fn js_literal(v: &Value) -> String {
     let text = v.to_string();
     let mut out = String::with_capacity(text.len());
     let (mut in_string, mut escaped) = (false, false);
@@ -103,7 +103,8 @@ pub enum Pagination {
     /// `$response` gives the next request.
     Generic { continue_when: Value, request: Value },
     /// `limitParameter`/`offsetParameter` stepped by `pageSize` until a short page.
-    Offset { limit_parameter: String, offset_parameter: String, page_size: u64, in_body: bool },
+    /// A page is full when the answer (at `root_property`) holds `page_size` entries.
+    Offset { limit_parameter: String, offset_parameter: String, page_size: u64, in_body: bool, root_property: Option<String> },
 }
 
 impl Pagination {
@@ -116,6 +117,7 @@ impl Pagination {
                 offset_parameter: p.get("offsetParameter").map(js_string).unwrap_or_else(|| "offset".into()),
                 page_size: p.get("pageSize").and_then(Value::as_u64).unwrap_or(100).max(1),
                 in_body: p.get("type").and_then(Value::as_str) == Some("body"),
+                root_property: p.get("rootProperty").map(js_string),
             }),
             other => Err(EngineError::node(format!("Pagination type {other:?} is not supported"))),
         }
@@ -134,7 +136,8 @@ pub struct RequestSpec {
     /// Set by a `multipartBinary` preSend step: the body and its content type.
     pub multipart: Option<(Vec<u8>, String)>,
     pub ignore_http_status_errors: bool,
-    pub post_receive: Vec<Value>,
+    /// `postReceive` steps with the `$value` of the property that added them.
+    pub post_receive: Vec<(Value, Value)>,
     pub pre_send: Vec<Value>,
     pub max_results: Option<Value>,
     pub pagination: Option<Pagination>,
@@ -186,7 +189,7 @@ impl RequestSpec {
         }
         if let Some(output) = r.get("output") {
             if let Some(steps) = output.get("postReceive").and_then(Value::as_array) {
-                self.post_receive.extend(steps.iter().cloned());
+                self.post_receive.extend(steps.iter().map(|s| (s.clone(), value.clone())));
             }
             if let Some(m) = output.get("maxResults") {
                 self.max_results = Some(resolve_bound(ctx, m, i, &b)?);
@@ -349,13 +352,16 @@ impl RequestSpec {
             Value::Null => vec![item_of(json!({}))],
             other => vec![item_of(other.clone())],
         };
-        for step in &self.post_receive {
+        for (step, value) in &self.post_receive {
+            let b = &Bindings { value: Some(value), ..*b };
             if let Some(enabled) = step.get("enabled") {
                 if !crate::nodes::conditions::truthy(&resolve_bound(ctx, enabled, i, b)?) {
                     continue;
                 }
             }
             let props = step.get("properties").cloned().unwrap_or(json!({}));
+            // what does not depend on the item at hand resolves once
+            let prop = |ctx: &mut NodeContext<'_>, name: &str| -> Result<String> { Ok(js_string(&resolve_bound(ctx, props.get(name).unwrap_or(&json!("")), i, b)?)) };
             match step.get("type").and_then(Value::as_str) {
                 Some("errorWhen") => {
                     if crate::nodes::conditions::truthy(&resolve_bound(ctx, props.get("when").unwrap_or(&json!(false)), i, b)?) {
@@ -368,7 +374,7 @@ impl RequestSpec {
                     }
                 }
                 Some("rootProperty") => {
-                    let property = props.get("property").map(js_string).unwrap_or_default();
+                    let property = prop(ctx, "property")?;
                     items = items
                         .into_iter()
                         .flat_map(|it| match get_path(&it.json, &property) {
@@ -411,7 +417,7 @@ impl RequestSpec {
                     }
                 }
                 Some("sort") => {
-                    let key = props.get("key").map(js_string).unwrap_or_default();
+                    let key = prop(ctx, "key")?;
                     use crate::nodes::lodash::{js_gt, js_lt};
                     items.sort_by(|a, b| {
                         let (x, y) = (get_path(&a.json, &key), get_path(&b.json, &key));
@@ -425,7 +431,7 @@ impl RequestSpec {
                     });
                 }
                 Some("binaryData") => {
-                    let property = props.get("destinationProperty").map(js_string).unwrap_or_else(|| "data".into());
+                    let property = Some(prop(ctx, "destinationProperty")?).filter(|p| !p.is_empty()).unwrap_or_else(|| "data".into());
                     let name = http::disposition_file_name(resp).or_else(|| Some(resp.url.path().to_string()));
                     let mut binary = Map::new();
                     binary.insert(property, http::file_entry(resp, name));
