@@ -105,7 +105,7 @@ impl Authenticate {
 pub enum CredentialTest {
     /// One HTTP request with the credential applied as the HTTP Request
     /// node applies it; a 2xx answer passes.
-    Request { request: TestRequest },
+    Request { request: Box<TestRequest> },
     /// The OAuth2 client credentials exchange at the type's token URL; an
     /// access token in the answer passes.
     #[serde(rename = "oauth2ClientCredentials")]

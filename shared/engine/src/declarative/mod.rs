@@ -47,7 +47,7 @@ pub fn is_declarative(node_type: &str) -> bool {
 
 /// How one item's request failed: the error, and the answer when there was one
 /// (under "continue on fail" the item's error is the one HTTP Request gives).
-struct Failed(EngineError, Option<Response>);
+struct Failed(EngineError, Option<Box<Response>>);
 
 impl From<EngineError> for Failed {
     fn from(e: EngineError) -> Self {
@@ -66,7 +66,7 @@ pub fn execute(ctx: &mut NodeContext<'_>) -> Result<NodeOutput> {
         match run_item(ctx, desc, item, i, &mut out) {
             Ok(()) => {}
             Err(Failed(EngineError::Canceled, _)) => return Err(EngineError::Canceled),
-            Err(Failed(e, resp)) if ctx.continue_on_fail() => out.push(item_from(json!({ "error": http::error_json(&e, resp.as_ref()) }), i)),
+            Err(Failed(e, resp)) if ctx.continue_on_fail() => out.push(item_from(json!({ "error": http::error_json(&e, resp.as_deref()) }), i)),
             Err(Failed(e, _)) => return Err(e),
         }
     }
@@ -137,7 +137,7 @@ fn run_item(ctx: &mut NodeContext<'_>, desc: &'static NodeDescription, item: &It
         let resp = send_retrying(ctx, &req)?;
         let response = response_value(&resp);
         if resp.status >= 400 && !spec.ignore_http_status_errors {
-            return Err(Failed(http::api_error(&resp), Some(resp)));
+            return Err(Failed(http::api_error(&resp), Some(Box::new(resp))));
         }
         let page_bind = Bindings { response: Some(&response), ..bind };
         // a refused answer (an `errorWhen`) is the service's error, not a failed status
@@ -258,7 +258,10 @@ mod tests {
     use std::sync::{Arc, Mutex};
 
     /// A local server: `/items?skip=&take=` pages over six records, `/file` a PDF.
-    fn server(seen: Arc<Mutex<Vec<(String, Option<String>)>>>) -> String {
+    /// Each request's path and query, and its `X-Token` header.
+    type Seen = Arc<Mutex<Vec<(String, Option<String>)>>>;
+
+    fn server(seen: Seen) -> String {
         use axum::http::{HeaderMap, Uri};
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
@@ -337,7 +340,7 @@ mod tests {
 
     #[test]
     fn offset_pages_filter_set_key_value_sort_limit_headers_and_binary() {
-        let seen = Arc::new(Mutex::new(vec![]));
+        let seen: Seen = Arc::default();
         let base = server(seen.clone());
         let desc: NodeDescription = serde_json::from_value(json!({
             "name": "test.declarative", "displayName": "T", "description": "", "group": ["transform"], "version": 1, "defaults": {},
