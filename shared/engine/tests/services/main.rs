@@ -5,6 +5,7 @@
 
 mod support;
 
+mod airtable;
 mod discord;
 mod github;
 mod slack;
@@ -12,7 +13,7 @@ mod telegram;
 
 #[test]
 fn the_services_are_in_the_catalog_searchable_by_name_and_alias() {
-    for (query, node) in [("slack", "n8n-nodes-base.slack"), ("telegram", "n8n-nodes-base.telegram"), ("discord", "n8n-nodes-base.discord"), ("github", "n8n-nodes-base.github")] {
+    for (query, node) in [("slack", "n8n-nodes-base.slack"), ("telegram", "n8n-nodes-base.telegram"), ("discord", "n8n-nodes-base.discord"), ("github", "n8n-nodes-base.github"), ("airtable", "n8n-nodes-base.airtable")] {
         assert_eq!(engine::catalog::search(query, 3)[0].name, node);
         assert!(engine::catalog::describe_exact(node).unwrap().is_declarative());
         assert!(engine::nodes::get(node).is_some(), "{node} runs");

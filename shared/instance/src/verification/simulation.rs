@@ -285,6 +285,7 @@ mod tests {
         use Reason::*;
         let expected: BTreeMap<&str, (Mode, Reason)> = BTreeMap::from([
             ("n8n-nodes-base.aggregate", (Execute, PureLogic)),
+            ("n8n-nodes-base.airtable", (Simulate, WriteOperation)),
             ("n8n-nodes-base.code", (Execute, PureLogic)),
             ("n8n-nodes-base.compareDatasets", (Execute, PureLogic)),
             ("n8n-nodes-base.compression", (Execute, PureLogic)),
@@ -364,7 +365,7 @@ mod tests {
     fn every_catalog_operation_is_classified_by_its_verb() {
         let simulated: &[&str] = &[
             "insert", "update", "deleteRows", "upsert", "write", "clearDeduplicationHistory", "post", "delete", "create", "send", "sendMessage", "sendPhoto",
-            "sendDocument", "sendLegacy", "createComment", "edit", "lock",
+            "sendDocument", "sendLegacy", "createComment", "edit", "lock", "deleteRecord",
         ];
         for d in engine::catalog::all() {
             for p in d.properties.iter().filter(|p| p.name == "operation") {
