@@ -101,3 +101,24 @@ fn schedule_weather_set_slack_imports_validates_and_runs() {
         vec![json!({"ok": true, "channel": "C05WEATHER", "message": {"type": "message", "text": "Berlin now: 3.4 °C, wind 11.2 km/h", "ts": "1735732800.000200"}, "message_timestamp": "1735732800.000200"})]
     );
 }
+
+/// The other services' nodes as n8n exports them validate clean too.
+#[test]
+fn n8n_exported_service_nodes_validate_clean() {
+    let nodes = json!([
+        {"parameters": {}, "name": "Start", "type": "n8n-nodes-base.manualTrigger", "typeVersion": 1, "position": [0, 0]},
+        {"parameters": {"chatId": "12345", "text": "={{ $json.summary }}", "additionalFields": {"appendAttribution": false, "parse_mode": "HTML"}}, "name": "Telegram", "type": "n8n-nodes-base.telegram", "typeVersion": 1.2, "position": [200, 0], "webhookId": "0a1b", "credentials": {"telegramApi": {"id": "t1", "name": "Telegram account"}}},
+        {"parameters": {"authentication": "webhook", "content": "Deployed", "options": {}}, "name": "Discord", "type": "n8n-nodes-base.discord", "typeVersion": 2, "position": [400, 0], "webhookId": "1b2c", "credentials": {"discordWebhookApi": {"id": "d1", "name": "Discord Webhook account"}}},
+        {"parameters": {"resource": "message", "guildId": {"__rl": true, "value": "77", "mode": "list", "cachedResultName": "srv"}, "channelId": {"__rl": true, "value": "55", "mode": "list", "cachedResultName": "general"}, "content": "hi", "options": {}}, "name": "Discord Bot", "type": "n8n-nodes-base.discord", "typeVersion": 2, "position": [600, 0], "webhookId": "2c3d", "credentials": {"discordBotApi": {"id": "d2", "name": "Discord Bot account"}}},
+        {"parameters": {"owner": {"__rl": true, "value": "acme", "mode": "list", "cachedResultName": "acme"}, "repository": {"__rl": true, "value": "app", "mode": "list", "cachedResultName": "app"}, "title": "Bug", "body": "x", "labels": [], "assignees": []}, "name": "GitHub", "type": "n8n-nodes-base.github", "typeVersion": 1.1, "position": [800, 0], "credentials": {"githubApi": {"id": "g1", "name": "GitHub account"}}},
+        {"parameters": {"operation": "search", "base": {"__rl": true, "value": "appX", "mode": "list", "cachedResultName": "Base"}, "table": {"__rl": true, "value": "tblY", "mode": "list", "cachedResultName": "Tasks"}, "filterByFormula": "{Done} = 0", "options": {}}, "name": "Airtable", "type": "n8n-nodes-base.airtable", "typeVersion": 2.1, "position": [1000, 0], "credentials": {"airtableTokenApi": {"id": "a1", "name": "Airtable account"}}}
+    ]);
+    let names = ["Telegram", "Discord", "Discord Bot", "GitHub", "Airtable"];
+    let mut connections = json!({"Start": {"main": [[]]}});
+    for n in names {
+        connections["Start"]["main"][0].as_array_mut().unwrap().push(json!({"node": n, "type": "main", "index": 0}));
+    }
+    let wf = json!({"name": "Services", "nodes": nodes, "connections": connections, "settings": {"executionOrder": "v1"}});
+    let report = instance::validate::validate(&wf, true);
+    assert!(report.findings.is_empty(), "validates clean: {:?}", report.findings);
+}
