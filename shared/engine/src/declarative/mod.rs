@@ -37,7 +37,7 @@ const MAX_RATE_LIMIT_RETRIES: usize = 3;
 const MAX_RETRY_WAIT: Duration = Duration::from_secs(60);
 /// The wait when a 429 carries no usable `Retry-After`.
 const FALLBACK_RETRY_WAIT: Duration = Duration::from_secs(1);
-/// Pages one item may fetch (a `continue` that never turns false stops here).
+/// Pages one item may fetch (a `continue` that never turns false fails here).
 const MAX_PAGES: usize = 1000;
 
 /// Whether `node_type` is a declarative service node of the catalog.
@@ -151,8 +151,12 @@ fn run_item(ctx: &mut NodeContext<'_>, desc: &'static NodeDescription, item: &It
         .map_or(page.len(), Vec::len);
         results.extend(page);
         pages += 1;
-        if !paginate || max_results.is_some_and(|m| results.len() >= m) || pages >= MAX_PAGES {
+        if !paginate || max_results.is_some_and(|m| results.len() >= m) {
             break;
+        }
+        if pages >= MAX_PAGES {
+            // stopping quietly would hand on a part as if it were everything
+            return Err(Failed(EngineError::node_with(format!("The service still had more pages after {MAX_PAGES} requests"), "Turn off Return All and set a limit, or narrow the request with filters."), None));
         }
         match spec.pagination.clone() {
             Some(routing::Pagination::Generic { continue_when, request }) => {
