@@ -234,6 +234,17 @@ fn ok_false_answers_are_node_errors_or_error_items() {
     assert_eq!(out.len(), 2);
     assert_eq!(out[0]["error"]["message"], "Slack error response: \"user_not_found\"");
 
+    // The error output, as HTTP Request's: failed items leave on output 1.
+    let mut node = slack_node(json!({"resource": "user", "user": "={{ $json.u }}"}));
+    node["onError"] = json!("continueErrorOutput");
+    let st = run_node(&engine, node, json!([{"u": "U1"}, {"u": "UNOPE"}]));
+    assert_eq!(st.status, ExecutionStatus::Success, "{:?}", st.error);
+    let ok: Vec<Value> = st.node_output("Service", 0).unwrap().iter().map(|i| Value::clone(&i.json)).collect();
+    let failed: Vec<Value> = st.node_output("Service", 1).unwrap().iter().map(|i| Value::clone(&i.json)).collect();
+    assert_eq!((ok.len(), ok[0]["id"].as_str()), (1, Some("U1")));
+    assert_eq!(failed.len(), 1);
+    assert_eq!(failed[0]["error"]["message"], "Slack error response: \"user_not_found\"");
+
     let bad = crate::support::engine(&[("slackApi", json!({"accessToken": "xoxb-wrong"}))], &[("https://slack.com", _server.base.as_str())]);
     let st = run_node(&bad, slack_node(json!({"select": "channel", "channelId": channel("C1"), "text": "x"})), json!([{}]));
     assert_eq!(st.error.unwrap().message, "Slack error response: \"invalid_auth\"");
