@@ -32,7 +32,8 @@ pub fn resolve_bound(ctx: &mut NodeContext<'_>, v: &Value, i: usize, b: &Binding
     if !crate::expr::has_expression(v) {
         return Ok(v.clone());
     }
-    let re = regex::Regex::new(r"\$(parameter|value|credentials|responseItem|response)\b").map_err(|e| EngineError::node(e.to_string()))?;
+    static BOUND: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    let re = BOUND.get_or_init(|| regex::Regex::new(r"\$(parameter|value|credentials|responseItem|response)\b").expect("a valid pattern"));
     let mut uses_credentials = false;
     let bound = map_strings(v, &mut |s| {
         if !s.starts_with('=') {
