@@ -197,3 +197,20 @@ async fn runs_and_strangers() {
     let r = call(&s, "u7", "get_execution", json!({"workflowId": bobs, "executionId": exec})).await;
     assert!(r["isError"] == true && text(&r).contains("not found"), "{r}");
 }
+
+#[tokio::test]
+async fn service_nodes_are_searchable_typed_and_suggested() {
+    let s = server().await;
+    let r = call(&s, "u-nodes", "search_nodes", json!({"queries": ["slack", "telegram bot", "discord webhook"]})).await;
+    let text = r["structuredContent"]["results"].as_str().unwrap_or_default().to_owned();
+    for node in ["n8n-nodes-base.slack", "n8n-nodes-base.telegram", "n8n-nodes-base.discord"] {
+        assert!(text.contains(node), "{node} in {text}");
+    }
+    assert!(text.contains("post") && text.contains("sendMessage"), "discriminators listed: {text}");
+    let r = call(&s, "u-nodes", "get_node_types", json!({"nodeIds": [{"nodeId": "n8n-nodes-base.slack", "resource": "message", "operation": "post"}]})).await;
+    let defs = r["structuredContent"]["definitions"].as_str().unwrap_or_default().to_owned();
+    assert!(defs.contains("channelId") && defs.contains("otherOptions"), "{defs}");
+    assert!(!defs.contains("chat.postMessage"), "routing is how the node works, not a parameter: {defs}");
+    let r = call(&s, "u-nodes", "get_suggested_nodes", json!({"categories": ["notification"]})).await;
+    assert!(r["structuredContent"]["suggestions"].as_str().unwrap_or_default().contains("n8n-nodes-base.slack"), "{r}");
+}
