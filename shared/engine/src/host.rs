@@ -92,6 +92,16 @@ pub trait ProcessedDataStore: Send + Sync {
     fn delete(&self, workflow_id: &str, context: &str) -> Result<(), String>;
 }
 
+/// Conversation history of AI memory sub-nodes (Window Buffer Memory),
+/// one list of messages per key (`<workflow id>__<session key>`). Without
+/// one the engine keeps history in the process, as n8n's in-memory store.
+pub trait ChatMemoryStore: Send + Sync {
+    /// The stored messages, oldest first (empty when none).
+    fn load(&self, key: &str) -> Result<Vec<Value>, String>;
+    /// Replaces the stored messages.
+    fn save(&self, key: &str, messages: &[Value]) -> Result<(), String>;
+}
+
 /// Name resolution for HTTP requests, injectable so tests never use real DNS.
 pub trait Resolver: Send + Sync {
     fn resolve(&self, host: &str, port: u16) -> std::io::Result<Vec<IpAddr>>;
@@ -119,11 +129,13 @@ pub struct Host {
     pub resolver: Arc<dyn Resolver>,
     /// Remove Duplicates' history across executions.
     pub processed_data: Option<Arc<dyn ProcessedDataStore>>,
+    /// AI memory sub-nodes' conversations.
+    pub chat_memory: Option<Arc<dyn ChatMemoryStore>>,
 }
 
 impl Default for Host {
     fn default() -> Self {
-        Host { credentials: None, workflows: None, sub_executions: None, data_tables: None, files: None, resolver: Arc::new(SystemResolver), processed_data: None }
+        Host { credentials: None, workflows: None, sub_executions: None, data_tables: None, files: None, resolver: Arc::new(SystemResolver), processed_data: None, chat_memory: None }
     }
 }
 
@@ -136,6 +148,7 @@ impl std::fmt::Debug for Host {
             .field("data_tables", &self.data_tables.is_some())
             .field("files", &self.files.is_some())
             .field("processed_data", &self.processed_data.is_some())
+            .field("chat_memory", &self.chat_memory.is_some())
             .finish()
     }
 }
