@@ -93,13 +93,13 @@ pub trait ProcessedDataStore: Send + Sync {
 }
 
 /// Conversation history of AI memory sub-nodes (Window Buffer Memory),
-/// one list of messages per key (`<workflow id>__<session key>`). Without
-/// one the engine keeps history in the process, as n8n's in-memory store.
+/// one list of messages per workflow and session key. Without one the
+/// engine keeps history in the process, as n8n's in-memory store.
 pub trait ChatMemoryStore: Send + Sync {
     /// The stored messages, oldest first (empty when none).
-    fn load(&self, key: &str) -> Result<Vec<Value>, String>;
+    fn load(&self, workflow_id: &str, session: &str) -> Result<Vec<Value>, String>;
     /// Replaces the stored messages.
-    fn save(&self, key: &str, messages: &[Value]) -> Result<(), String>;
+    fn save(&self, workflow_id: &str, session: &str, messages: &[Value]) -> Result<(), String>;
 }
 
 /// Name resolution for HTTP requests, injectable so tests never use real DNS.

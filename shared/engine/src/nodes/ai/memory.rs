@@ -1,6 +1,6 @@
 //! Window Buffer Memory (`memoryBufferWindow`): the last `contextWindowLength`
 //! exchanges of a session, kept in the host's `ChatMemoryStore` under
-//! `<workflow id>__<session key>` (in the process when the host has none,
+//! workflow and session key (in the process when the host has none,
 //! as n8n's default store). Only the human input and the final answer of
 //! each turn are kept, as LangChain's buffer memory does.
 
@@ -17,6 +17,7 @@ use crate::host::ChatMemoryStore;
 /// A memory sub-node's service for one root item.
 pub struct Memory {
     store: Arc<dyn ChatMemoryStore>,
+    workflow: String,
     key: String,
     /// Exchanges (a user and an assistant message) to hand the model.
     window: usize,
@@ -27,11 +28,11 @@ pub struct Memory {
 struct InProcess(Mutex<HashMap<String, Vec<Value>>>);
 
 impl ChatMemoryStore for InProcess {
-    fn load(&self, key: &str) -> std::result::Result<Vec<Value>, String> {
-        Ok(self.0.lock().map_err(|e| e.to_string())?.get(key).cloned().unwrap_or_default())
+    fn load(&self, workflow_id: &str, session: &str) -> std::result::Result<Vec<Value>, String> {
+        Ok(self.0.lock().map_err(|e| e.to_string())?.get(&format!("{workflow_id}__{session}")).cloned().unwrap_or_default())
     }
-    fn save(&self, key: &str, messages: &[Value]) -> std::result::Result<(), String> {
-        self.0.lock().map_err(|e| e.to_string())?.insert(key.to_owned(), messages.to_vec());
+    fn save(&self, workflow_id: &str, session: &str, messages: &[Value]) -> std::result::Result<(), String> {
+        self.0.lock().map_err(|e| e.to_string())?.insert(format!("{workflow_id}__{session}"), messages.to_vec());
         Ok(())
     }
 }
@@ -72,25 +73,25 @@ pub fn supply(ctx: &mut NodeContext<'_>, item: usize) -> Result<Memory> {
     let window = ctx.param_f64("contextWindowLength", item, 5.0)?.max(1.0) as usize;
     let workflow = ctx.graph.workflow.id.clone().unwrap_or_default();
     let store = ctx.env.host.chat_memory.clone().unwrap_or_else(in_process);
-    Ok(Memory { store, key: format!("{workflow}__{key}"), window })
+    Ok(Memory { store, workflow, key, window })
 }
 
 impl Memory {
     /// The window the model gets: the last `window` exchanges.
     pub fn load(&self) -> Result<Vec<Message>> {
-        let all = self.store.load(&self.key).map_err(EngineError::Host)?;
+        let all = self.store.load(&self.workflow, &self.key).map_err(EngineError::Host)?;
         let skip = all.len().saturating_sub(self.window * 2);
         Ok(all.into_iter().skip(skip).filter_map(|m| serde_json::from_value(m).ok()).collect())
     }
 
     /// Appends one exchange; the store keeps the last `window` exchanges.
     pub fn save(&self, input: &str, output: &str) -> Result<Vec<Message>> {
-        let mut all = self.store.load(&self.key).map_err(EngineError::Host)?;
+        let mut all = self.store.load(&self.workflow, &self.key).map_err(EngineError::Host)?;
         all.push(json!({"role": "user", "content": input}));
         all.push(json!({"role": "assistant", "content": output}));
         let skip = all.len().saturating_sub(self.window * 2);
         let kept: Vec<Value> = all.into_iter().skip(skip).collect();
-        self.store.save(&self.key, &kept).map_err(EngineError::Host)?;
+        self.store.save(&self.workflow, &self.key, &kept).map_err(EngineError::Host)?;
         Ok(kept.into_iter().filter_map(|m| serde_json::from_value(m).ok()).collect())
     }
 }
