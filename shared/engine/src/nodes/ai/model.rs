@@ -74,6 +74,9 @@ pub trait ChatModel {
 /// The model `node` (an `ai_languageModel` sub-node) supplies, its parameters
 /// resolved for item `item`.
 pub fn supply(ctx: &mut NodeContext<'_>, item: usize) -> Result<Box<dyn ChatModel>> {
+    if let Some(hosted) = ctx.env.host.chat_models.as_ref().and_then(|p| p.model(ctx.node)) {
+        return hosted.map_err(EngineError::Host);
+    }
     let common = Common::read(ctx, item)?;
     match ctx.node.node_type.as_str() {
         "@n8n/n8n-nodes-langchain.lmChatOpenAi" => Ok(Box::new(OpenAi::new(ctx, item, common)?)),
