@@ -282,3 +282,21 @@ fn a_root_without_a_model_and_a_private_model_url_fail_clearly() {
     assert!(e.contains("refused"), "{e}");
     assert!(server.completions().is_empty(), "nothing reached the server");
 }
+
+#[test]
+fn cancel_reaches_a_model_call_in_flight() {
+    let server = openai::start();
+    let engine = engine(&server.base, true);
+    let wf = support_workflow(&server.base, 5);
+    let cancel = engine::CancelToken::new();
+    let c = cancel.clone();
+    std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        c.cancel();
+    });
+    let t0 = std::time::Instant::now();
+    let opts = RunOptions { trigger_items: Some(vec![Item::new(json!({"chatInput": "be slow", "sessionId": "s-cancel"}))]), cancel: Some(cancel), ..Default::default() };
+    let (st, _) = engine.run(&Graph::from_json(&wf).unwrap(), opts).unwrap();
+    assert_eq!(st.status, ExecutionStatus::Canceled);
+    assert!(t0.elapsed() < std::time::Duration::from_millis(1200), "the call stopped before the model answered ({:?})", t0.elapsed());
+}
