@@ -300,3 +300,83 @@ fn cancel_reaches_a_model_call_in_flight() {
     assert_eq!(st.status, ExecutionStatus::Canceled);
     assert!(t0.elapsed() < std::time::Duration::from_millis(1200), "the call stopped before the model answered ({:?})", t0.elapsed());
 }
+
+/// A local server speaking Anthropic's Messages API: a `calculator` tool use
+/// first, then an answer quoting the tool result it was sent.
+fn anthropic_server() -> (String, Arc<std::sync::Mutex<Vec<Value>>>) {
+    use axum::http::HeaderMap;
+    let seen = Arc::new(std::sync::Mutex::new(vec![]));
+    let state = seen.clone();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        rt.block_on(async move {
+            let app = axum::Router::new().route(
+                "/v1/messages",
+                axum::routing::post(move |headers: HeaderMap, axum::Json(body): axum::Json<Value>| {
+                    let state = state.clone();
+                    async move {
+                        state.lock().unwrap().push(json!({"key": headers.get("x-api-key").and_then(|v| v.to_str().ok()), "version": headers.get("anthropic-version").and_then(|v| v.to_str().ok()), "body": body}));
+                        let last = body["messages"].as_array().and_then(|m| m.last()).cloned().unwrap_or_default();
+                        let result = last["content"].as_array().and_then(|c| c.iter().find(|b| b["type"] == "tool_result")).map(|b| b["content"].clone());
+                        let content = match result {
+                            None => json!([{"type": "text", "text": "Let me compute."}, {"type": "tool_use", "id": "toolu_1", "name": "calculator", "input": {"input": "6 * 7"}}]),
+                            Some(r) => json!([{"type": "text", "text": format!("The answer is {}", r.as_str().unwrap_or_default())}]),
+                        };
+                        axum::Json(json!({"id": "msg_1", "type": "message", "role": "assistant", "content": content, "stop_reason": "end_turn", "usage": {"input_tokens": 12, "output_tokens": 5}}))
+                    }
+                }),
+            );
+            let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            tx.send(l.local_addr().unwrap()).unwrap();
+            axum::serve(l, app).await.unwrap();
+        });
+    });
+    (format!("http://{}", rx.recv().unwrap()), seen)
+}
+
+struct AnthropicCreds(String);
+impl CredentialsProvider for AnthropicCreds {
+    fn get(&self, cred_type: &str, _reference: &Value) -> Result<Value, String> {
+        assert_eq!(cred_type, "anthropicApi");
+        Ok(json!({"apiKey": "sk-ant-test", "url": self.0}))
+    }
+}
+
+#[test]
+fn the_anthropic_chat_model_speaks_the_messages_api_with_tool_use() {
+    let (base, seen) = anthropic_server();
+    let wf = json!({
+        "id": "wf-claude",
+        "nodes": [
+            {"parameters": {}, "name": "Start", "type": "n8n-nodes-base.manualTrigger", "typeVersion": 1},
+            {"parameters": {"promptType": "define", "text": "What is 6 times 7?", "options": {"systemMessage": "Be brief."}}, "name": "Agent", "type": "@n8n/n8n-nodes-langchain.agent", "typeVersion": 1.7},
+            {"parameters": {"model": {"__rl": true, "value": "claude-3-5-haiku-20241022", "mode": "list"}, "options": {}}, "name": "Claude", "type": "@n8n/n8n-nodes-langchain.lmChatAnthropic", "typeVersion": 1.3,
+             "credentials": {"anthropicApi": {"id": "a1", "name": "Anthropic"}}},
+            {"parameters": {}, "name": "Calculator", "type": "@n8n/n8n-nodes-langchain.toolCalculator", "typeVersion": 1}
+        ],
+        "connections": {
+            "Start": {"main": [[{"node": "Agent", "type": "main", "index": 0}]]},
+            "Claude": {"ai_languageModel": [[{"node": "Agent", "type": "ai_languageModel", "index": 0}]]},
+            "Calculator": {"ai_tool": [[{"node": "Agent", "type": "ai_tool", "index": 0}]]}
+        }
+    });
+    let host = Host { credentials: Some(Arc::new(AnthropicCreds(base))), ..Default::default() };
+    let engine = Engine::new(EngineSettings { allow_private_network: true, ..Default::default() }, host);
+    let (st, _) = engine.run(&Graph::from_json(&wf).unwrap(), RunOptions::default()).unwrap();
+    assert_eq!(st.status, ExecutionStatus::Success, "{:?}", st.error);
+    assert_eq!(output(&st, "Agent")["output"], "The answer is 42");
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 2);
+    assert_eq!(seen[0]["key"], "sk-ant-test");
+    assert_eq!(seen[0]["version"], "2023-06-01");
+    assert_eq!(seen[0]["body"]["system"], "Be brief.");
+    assert_eq!(seen[0]["body"]["model"], "claude-3-5-haiku-20241022");
+    assert_eq!(seen[0]["body"]["tools"][0]["name"], "calculator");
+    assert_eq!(seen[0]["body"]["tools"][0]["input_schema"]["required"], json!(["input"]));
+    // the second request carries the tool use and its result
+    let msgs = seen[1]["body"]["messages"].as_array().unwrap();
+    assert_eq!(msgs[1]["content"][1]["type"], "tool_use");
+    assert_eq!(msgs[2]["content"][0], json!({"type": "tool_result", "tool_use_id": "toolu_1", "content": "42"}));
+    assert_eq!(st.token_usage.total_tokens, 34);
+}
