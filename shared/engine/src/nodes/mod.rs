@@ -140,6 +140,7 @@ pub fn get(node_type: &str) -> Option<NodeFn> {
         "@n8n/n8n-nodes-langchain.agent" => ai::agent::agent,
         "@n8n/n8n-nodes-langchain.chainLlm" => ai::agent::chain_llm,
         t if ai::sub_node_kind(t).is_some() => ai::sub_node,
+        t if crate::declarative::is_declarative(t) => crate::declarative::execute,
         _ => return None,
     };
     Some(f)
