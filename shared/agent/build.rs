@@ -21,7 +21,9 @@ fn files(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-/// `const NAME: &[(&str, &str)] = &[(relative path, include_str!(absolute path)), ...];`
+/// `const NAME: &[(&str, &str)] = &[(relative path, include_str!(under CARGO_MANIFEST_DIR)), ...];`
+/// The path is resolved when the crate compiles, not here: the target dir is shared
+/// by checkouts at different paths, and a build script's output may be reused.
 fn bundle(out: &mut String, name: &str, dir: &str) {
     let root = Path::new(dir);
     let mut found = Vec::new();
@@ -29,8 +31,8 @@ fn bundle(out: &mut String, name: &str, dir: &str) {
     writeln!(out, "pub(crate) const {name}: &[(&str, &str)] = &[").expect("write");
     for p in found {
         let rel = p.strip_prefix(root).expect("under root").to_string_lossy().replace('\\', "/");
-        let abs = std::fs::canonicalize(&p).expect("path");
-        writeln!(out, "    ({rel:?}, include_str!({:?})),", abs.display().to_string()).expect("write");
+        let from_manifest = format!("/{}", p.to_string_lossy().replace('\\', "/"));
+        writeln!(out, "    ({rel:?}, include_str!(concat!(env!(\"CARGO_MANIFEST_DIR\"), {from_manifest:?}))),").expect("write");
     }
     out.push_str("];\n");
 }

@@ -19,8 +19,10 @@ fn collect(dir: &str, constant: &str, what: &str, out: &mut String) {
     writeln!(out, "/// `(file name, JSON)` of every bundled {what}, sorted by file name.\npub(crate) const {constant}: &[(&str, &str)] = &[").expect("write to string");
     for f in &files {
         println!("cargo:rerun-if-changed={}/{f}", dir.display());
-        let path = std::fs::canonicalize(dir.join(f)).expect("catalog file path");
-        writeln!(out, "    ({f:?}, include_str!({:?})),", path.display().to_string()).expect("write to string");
+        // Resolved when the crate compiles: the target dir is shared by checkouts at
+        // different paths, and this script's output may be reused across them.
+        let from_manifest = format!("/{}/{f}", dir.display());
+        writeln!(out, "    ({f:?}, include_str!(concat!(env!(\"CARGO_MANIFEST_DIR\"), {from_manifest:?}))),").expect("write to string");
     }
     out.push_str("];\n");
 }

@@ -295,13 +295,22 @@ mod tests {
         let saves = Recorder::default();
         let (hook, writer) = start(&Handle::current(), saves.clone(), every);
         let began = Instant::now();
+        let seen = saves.clone();
         // The engine's side: 1000 runs of one node, ~1 ms apart, on a thread of its own.
         let engine = std::thread::spawn(move || {
             let mut st = ExecutionState::new("e".into());
-            for _ in 0..1000 {
+            for i in 0..1000 {
                 st.run_data.entry("Loop".into()).or_default().push(task());
                 st.last_node_executed = Some("Loop".into());
                 hook.notify(&st);
+                if i == 0 {
+                    // "At once" means before the next node run, not within 1 ms: on a
+                    // loaded machine the writer may be scheduled late.
+                    let deadline = Instant::now() + Duration::from_secs(5);
+                    while seen.0.lock().unwrap().is_empty() && Instant::now() < deadline {
+                        std::thread::sleep(Duration::from_millis(1));
+                    }
+                }
                 std::thread::sleep(Duration::from_micros(1000));
             }
             st.run_data.entry("Done".into()).or_default().push(task());

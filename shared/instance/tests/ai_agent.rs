@@ -13,7 +13,7 @@ use executions::Dispatch;
 use instance::builder::BuildRequest;
 use instance::credentials::NewCredentialInput;
 use instance::executions::view::Values;
-use instance::executions::RunRequest;
+use instance::executions::{RunRequest, TriggerInput};
 use instance::{Caller, Instance};
 use protocol::UserId;
 use serde_json::{json, Value};
@@ -80,7 +80,7 @@ fn agent_workflow(base: &str, credential_id: &str, lookup_id: &str) -> Value {
 }
 
 async fn run(inst: &Instance, caller: &Caller, workflow_id: &str, input: Value) -> String {
-    let req = RunRequest { workflow_id: workflow_id.to_owned(), input_data: input.as_object().cloned(), ..RunRequest::default() };
+    let req = RunRequest { workflow_id: workflow_id.to_owned(), input: input.as_object().cloned().map_or(TriggerInput::None, TriggerInput::Data), ..RunRequest::default() };
     let started = inst.start_run(caller, &req).await.unwrap();
     // what the executor function does with the Runs queue's message
     inst.executor.run_execution(&started.execution_id).await.unwrap();
