@@ -6,12 +6,14 @@
 mod cache;
 pub mod extract;
 pub mod fetch;
+pub mod models;
 pub mod search;
 
 use std::sync::Arc;
 use std::time::Duration;
 
 pub use fetch::{FetchQuery, Page};
+pub use models::{Catalog, ModelQuery, ModelSearch};
 pub use search::{Provider, SearchHit, SearchQuery, SearchResults};
 
 /// What the model reads when a call fails.
