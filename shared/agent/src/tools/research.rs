@@ -194,3 +194,40 @@ async fn fetch(ctx: &ToolContext<'_>, fields: Map<String, Value>) -> ToolOutcome
         Err(e) => failed(e),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(vars: &[(&str, &str)]) -> Config {
+        let vars: Vec<(String, String)> = vars.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        Config::from_lookup(|n| if n == "AWS_REGION" { Some("us-east-1".into()) } else { vars.iter().find(|(k, _)| k == n).map(|(_, v)| v.clone()) }).unwrap()
+    }
+
+    #[test]
+    fn brave_wins_then_searxng_then_none_and_a_bad_url_names_its_variable() {
+        let brave = settings_from_config(&config(&[(BRAVE_KEY_VARIABLE, "k"), (SEARXNG_VARIABLE, "http://searx.local")])).unwrap();
+        assert!(matches!(brave.search, Provider::Brave { ref url, ref api_key } if url.as_str() == research::search::DEFAULT_BRAVE_URL && api_key == "k"));
+        let searx = settings_from_config(&config(&[(SEARXNG_VARIABLE, "http://searx.local/base")])).unwrap();
+        assert!(matches!(searx.search, Provider::SearXng { ref base } if base.as_str() == "http://searx.local/base/"));
+        assert_eq!(settings_from_config(&config(&[])).unwrap().search, Provider::None);
+        let e = settings_from_config(&config(&[(SEARXNG_VARIABLE, "not a url")])).unwrap_err().to_string();
+        assert!(e.contains(SEARXNG_VARIABLE), "{e}");
+    }
+
+    #[test]
+    fn every_field_of_the_new_tools_is_described() {
+        let tools: [&dyn Tool; 4] = [&Research, &crate::tools::n8n_docs::N8nDocs, &crate::tools::preferences::SaveUserPreference, &crate::tools::search_models::SearchModels];
+        for t in tools {
+            assert_eq!(super::super::schema::undescribed_fields(&t.input_schema()), Vec::<String>::new(), "{}", t.name());
+        }
+    }
+
+    #[test]
+    fn a_fetch_grant_covers_its_site_only() {
+        let key = |u: &str| Research.allow_key(&json!({"action": "fetch-url", "url": u}));
+        assert_eq!(key("https://Docs.Example.com/a?b"), Some("research:fetch-url:docs.example.com".into()));
+        assert_ne!(key("https://docs.example.com/a"), key("https://example.com/a"));
+        assert_eq!(key("ftp://example.com/"), None);
+    }
+}
