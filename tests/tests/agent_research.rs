@@ -236,6 +236,8 @@ async fn cancelling_the_run_stops_a_fetch_in_flight() {
 struct Recording {
     script: LateScript,
     systems: std::sync::Mutex<Vec<String>>,
+    /// The last user message of every call.
+    users: std::sync::Mutex<Vec<String>>,
 }
 
 impl agent::model::ModelProvider for Recording {
@@ -247,12 +249,21 @@ impl agent::model::ModelProvider for Recording {
     }
     fn stream(&self, request: agent::model::ModelRequest, cancel: agent::model::CancellationToken) -> agent::model::ModelStream {
         self.systems.lock().unwrap().push(request.system.clone());
+        let last_user = request.messages.iter().rev().find_map(|m| match m {
+            agent::model::Message::User { text } => Some(text.clone()),
+            _ => None,
+        });
+        self.users.lock().unwrap().push(last_user.unwrap_or_default());
         self.script.stream(request, cancel)
     }
 }
 
 async fn run_to_end(cloud: &Cloud, key: &str, message: &str) -> Vec<Frame> {
-    let t = thread();
+    run_in(cloud, key, &thread(), message).await
+}
+
+async fn run_in(cloud: &Cloud, key: &str, t: &str, message: &str) -> Vec<Frame> {
+    let t = t.to_owned();
     let mut feed = cloud.sse_events(key, &t).await;
     let (status, body) = cloud.chat(key, &t, message).await;
     assert_eq!(status, 200, "{body}");
@@ -384,5 +395,61 @@ async fn docs_and_models_answer_and_an_admin_block_or_a_down_catalog_is_an_answe
     let r = settled(&frames).remove(0).1.unwrap();
     assert_eq!((r["status"].as_str(), r["models"].clone()), (Some("catalog_unavailable"), json!([])), "{r}");
     assert!(r["message"].as_str().unwrap().contains("unavailable"));
+    cloud.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn past_conversations_are_recalled_by_their_owner_only() {
+    let model = Arc::new(Recording::default());
+    model.script.set(json!({"conversations": {
+        "Plan the Slack alert workflow": [{"text": "I will build it with a webhook and a Slack node."}],
+        "Hello": [{"text": "Hi."}]
+    }}));
+    let setup = Setup { stubs: false, ..Setup::default() };
+    let cloud = cloud_with(setup, |c| (c.clone(), ()), Some(model.clone() as Arc<dyn agent::model::ModelProvider>)).await.0;
+    let first = thread();
+    run_in(&cloud, ALICE, &first, "Plan the Slack alert workflow").await;
+    assert!(!model.users.lock().unwrap()[0].contains("<past-conversations"), "the project had no history yet");
+
+    let history = |args: Value| json!({"toolCalls": [{"name": "conversation-history", "args": args}]});
+    model.script.set(json!({"conversations": {
+        "What did we plan before?": [
+            history(json!({"action": "search", "query": "slack ALERT"})),
+            history(json!({"action": "get-messages", "threadId": first, "before": 5})),
+            history(json!({"action": "search"})),
+            {"text": "We planned a Slack alert."}
+        ]
+    }}));
+    let frames = run_to_end(&cloud, ALICE, "What did we plan before?").await;
+    let cue = model.users.lock().unwrap().last().unwrap().clone();
+    assert!(cue.starts_with("What did we plan before?\n\n<past-conversations count=\"1\">") && cue.contains("- Plan the Slack alert workflow ("), "{cue}");
+    let calls = settled(&frames);
+    let found = calls[0].1.as_ref().unwrap();
+    let hits: Vec<Value> = serde_json::from_str(envelope_body(found["hits"].as_str().unwrap(), "conversation-history")).unwrap();
+    assert_eq!(hits.len(), 1);
+    assert_eq!((hits[0]["threadId"].as_str(), hits[0]["matchedIn"].clone()), (Some(first.as_str()), json!(["title", "messages"])));
+    let window = calls[1].1.as_ref().unwrap();
+    let messages: Vec<Value> = serde_json::from_str(envelope_body(window["messages"].as_str().unwrap(), "conversation-history")).unwrap();
+    let seen: Vec<(&str, &str)> = messages.iter().map(|m| (m["role"].as_str().unwrap(), m["text"].as_str().unwrap())).collect();
+    assert_eq!(seen, [("user", "Plan the Slack alert workflow"), ("assistant", "I will build it with a webhook and a Slack node.")]);
+    assert_eq!((window["hasMoreBefore"].as_bool(), window["title"].as_str()), (Some(false), Some("Plan the Slack alert workflow")));
+    let recent: Vec<Value> = serde_json::from_str(envelope_body(calls[2].1.as_ref().unwrap()["hits"].as_str().unwrap(), "conversation-history")).unwrap();
+    assert_eq!(recent.len(), 1, "the current thread is not listed: {recent:?}");
+
+    // Bob sees none of it.
+    model.script.set(json!({"conversations": {
+        "What did we plan before?": [
+            history(json!({"action": "search", "query": "slack"})),
+            history(json!({"action": "get-messages", "threadId": first})),
+            {"text": "Nothing."}
+        ]
+    }}));
+    let frames = run_to_end(&cloud, BOB, "What did we plan before?").await;
+    assert!(!model.users.lock().unwrap().last().unwrap().contains("<past-conversations"));
+    let calls = settled(&frames);
+    assert_eq!(calls[0].1.as_ref().unwrap()["count"], 0);
+    let refused = calls[1].1.as_ref().unwrap();
+    assert_eq!(refused["messages"], json!([]));
+    assert!(refused["error"].as_str().unwrap().contains("no conversation"), "{refused}");
     cloud.stop().await;
 }

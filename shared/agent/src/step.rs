@@ -183,6 +183,8 @@ impl Step<'_> {
                 let mut history = Checkpoint::history_from(&bytes)?;
                 history.append(&mut self.ckpt.messages);
                 self.ckpt.messages = history;
+            } else if self.chain.is_orchestrator() {
+                self.add_past_conversations_cue().await;
             }
             self.ckpt.needs_history = false;
         }
@@ -552,6 +554,21 @@ impl Step<'_> {
         self.settle_outcome(&call, outcome).await?;
         self.ckpt.pending.remove(0);
         Ok(())
+    }
+
+    /// A new thread's first message learns of the project's other
+    /// conversations (`<past-conversations>`), so recall is an option the
+    /// model sees; a failed read leaves the message as it was.
+    async fn add_past_conversations_cue(&mut self) {
+        match crate::history::past_conversations_cue(self.rt, &self.chain).await {
+            Ok(Some(cue)) => {
+                if let Some(Message::User { text }) = self.ckpt.messages.iter_mut().rev().find(|m| matches!(m, Message::User { .. })) {
+                    text.push_str(&cue);
+                }
+            }
+            Ok(None) => {}
+            Err(e) => tracing::warn!(error = %e, "past conversations could not be read"),
+        }
     }
 
     /// The user's saved preferences as a system prompt section (read each

@@ -8,6 +8,7 @@ pub mod ask_user;
 pub mod build_workflow;
 pub mod load_skill;
 pub mod executions;
+pub mod conversation_history;
 pub mod credentials;
 pub mod nodes;
 pub mod data_table_card;
@@ -318,6 +319,7 @@ impl Registry {
         r.register(Arc::new(n8n_docs::N8nDocs));
         r.register(Arc::new(preferences::SaveUserPreference));
         r.register(Arc::new(search_models::SearchModels));
+        r.register(Arc::new(conversation_history::ConversationHistory));
         r
     }
 

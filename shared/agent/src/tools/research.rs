@@ -217,7 +217,7 @@ mod tests {
 
     #[test]
     fn every_field_of_the_new_tools_is_described() {
-        let tools: [&dyn Tool; 4] = [&Research, &crate::tools::n8n_docs::N8nDocs, &crate::tools::preferences::SaveUserPreference, &crate::tools::search_models::SearchModels];
+        let tools: [&dyn Tool; 5] = [&Research, &crate::tools::conversation_history::ConversationHistory, &crate::tools::n8n_docs::N8nDocs, &crate::tools::preferences::SaveUserPreference, &crate::tools::search_models::SearchModels];
         for t in tools {
             assert_eq!(super::super::schema::undescribed_fields(&t.input_schema()), Vec::<String>::new(), "{}", t.name());
         }
