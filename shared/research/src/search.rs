@@ -150,18 +150,7 @@ impl Research {
         req.timeout = TIMEOUT;
         req.max_bytes = MAX_ANSWER_BYTES;
         let v = self.answer(req, "Brave Search", abort).await?;
-        let hits = v.pointer("/web/results").and_then(Value::as_array).cloned().unwrap_or_default();
-        Ok(hits
-            .iter()
-            .filter_map(|h| {
-                Some(SearchHit {
-                    title: text(h.get("title")),
-                    url: h.get("url")?.as_str()?.to_owned(),
-                    snippet: strip_tags(&text(h.get("description"))),
-                    published_date: h.get("page_age").and_then(Value::as_str).map(str::to_owned),
-                })
-            })
-            .collect())
+        Ok(hits(v.pointer("/web/results"), "description", "page_age"))
     }
 
     async fn searxng(&self, base: &url::Url, query: &str, abort: &CancellationToken) -> Result<Vec<SearchHit>, Error> {
@@ -171,19 +160,25 @@ impl Research {
         req.timeout = TIMEOUT;
         req.max_bytes = MAX_ANSWER_BYTES;
         let v = self.answer(req, "SearXNG", abort).await?;
-        let hits = v.get("results").and_then(Value::as_array).cloned().unwrap_or_default();
-        Ok(hits
-            .iter()
-            .filter_map(|h| {
-                Some(SearchHit {
-                    title: text(h.get("title")),
-                    url: h.get("url")?.as_str()?.to_owned(),
-                    snippet: strip_tags(&text(h.get("content"))),
-                    published_date: h.get("publishedDate").and_then(Value::as_str).map(str::to_owned),
-                })
-            })
-            .collect())
+        Ok(hits(v.get("results"), "content", "publishedDate"))
     }
+}
+
+/// A provider's result list: `title` and `url` in both; the snippet and the
+/// date under each provider's own names.
+fn hits(list: Option<&Value>, snippet: &str, date: &str) -> Vec<SearchHit> {
+    list.and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|h| {
+            Some(SearchHit {
+                title: text(h.get("title")),
+                url: h.get("url")?.as_str()?.to_owned(),
+                snippet: strip_tags(&text(h.get(snippet))),
+                published_date: h.get(date).and_then(Value::as_str).map(str::to_owned),
+            })
+        })
+        .collect()
 }
 
 fn text(v: Option<&Value>) -> String {

@@ -1,5 +1,6 @@
+#![allow(dead_code)] // each user of the pages serves only some of them
 //! Test pages served by the research tests' local server (shared with the
-//! agent's end-to-end test by `include!`): an article inside navigation,
+//! agent's end-to-end test and the bench by `#[path]`): an article inside navigation,
 //! sidebar and footer boilerplate, a page that tries to instruct the model,
 //! and a real PDF written with lopdf.
 
