@@ -134,6 +134,10 @@ impl Engine {
         let (st, _) = self
             .run(&graph, RunOptions { timeout: Some(TEST_TIMEOUT), ..RunOptions::default() })
             .map_err(|e| e.to_string())?;
+        let answer = st.node_output("Connection test", 0).and_then(|items| items.first().map(|i| Value::clone(&i.json))).unwrap_or(Value::Null);
+        if let Some(refused) = req.rules.iter().find_map(|r| r.refuses(&answer)) {
+            return Ok(TestOutcome::failed(refused));
+        }
         Ok(match (st.status, st.error) {
             (ExecutionStatus::Success, _) => TestOutcome::passed("Connection successful"),
             (_, Some(e)) => TestOutcome::failed(match e.http_code {

@@ -6,6 +6,7 @@
 //! state), `run` (executor loop), `partial` (pin data, run-step, resolved
 //! parameters), `expr` (DataProxy over run data), `nodes/*` (one node each),
 //! `catalog` (node descriptions, credential types, search, TypeScript types),
+//! `declarative` (service nodes described as data, n8n's routing),
 //! `credentials` (connection tests, OAuth2 client credentials), `host` (traits
 //! the host implements: credentials, sub-workflows, data tables, files, DNS).
 
@@ -13,6 +14,7 @@ pub mod binary;
 pub mod catalog;
 pub mod credentials;
 pub mod data;
+pub mod declarative;
 pub mod error;
 pub mod expr;
 pub mod form;

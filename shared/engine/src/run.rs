@@ -56,6 +56,10 @@ pub struct EngineSettings {
     /// A frozen "now" for expressions, Code and nodes that read the clock
     /// (tests that expect a fixed instant); `None`: the system clock.
     pub clock: Option<chrono::DateTime<chrono::Utc>>,
+    /// Origins outbound requests are sent to instead (`https://slack.com` →
+    /// `http://127.0.0.1:4000`): a service's local stand-in, a regional or
+    /// proxy endpoint. The rewritten URL passes the SSRF guard like any other.
+    pub origin_overrides: std::collections::BTreeMap<String, String>,
 }
 
 impl Default for EngineSettings {
@@ -73,6 +77,7 @@ impl Default for EngineSettings {
             pack_run_data_from: 1000,
             public_url: None,
             clock: None,
+            origin_overrides: Default::default(),
         }
     }
 }

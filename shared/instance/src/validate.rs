@@ -324,6 +324,8 @@ pub fn parameter_errors(d: &NodeDescription, params: &Map<String, Value>, versio
                     format!("{v} is not an option; use one of {}", list.join(", "))
                 })
             }
+            // n8n keeps a multiple-values collection (GitHub's labels) as a list of entries
+            "collection" if v.is_array() && p.type_options.as_ref().and_then(|t| t.get("multipleValues")).and_then(Value::as_bool) == Some(true) => None,
             "collection" | "fixedCollection" | "filter" | "assignmentCollection" if !v.is_object() => {
                 Some(format!("must be an object, got {v}"))
             }

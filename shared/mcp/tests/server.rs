@@ -113,3 +113,20 @@ async fn data_tables_end_to_end_in_process() {
     let r = call(&s, "u6", "add_data_table_rows", json!({"dataTableId": id, "projectId": pid, "rows": [{"a": "x"}]})).await;
     assert_eq!(r["isError"], true, "another user cannot write: {r}");
 }
+
+#[tokio::test]
+async fn service_nodes_are_searchable_typed_and_suggested() {
+    let s = server().await;
+    let r = call(&s, "u-nodes", "search_nodes", json!({"queries": ["slack", "telegram bot", "discord webhook"]})).await;
+    let text = r["structuredContent"]["results"].as_str().unwrap_or_default().to_owned();
+    for node in ["n8n-nodes-base.slack", "n8n-nodes-base.telegram", "n8n-nodes-base.discord"] {
+        assert!(text.contains(node), "{node} in {text}");
+    }
+    assert!(text.contains("post") && text.contains("sendMessage"), "discriminators listed: {text}");
+    let r = call(&s, "u-nodes", "get_node_types", json!({"nodeIds": [{"nodeId": "n8n-nodes-base.slack", "resource": "message", "operation": "post"}]})).await;
+    let defs = r["structuredContent"]["definitions"].as_str().unwrap_or_default().to_owned();
+    assert!(defs.contains("channelId") && defs.contains("otherOptions"), "{defs}");
+    assert!(!defs.contains("chat.postMessage"), "routing is how the node works, not a parameter: {defs}");
+    let r = call(&s, "u-nodes", "get_suggested_nodes", json!({"categories": ["notification"]})).await;
+    assert!(r["structuredContent"]["suggestions"].as_str().unwrap_or_default().contains("n8n-nodes-base.slack"), "{r}");
+}

@@ -30,6 +30,73 @@ pub struct CredentialType {
     /// has no connection test (keys a node uses locally).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub test: Option<CredentialTest>,
+    /// How a service node (or HTTP Request with this predefined type) puts
+    /// the credential on a request (n8n's `authenticate`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub authenticate: Option<Authenticate>,
+}
+
+/// n8n's `IAuthenticateGeneric`: values are templates over the credential's
+/// own fields (`=Bearer {{$credentials.accessToken}}`).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(tag = "type", rename_all = "camelCase")]
+pub enum Authenticate {
+    Generic {
+        #[serde(default)]
+        properties: AuthenticateProperties,
+    },
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct AuthenticateProperties {
+    #[serde(default, skip_serializing_if = "Map::is_empty")]
+    pub headers: Map<String, Value>,
+    #[serde(default, skip_serializing_if = "Map::is_empty")]
+    pub qs: Map<String, Value>,
+    #[serde(default, skip_serializing_if = "Map::is_empty")]
+    pub body: Map<String, Value>,
+    /// HTTP basic auth (`{username, password}`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auth: Option<BasicAuth>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct BasicAuth {
+    pub username: String,
+    pub password: String,
+}
+
+/// A credential applied to a request: what [`Authenticate`] resolved to.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct AppliedAuth {
+    pub headers: Vec<(String, String)>,
+    pub qs: Map<String, Value>,
+    pub body: Map<String, Value>,
+}
+
+impl Authenticate {
+    /// Resolves the templates against the credential's data.
+    pub fn apply(&self, data: &Value) -> Result<AppliedAuth, String> {
+        let Authenticate::Generic { properties: p } = self;
+        let mut out = AppliedAuth::default();
+        for (k, v) in &p.headers {
+            out.headers.push((k.clone(), resolve_credential_refs(v, data)?));
+        }
+        for (k, v) in &p.qs {
+            out.qs.insert(k.clone(), Value::String(resolve_credential_refs(v, data)?));
+        }
+        for (k, v) in &p.body {
+            out.body.insert(k.clone(), Value::String(resolve_credential_refs(v, data)?));
+        }
+        if let Some(basic) = &p.auth {
+            use base64::Engine as _;
+            let user = resolve_credential_refs(&Value::String(basic.username.clone()), data)?;
+            let pass = resolve_credential_refs(&Value::String(basic.password.clone()), data)?;
+            let token = base64::engine::general_purpose::STANDARD.encode(format!("{user}:{pass}"));
+            out.headers.push(("authorization".into(), format!("Basic {token}")));
+        }
+        Ok(out)
+    }
 }
 
 /// A type's connection test.
@@ -38,7 +105,7 @@ pub struct CredentialType {
 pub enum CredentialTest {
     /// One HTTP request with the credential applied as the HTTP Request
     /// node applies it; a 2xx answer passes.
-    Request { request: TestRequest },
+    Request { request: Box<TestRequest> },
     /// The OAuth2 client credentials exchange at the type's token URL; an
     /// access token in the answer passes.
     #[serde(rename = "oauth2ClientCredentials")]
@@ -56,6 +123,27 @@ pub struct TestRequest {
     pub headers: Map<String, Value>,
     #[serde(default, skip_serializing_if = "Map::is_empty")]
     pub qs: Map<String, Value>,
+    /// Checks on a 2xx answer (n8n's credential test `rules`), for services
+    /// that answer failures with 200 (Slack's `{ok:false,error}`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rules: Vec<TestRule>,
+}
+
+/// n8n's `ICredentialTestRequest` rules.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(tag = "type", content = "properties", rename_all = "camelCase")]
+pub enum TestRule {
+    /// The test fails with `message` when the body's `key` (a dotted path) equals `value`.
+    ResponseSuccessBody { key: String, value: Value, message: String },
+}
+
+impl TestRule {
+    /// The failure message when the rule refuses `body`.
+    pub fn refuses(&self, body: &Value) -> Option<&str> {
+        match self {
+            TestRule::ResponseSuccessBody { key, value, message } => (crate::nodes::get_path(body, key) == Some(value)).then_some(message.as_str()),
+        }
+    }
 }
 
 fn get() -> String {

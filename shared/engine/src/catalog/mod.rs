@@ -36,6 +36,11 @@ pub struct NodeProperty {
     /// A resource locator's modes (`list` with its `searchListMethod`, `id`, `url`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub modes: Option<Value>,
+    /// How a declarative node sends this property (n8n's `routing`: `request`,
+    /// `send`, `output`, `operations`); run by [`crate::declarative`]. Not shown
+    /// to agents: it is how the node works, not what to set.
+    #[serde(default, skip_serializing)]
+    pub routing: Option<Value>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -64,6 +69,15 @@ pub struct NodeDescription {
     /// `@builderHint` in search results and type definitions.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub builder_hint: Option<Value>,
+    /// A declarative service node's request defaults (n8n's `requestDefaults`:
+    /// `baseURL`, `method`, `headers`, `qs`); its presence makes the node run on
+    /// [`crate::declarative`].
+    #[serde(default, skip_serializing)]
+    pub request_defaults: Option<Value>,
+    /// Routing applied to every request of the node before its properties'
+    /// (our addition: a service's error bodies and response renames, said once).
+    #[serde(default, skip_serializing)]
+    pub routing_defaults: Option<Value>,
 }
 
 impl NodeDescription {
@@ -75,6 +89,10 @@ impl NodeDescription {
     }
     pub fn latest_version(&self) -> f64 {
         self.versions().into_iter().fold(1.0, f64::max)
+    }
+    /// Whether the node runs on the declarative runtime.
+    pub fn is_declarative(&self) -> bool {
+        self.request_defaults.is_some()
     }
     pub fn is_trigger(&self) -> bool {
         self.group.iter().any(|g| g == "trigger")
@@ -135,6 +153,11 @@ pub fn all() -> &'static [NodeDescription] {
 
 pub fn list() -> Vec<NodeSummary> {
     all().iter().map(summary).collect()
+}
+
+/// Description of exactly this node type (no short names).
+pub fn describe_exact(node_type: &str) -> Option<&'static NodeDescription> {
+    all().iter().find(|d| d.name == node_type)
 }
 
 /// Description of a node type; the short name (`set`) is accepted too.

@@ -136,6 +136,7 @@ pub fn get(node_type: &str) -> Option<NodeFn> {
         "n8n-nodes-base.markdown" => markdown::execute,
         "n8n-nodes-base.debugHelper" => debug_helper::execute,
         "n8n-nodes-base.executionData" => misc::execution_data,
+        t if crate::declarative::is_declarative(t) => crate::declarative::execute,
         _ => return None,
     };
     Some(f)

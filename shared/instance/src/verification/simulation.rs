@@ -88,7 +88,7 @@ pub struct Fixture {
 /// (`deleteRows`, `appendOrUpdate`, `sendAndWait`); `add`/`remove` are not
 /// listed because the logic nodes use them (dateTime `add`,
 /// `removeDuplicateInputItems`).
-const WRITE_VERBS: &[&str] = &["create", "update", "delete", "send", "append", "upsert", "insert", "write", "clear", "post", "publish", "archive"];
+const WRITE_VERBS: &[&str] = &["create", "update", "delete", "send", "append", "upsert", "insert", "write", "clear", "post", "publish", "archive", "edit", "lock"];
 
 /// Node types that write by what they are, without an operation parameter.
 const WRITE_TYPES: &[&str] = &["n8n-nodes-base.writeBinaryFile", "n8n-nodes-base.n8nTrainingCustomerMessenger"];
@@ -170,17 +170,19 @@ fn decide(desc: Option<&NodeDescription>, ty: &str, params: &Value, node: &Value
     if operation.and_then(Value::as_str) == Some("sendAndWait") {
         return (S, Reason::SendAndWait);
     }
+    // A write says so before its credentials do (a service node's post,
+    // update, delete or send is simulated because it writes).
+    if let Some(op) = operation {
+        if is_expression(op) || op.as_str().is_some_and(is_write_operation) {
+            return (S, Reason::WriteOperation);
+        }
+    }
     if has_credentials(desc, node) {
         return (S, Reason::Credentials);
     }
     if ty == "n8n-nodes-base.httpRequest" {
         let method = param(desc, params, "method").and_then(Value::as_str).unwrap_or("GET");
         return if method.eq_ignore_ascii_case("GET") { (Mode::Execute, Reason::PureLogic) } else { (S, Reason::HttpWrite) };
-    }
-    if let Some(op) = operation {
-        if is_expression(op) || op.as_str().is_some_and(is_write_operation) {
-            return (S, Reason::WriteOperation);
-        }
     }
     if WRITE_TYPES.contains(&ty) {
         return (S, Reason::WriteOperation);
@@ -283,6 +285,7 @@ mod tests {
         use Reason::*;
         let expected: BTreeMap<&str, (Mode, Reason)> = BTreeMap::from([
             ("n8n-nodes-base.aggregate", (Execute, PureLogic)),
+            ("n8n-nodes-base.airtable", (Simulate, WriteOperation)),
             ("n8n-nodes-base.code", (Execute, PureLogic)),
             ("n8n-nodes-base.compareDatasets", (Execute, PureLogic)),
             ("n8n-nodes-base.compression", (Execute, PureLogic)),
@@ -291,6 +294,7 @@ mod tests {
             ("n8n-nodes-base.dataTable", (Simulate, WriteOperation)),
             ("n8n-nodes-base.dateTime", (Execute, PureLogic)),
             ("n8n-nodes-base.debugHelper", (Execute, PureLogic)),
+            ("n8n-nodes-base.discord", (Simulate, Credentials)),
             ("n8n-nodes-base.executionData", (Execute, PureLogic)),
             ("n8n-nodes-base.errorTrigger", (Simulate, Trigger)),
             ("n8n-nodes-base.executeWorkflow", (Simulate, SubWorkflow)),
@@ -299,6 +303,7 @@ mod tests {
             ("n8n-nodes-base.filter", (Execute, PureLogic)),
             ("n8n-nodes-base.formTrigger", (Simulate, Trigger)),
             ("n8n-nodes-base.function", (Execute, PureLogic)),
+            ("n8n-nodes-base.github", (Simulate, WriteOperation)),
             ("n8n-nodes-base.functionItem", (Execute, PureLogic)),
             ("n8n-nodes-base.html", (Execute, PureLogic)),
             ("n8n-nodes-base.htmlExtract", (Execute, PureLogic)),
@@ -323,12 +328,14 @@ mod tests {
             ("n8n-nodes-base.rssFeedRead", (Execute, PureLogic)),
             ("n8n-nodes-base.scheduleTrigger", (Simulate, Trigger)),
             ("n8n-nodes-base.set", (Execute, PureLogic)),
+            ("n8n-nodes-base.slack", (Simulate, WriteOperation)),
             ("n8n-nodes-base.sort", (Execute, PureLogic)),
             ("n8n-nodes-base.splitInBatches", (Execute, PureLogic)),
             ("n8n-nodes-base.splitOut", (Execute, PureLogic)),
             ("n8n-nodes-base.stopAndError", (Execute, PureLogic)),
             ("n8n-nodes-base.summarize", (Execute, PureLogic)),
             ("n8n-nodes-base.switch", (Execute, PureLogic)),
+            ("n8n-nodes-base.telegram", (Simulate, WriteOperation)),
             ("n8n-nodes-testing.testData", (Execute, PureLogic)),
             ("n8n-nodes-base.totp", (Simulate, Credentials)),
             ("n8n-nodes-base.wait", (Simulate, Wait)),
@@ -356,7 +363,10 @@ mod tests {
     /// are simulated, reads and transforms execute.
     #[test]
     fn every_catalog_operation_is_classified_by_its_verb() {
-        let simulated: &[&str] = &["insert", "update", "deleteRows", "upsert", "write", "clearDeduplicationHistory"];
+        let simulated: &[&str] = &[
+            "insert", "update", "deleteRows", "upsert", "write", "clearDeduplicationHistory", "post", "delete", "create", "send", "sendMessage", "sendPhoto",
+            "sendDocument", "sendLegacy", "createComment", "edit", "lock", "deleteRecord",
+        ];
         for d in engine::catalog::all() {
             for p in d.properties.iter().filter(|p| p.name == "operation") {
                 for o in p.options.iter().flatten() {
@@ -371,10 +381,12 @@ mod tests {
                         }
                     }
                     let (mode, reason) = mode_of(&d.name, params, true);
-                    if d.name == "n8n-nodes-base.jwt" || d.name == "n8n-nodes-base.totp" {
-                        assert_eq!(reason, Reason::Credentials, "{} {op}", d.name);
-                    } else if simulated.contains(&op) {
+                    let needs_credentials = d.credentials.iter().any(|c| c.get("required").and_then(Value::as_bool) == Some(true));
+                    if simulated.contains(&op) {
                         assert_eq!((mode, reason), (Mode::Simulate, Reason::WriteOperation), "{} {op}", d.name);
+                    } else if needs_credentials {
+                        // a read that calls a service with the person's credential
+                        assert_eq!((mode, reason), (Mode::Simulate, Reason::Credentials), "{} {op}", d.name);
                     } else {
                         assert_eq!(mode, Mode::Execute, "{} {op} is not a write", d.name);
                     }
@@ -395,6 +407,13 @@ mod tests {
         assert_eq!(mode_of("n8n-nodes-base.form", json!({}), true), (Mode::Simulate, Reason::FormPage));
         assert_eq!(mode_of("n8n-nodes-base.slack", json!({"operation": "sendAndWait"}), true), (Mode::Simulate, Reason::SendAndWait));
         assert_eq!(mode_of("n8n-nodes-base.slack", json!({"resource": "message", "operation": "post"}), true), (Mode::Simulate, Reason::WriteOperation));
+        for op in ["update", "delete"] {
+            assert_eq!(mode_of("n8n-nodes-base.slack", json!({"resource": "message", "operation": op}), true), (Mode::Simulate, Reason::WriteOperation), "{op}");
+        }
+        // Reads still call Slack with the person's token: simulated for the credential.
+        assert_eq!(mode_of("n8n-nodes-base.slack", json!({"resource": "channel", "operation": "history"}), true), (Mode::Simulate, Reason::Credentials));
+        assert_eq!(mode_of("n8n-nodes-base.telegram", json!({"operation": "sendPhoto"}), true), (Mode::Simulate, Reason::WriteOperation));
+        assert_eq!(mode_of("n8n-nodes-base.discord", json!({"authentication": "webhook"}), true), (Mode::Simulate, Reason::WriteOperation));
         assert_eq!(mode_of("n8n-nodes-base.googleSheets", json!({"operation": "appendOrUpdate"}), true).0, Mode::Simulate);
         assert_eq!(mode_of("n8n-nodes-base.googleSheets", json!({"operation": "read"}), true).0, Mode::Execute);
         assert_eq!(mode_of("n8n-nodes-base.dataTable", json!({"operation": "get"}), true).0, Mode::Execute);

@@ -232,6 +232,18 @@ pub(crate) fn auth_for(ctx: &NodeContext<'_>, cred_type: &str, url: &str, predef
             let token = cached_token(ctx.env, &key, || crate::credentials::oauth2_client_credentials_token(ctx.env, &data))?;
             auth.headers.push(("Authorization".into(), format!("Bearer {token}")));
         }
+        t if crate::catalog::credential_types::credential_type(t).is_some_and(|t| t.authenticate.is_some()) => {
+            // a service type that says how it authenticates (n8n's `authenticate`)
+            let applied = crate::catalog::credential_types::credential_type(t)
+                .and_then(|t| t.authenticate.as_ref())
+                .map(|a| a.apply(&data))
+                .transpose()
+                .map_err(EngineError::node)?
+                .unwrap_or_default();
+            auth.headers = applied.headers;
+            auth.query = applied.qs;
+            auth.body = applied.body;
+        }
         _ => {
             // OAuth2 (generic or a service's) and service credentials with a token
             let token = data

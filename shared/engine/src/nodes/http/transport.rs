@@ -238,6 +238,10 @@ const CREDENTIAL_HEADERS: [&str; 4] = ["authorization", "cookie", "proxy-authori
 pub(crate) fn send(env: &Env, req: &Request) -> Result<Response> {
     let client = client(env)?;
     let mut req = req.clone();
+    if let Some(to) = env.settings.origin_overrides.get(&origin(&req.url)) {
+        let rest = &req.url.as_str()[origin(&req.url).len()..];
+        req.url = url::Url::parse(&format!("{}{rest}", to.trim_end_matches('/'))).map_err(|e| EngineError::Host(format!("origin override {to:?}: {e}")))?;
+    }
     let start_origin = req.url.origin();
     let mut hops = 0usize;
     loop {
