@@ -112,12 +112,16 @@ const WITHOUT_PUBLIC_PAGE: &[&str] = &[
     "n8n-nodes-testing.testData",
 ];
 
-fn node_public_url(name: &str) -> Option<String> {
-    if WITHOUT_PUBLIC_PAGE.contains(&name) {
+/// n8n's page of a node: core nodes (no codex category, or "Core Nodes")
+/// under `core-nodes/`, service nodes under `app-nodes/`.
+fn node_public_url(d: &NodeDescription) -> Option<String> {
+    if WITHOUT_PUBLIC_PAGE.contains(&d.name.as_str()) {
         return None;
     }
-    let slug = name.strip_prefix('@').unwrap_or(name).trim_start_matches("n8n/").to_ascii_lowercase();
-    (slug.starts_with("n8n-nodes-base.") || slug.starts_with("n8n-nodes-langchain.")).then(|| format!("https://docs.n8n.io/integrations/builtin/core-nodes/{slug}/"))
+    let slug = d.name.strip_prefix('@').unwrap_or(&d.name).trim_start_matches("n8n/").to_ascii_lowercase();
+    let categories: Vec<&str> = d.codex.as_ref().and_then(|c| c.get("categories")).and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect();
+    let section = if categories.is_empty() || categories.contains(&"Core Nodes") { "core-nodes" } else { "app-nodes" };
+    (slug.starts_with("n8n-nodes-base.") || slug.starts_with("n8n-nodes-langchain.")).then(|| format!("https://docs.n8n.io/integrations/builtin/{section}/{slug}/"))
 }
 
 fn property_line(p: &NodeProperty, out: &mut String) {
@@ -165,8 +169,8 @@ fn node_page(d: &NodeDescription) -> Page {
     keywords.push(d.name.to_ascii_lowercase());
     keywords.push(d.name.rsplit('.').next().unwrap_or_default().to_ascii_lowercase());
     Page {
-        url: node_public_url(&d.name).unwrap_or_else(|| format!("{INTERNAL_PREFIX}nodes/{}", d.name)),
-        public_url: node_public_url(&d.name),
+        url: node_public_url(d).unwrap_or_else(|| format!("{INTERNAL_PREFIX}nodes/{}", d.name)),
+        public_url: node_public_url(d),
         title: format!("{} node", d.display_name),
         kind: Kind::Node,
         node_type: Some(d.name.clone()),
@@ -356,5 +360,7 @@ mod tests {
         assert_eq!(p.title, "Webhook node");
         assert!(read("docs://instance-ai/hosting-aws").is_some());
         assert!(read("https://example.com/").is_none());
+        let slack = search(&DocQuery { node_type: Some("n8n-nodes-base.slack".into()), ..Default::default() });
+        assert_eq!(slack[0].1.public_url.as_deref(), Some("https://docs.n8n.io/integrations/builtin/app-nodes/n8n-nodes-base.slack/"));
     }
 }
