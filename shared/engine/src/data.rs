@@ -74,16 +74,34 @@ fn node_operation_error() -> String {
     "NodeOperationError".into()
 }
 
-/// `taskData.data`: connection type → output index → items.
+/// `taskData.data`: connection type → output index → items. Main nodes
+/// fill `main`; a sub-node's call is recorded under its own connection type
+/// (`ai_languageModel`, `ai_tool`, …) in `other`, as n8n's runData does.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct TaskOutputs {
     #[serde(default)]
     pub main: Vec<Option<OutputItems>>,
+    #[serde(flatten)]
+    pub other: BTreeMap<String, Vec<Option<OutputItems>>>,
 }
 
 impl TaskOutputs {
     pub fn new(main: impl IntoIterator<Item = Items>) -> Self {
-        TaskOutputs { main: main.into_iter().map(|i| Some(OutputItems::new(i))).collect() }
+        TaskOutputs { main: main.into_iter().map(|i| Some(OutputItems::new(i))).collect(), other: BTreeMap::new() }
+    }
+
+    /// One output of one connection type (a sub-node call's input or output).
+    pub fn of_type(conn_type: &str, items: Vec<Item>) -> Self {
+        let outs = vec![Some(OutputItems::new(Arc::new(items)))];
+        if conn_type == "main" {
+            return TaskOutputs { main: outs, other: BTreeMap::new() };
+        }
+        TaskOutputs { main: vec![], other: BTreeMap::from([(conn_type.to_owned(), outs)]) }
+    }
+
+    /// Every output of every connection type, `main` first.
+    pub fn all(&self) -> impl Iterator<Item = &Option<OutputItems>> {
+        self.main.iter().chain(self.other.values().flatten())
     }
 }
 
@@ -193,6 +211,10 @@ pub struct TaskData {
     /// an Execute Workflow node started.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<TaskMetadata>,
+    /// A sub-node call's input (n8n's `inputOverride`): what its root handed
+    /// it, under the sub-node's connection type.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_override: Option<TaskOutputs>,
 }
 
 /// n8n's `ITaskMetadata` (the parts this engine sets).
@@ -225,7 +247,7 @@ impl TaskData {
     /// Packs every output: for a copy kept beside the run (progress), so it
     /// holds text rather than the run's shared values.
     pub fn pack_outputs(&mut self) {
-        for o in self.data.iter_mut().flat_map(|d| d.main.iter_mut().flatten()) {
+        for o in self.data.iter_mut().flat_map(|d| d.main.iter_mut().chain(d.other.values_mut().flatten()).flatten()) {
             o.pack();
         }
     }
@@ -287,6 +309,30 @@ pub struct ExecutionState {
     /// Execution Data node: what the execution can be found by.
     #[serde(default, skip_serializing_if = "CustomData::is_empty")]
     pub custom_data: CustomData,
+    /// Tokens the execution's chat models used (every AI node's calls).
+    #[serde(default, skip_serializing_if = "TokenUsage::is_zero")]
+    pub token_usage: TokenUsage,
+}
+
+/// Tokens of chat model calls, in n8n's `tokenUsage` shape.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TokenUsage {
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+    pub total_tokens: u64,
+}
+
+impl TokenUsage {
+    pub fn is_zero(&self) -> bool {
+        self.total_tokens == 0 && self.prompt_tokens == 0 && self.completion_tokens == 0
+    }
+
+    pub fn add(&mut self, other: TokenUsage) {
+        self.prompt_tokens += other.prompt_tokens;
+        self.completion_tokens += other.completion_tokens;
+        self.total_tokens += other.total_tokens;
+    }
 }
 
 /// Execution custom data with n8n's limits: at most 10 keys (further new
@@ -343,6 +389,7 @@ impl ExecutionState {
             node_context: BTreeMap::new(),
             webhook_response: None,
             custom_data: CustomData::default(),
+            token_usage: TokenUsage::default(),
         }
     }
 

@@ -26,6 +26,8 @@ pub struct NodeProxy<'a> {
     pub own_context: Option<&'a Value>,
     /// Where webhooks are served (`$execution.resumeUrl`).
     pub public_url: Option<&'a str>,
+    /// The arguments a model chose for this tool call (`$fromAI`).
+    pub from_ai: Option<&'a Value>,
 }
 
 impl<'a> DataProxy for NodeProxy<'a> {
@@ -75,6 +77,9 @@ impl<'a> DataProxy for NodeProxy<'a> {
     }
     fn vars(&self) -> Value {
         json!({})
+    }
+    fn from_ai_input(&self) -> Option<Value> {
+        self.from_ai.cloned()
     }
 }
 

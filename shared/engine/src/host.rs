@@ -91,6 +91,25 @@ pub trait ProcessedDataStore: Send + Sync {
     fn delete(&self, workflow_id: &str, context: &str) -> Result<(), String>;
 }
 
+/// Conversation history of AI memory sub-nodes (Window Buffer Memory),
+/// one list of messages per workflow and session key. Without one the
+/// engine keeps history in the process, as n8n's in-memory store.
+pub trait ChatMemoryStore: Send + Sync {
+    /// The stored messages, oldest first (empty when none).
+    fn load(&self, workflow_id: &str, session: &str) -> Result<Vec<Value>, String>;
+    /// Replaces the stored messages.
+    fn save(&self, workflow_id: &str, session: &str, messages: &[Value]) -> Result<(), String>;
+}
+
+/// Chat models a host supplies itself, for model node types the engine does
+/// not speak (a provider behind an SDK) or in place of its own clients (a
+/// scripted model in benchmarks). The engine's OpenAI-compatible and
+/// Anthropic clients serve every node this leaves to them.
+pub trait ChatModelProvider: Send + Sync {
+    /// The model for this model sub-node; `None`: the engine's own client.
+    fn model(&self, node: &crate::workflow::Node) -> Option<Result<Box<dyn crate::nodes::ai::model::ChatModel>, String>>;
+}
+
 /// Name resolution for HTTP requests, injectable so tests never use real DNS
 /// (the SSRF guard's own trait: the guard checks what it answers).
 pub use outbound::{Resolver, SystemResolver};
@@ -107,11 +126,15 @@ pub struct Host {
     pub resolver: Arc<dyn Resolver>,
     /// Remove Duplicates' history across executions.
     pub processed_data: Option<Arc<dyn ProcessedDataStore>>,
+    /// AI memory sub-nodes' conversations.
+    pub chat_memory: Option<Arc<dyn ChatMemoryStore>>,
+    /// Chat models the host supplies (else the engine's own clients).
+    pub chat_models: Option<Arc<dyn ChatModelProvider>>,
 }
 
 impl Default for Host {
     fn default() -> Self {
-        Host { credentials: None, workflows: None, sub_executions: None, data_tables: None, files: None, resolver: Arc::new(SystemResolver), processed_data: None }
+        Host { credentials: None, workflows: None, sub_executions: None, data_tables: None, files: None, resolver: Arc::new(SystemResolver), processed_data: None, chat_memory: None, chat_models: None }
     }
 }
 
@@ -124,6 +147,8 @@ impl std::fmt::Debug for Host {
             .field("data_tables", &self.data_tables.is_some())
             .field("files", &self.files.is_some())
             .field("processed_data", &self.processed_data.is_some())
+            .field("chat_memory", &self.chat_memory.is_some())
+            .field("chat_models", &self.chat_models.is_some())
             .finish()
     }
 }

@@ -81,12 +81,13 @@ impl Engine {
                                 execution_time: 0,
                                 execution_status: ExecutionStatus::Success,
                                 source: vec![],
-                                data: Some(TaskOutputs { main }),
+                                data: Some(TaskOutputs { main, other: Default::default() }),
                                 error: None,
                                 console: vec![],
                                 released_items: None,
                                 origin: Some(RunOrigin::Mocked),
                                 metadata: None,
+                                input_override: None,
                             });
                             next.extend(graph.parents(p).iter().cloned());
                         }
@@ -140,6 +141,7 @@ impl Engine {
             node_contexts: Some(&state.node_context),
             own_context: state.node_context.get(node),
             public_url: settings.public_url.as_deref(),
+            from_ai: None,
         };
         let mut out = ResolvedParameters { parameters: n.parameters.clone(), resolved: Value::Null, failed_expressions: vec![], empty_resolutions: vec![] };
         out.resolved = walk(&n.parameters, "", &mut expr, &proxy, &mut out.failed_expressions, &mut out.empty_resolutions);

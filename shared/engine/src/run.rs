@@ -343,6 +343,7 @@ impl Engine {
         let start = now_ms();
         let t0 = Instant::now();
         let mut console = vec![];
+        let mut sub_runs = nodes::ai::SubRuns::default();
         let mut origin = None;
         let mut metadata = None;
         let result: Result<NodeOutput> = if let Some(pin) = st.pin_data.get(&node.name) {
@@ -400,8 +401,11 @@ impl Engine {
                     error_items: vec![],
                     webhook_response: None,
                     metadata: None,
+                    from_ai: None,
+                    sub_runs: Default::default(),
                 };
                 res = f(&mut ctx);
+                sub_runs.append(&mut ctx.sub_runs);
                 if consumable && !node.execute_once {
                     // what the node did not take (a parked Wait needs it back)
                     entry.inputs = std::mem::take(&mut ctx.inputs);
@@ -431,7 +435,10 @@ impl Engine {
             released_items: None,
             origin,
             metadata,
+            input_override: None,
         };
+        // Sub-node calls are runs of those sub-nodes, in call order (also when the root failed).
+        sub_runs.record_into(st);
         let previous_last = st.last_node_executed.replace(node.name.clone());
         let outputs: Vec<Items> = match result {
             Ok(out @ (NodeOutput::Wait(_) | NodeOutput::Park(_))) => {

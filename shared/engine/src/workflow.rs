@@ -260,6 +260,27 @@ impl Graph {
         out
     }
 
+    /// Sub-nodes of `root` on connection type `conn_type` (`ai_languageModel`,
+    /// `ai_tool`, …), enabled ones only, in the order the connections list them.
+    pub fn sub_nodes(&self, root: &str, conn_type: &str) -> Vec<&Node> {
+        let mut out = vec![];
+        for (src, types) in &self.workflow.connections {
+            let Some(outs) = types.get(conn_type) else { continue };
+            if outs.iter().flatten().flatten().any(|t| t.node == root) {
+                if let Some(n) = self.node(src).filter(|n| !n.disabled) {
+                    out.push(n);
+                }
+            }
+        }
+        out
+    }
+
+    /// A node that supplies a service to another over a non-`main`
+    /// connection: the stack never runs it, its root calls it.
+    pub fn is_sub_node(&self, name: &str) -> bool {
+        self.workflow.connections.get(name).is_some_and(|types| types.iter().any(|(ty, outs)| ty != "main" && outs.iter().flatten().flatten().next().is_some()))
+    }
+
     /// The trigger to start from: a named one, else the first enabled trigger,
     /// else the first enabled node without parents.
     pub fn start_node(&self, name: Option<&str>) -> Result<&Node> {
@@ -269,7 +290,7 @@ impl Graph {
         let enabled = || self.workflow.nodes.iter().filter(|n| !n.disabled);
         enabled()
             .find(|n| is_trigger_type(&n.node_type))
-            .or_else(|| enabled().find(|n| self.parents(&n.name).is_empty() && !n.node_type.ends_with("stickyNote")))
+            .or_else(|| enabled().find(|n| self.parents(&n.name).is_empty() && !n.node_type.ends_with("stickyNote") && !self.is_sub_node(&n.name)))
             .ok_or_else(|| EngineError::InvalidWorkflow("workflow has no trigger or start node".into()))
     }
 }

@@ -5,7 +5,7 @@
 //! ```text
 //! { "workflowData":  { id, name, projectId, nodes, connections, settings, staticData },
 //!   "startData":     { trigger, triggerItems, destinationNode, timeoutSecs, respond },
-//!   "resultData":    { runData, pinData, lastNodeExecuted, error },
+//!   "resultData":    { runData, pinData, lastNodeExecuted, error, tokenUsage },
 //!   "executionData": { engineState }   // only while waiting: the engine's state minus runData/pinData
 //! }
 //! ```
@@ -177,6 +177,10 @@ pub(crate) fn after_run(
     }
     if let Some(sim) = &start.simulation {
         result.insert("simulation".into(), sim.clone());
+    }
+    // what the execution's chat models used, summed over every AI node's calls
+    if let Some(tokens) = st.get("tokenUsage").cloned() {
+        result.insert("tokenUsage".into(), tokens);
     }
     let mut doc = json!({
         "workflowData": workflow,

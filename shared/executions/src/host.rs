@@ -7,7 +7,7 @@
 //! `Handle::block_on`, which is allowed there (never on a runtime worker).
 
 use engine::host::{
-    CredentialsProvider, DataTableProvider, Host, ProcessedDataStore, RowFilter,
+    ChatMemoryStore, CredentialsProvider, DataTableProvider, Host, ProcessedDataStore, RowFilter,
     SubExecutionRecorder, SystemResolver, WorkflowProvider,
 };
 use engine::EngineSettings;
@@ -179,7 +179,28 @@ pub(crate) fn host(scope: Scope, sub_executions: Arc<dyn SubExecutionRecorder>) 
         // the file nodes work in a scratch folder of this execution only
         files: Some(Arc::new(engine::nodes::disk::ScratchDir::new())),
         resolver: Arc::new(SystemResolver),
-        processed_data: Some(Arc::new(StoreProcessedData(scope))),
+        processed_data: Some(Arc::new(StoreProcessedData(scope.clone()))),
+        chat_memory: Some(Arc::new(StoreChatMemory(StoreProcessedData(scope)))),
+        // models through the engine's own clients (see engine::nodes::ai::model)
+        chat_models: None,
+    }
+}
+
+/// AI memory sub-nodes' sessions in DynamoDB (with a TTL), for workflows of
+/// the running project only (the same check as Remove Duplicates' history).
+struct StoreChatMemory(StoreProcessedData);
+
+impl ChatMemoryStore for StoreChatMemory {
+    fn load(&self, workflow_id: &str, session: &str) -> Result<Vec<Value>, String> {
+        self.0.check_for(workflow_id, "chat memory sessions are")?;
+        let s = &self.0 .0;
+        s.handle.block_on(s.data.chat_memory.load(workflow_id, session)).map_err(|e| e.to_string())
+    }
+
+    fn save(&self, workflow_id: &str, session: &str, messages: &[Value]) -> Result<(), String> {
+        self.0.check_for(workflow_id, "chat memory sessions are")?;
+        let s = &self.0 .0;
+        s.handle.block_on(s.data.chat_memory.save(workflow_id, session, messages)).map_err(|e| e.to_string())
     }
 }
 
@@ -188,12 +209,14 @@ struct StoreProcessedData(Arc<Scope>);
 
 impl StoreProcessedData {
     fn check(&self, workflow_id: &str) -> Result<(), String> {
+        self.check_for(workflow_id, "values seen in previous executions are")
+    }
+
+    /// `what` says what is kept per workflow, for the unsaved-workflow error.
+    fn check_for(&self, workflow_id: &str, what: &str) -> Result<(), String> {
         let s = &self.0;
         if workflow_id.trim().is_empty() {
-            return Err(
-                "save the workflow first: values seen in previous executions are kept per workflow"
-                    .into(),
-            );
+            return Err(format!("save the workflow first: {what} kept per workflow"));
         }
         let meta = s
             .handle

@@ -28,12 +28,32 @@ use tokio::task::JoinHandle;
 /// What the hook sends.
 enum Update {
     Full(Box<ExecutionState>),
-    /// The last run of `node`, at `run_index`.
+    /// The last run of `node`, at `run_index`, with the runs of the
+    /// sub-nodes it called during that run (an AI Agent's model and tool
+    /// calls: `(sub-node, run index, run)`) and the execution's token count.
     Node {
         node: String,
         run_index: usize,
         task: Box<TaskData>,
+        sub_runs: Vec<(String, usize, TaskData)>,
+        token_usage: engine::data::TokenUsage,
     },
+}
+
+/// The runs sub-nodes recorded for `node`'s run `run_index`: each sub-node's
+/// trailing runs whose source is that run (a root's calls are appended
+/// after everything before them).
+fn sub_runs_of(st: &ExecutionState, node: &str, run_index: usize) -> Vec<(String, usize, TaskData)> {
+    let mut out = vec![];
+    for (name, runs) in &st.run_data {
+        let called = |t: &TaskData| {
+            t.input_override.is_some()
+                && t.source.first().and_then(|s| s.as_ref()).is_some_and(|s| s.previous_node == node && s.previous_node_run == run_index)
+        };
+        let n = runs.iter().rev().take_while(|t| called(t)).count();
+        out.extend(runs.iter().enumerate().skip(runs.len() - n).map(|(i, t)| (name.clone(), i, t.clone())));
+    }
+    out
 }
 
 /// Folds an update into the writer's copy. The copy packs what it takes
@@ -51,14 +71,20 @@ fn apply(state: &mut Option<ExecutionState>, update: Update) {
             node,
             run_index,
             mut task,
+            sub_runs,
+            token_usage,
         } => {
             task.pack_outputs();
             let Some(st) = state.as_mut() else { return };
-            let runs = st.run_data.entry(node.clone()).or_default();
-            match runs.get_mut(run_index) {
-                Some(slot) => *slot = *task,
-                None => runs.push(*task),
+            for (name, i, mut sub) in sub_runs.into_iter().chain(std::iter::once((node.clone(), run_index, *task))) {
+                sub.pack_outputs();
+                let runs = st.run_data.entry(name).or_default();
+                match runs.get_mut(i) {
+                    Some(slot) => *slot = sub,
+                    None => runs.push(sub),
+                }
             }
+            st.token_usage = token_usage;
             st.last_node_executed = Some(node);
         }
     }
@@ -160,9 +186,12 @@ pub(crate) fn start(handle: &Handle, sink: impl Sink, every: Duration) -> (Progr
             let Some(node) = st.last_node_executed.clone() else { return };
             let Some(runs) = st.run_data.get(&node) else { return };
             let Some(task) = runs.last() else { return };
+            let run_index = runs.len() - 1;
             Update::Node {
-                run_index: runs.len() - 1,
+                run_index,
                 task: Box::new(task.clone()),
+                sub_runs: sub_runs_of(st, &node, run_index),
+                token_usage: st.token_usage,
                 node,
             }
         };
@@ -314,6 +343,34 @@ mod tests {
         hook.notify(&st);
     }
 
+    /// An AI root's run brings the runs of the sub-nodes it called (each
+    /// model and tool call) and the token count along.
+    #[test]
+    fn a_roots_update_carries_its_sub_node_calls() {
+        let call = |root_run: usize| -> TaskData {
+            serde_json::from_value(serde_json::json!({"startTime": 0, "executionTime": 0, "executionStatus": "success",
+                "source": [{"previousNode": "Agent", "previousNodeRun": root_run}], "inputOverride": {"ai_languageModel": [[{"json": {}}]]},
+                "data": {"ai_languageModel": [[{"json": {"response": root_run}}]]}}))
+            .unwrap()
+        };
+        let mut st = ExecutionState::new("e".into());
+        st.run_data.insert("Model".into(), vec![call(0), call(1), call(1)]);
+        st.run_data.insert("Agent".into(), vec![task(), task()]);
+        let subs = sub_runs_of(&st, "Agent", 1);
+        assert_eq!(subs.iter().map(|(n, i, _)| (n.as_str(), *i)).collect::<Vec<_>>(), [("Model", 1), ("Model", 2)], "only the calls of run 1");
+        let mut copy = None;
+        apply(&mut copy, Update::Full(Box::new(ExecutionState::new("e".into()))));
+        // as the hook sees it right after the Agent's first run
+        let mut first = ExecutionState::new("e".into());
+        first.run_data.insert("Model".into(), vec![call(0)]);
+        first.run_data.insert("Agent".into(), vec![task()]);
+        first.token_usage.total_tokens = 9;
+        apply(&mut copy, Update::Node { node: "Agent".into(), run_index: 0, task: Box::new(task()), sub_runs: sub_runs_of(&first, "Agent", 0), token_usage: first.token_usage });
+        let copy = copy.unwrap();
+        assert_eq!(copy.run_data["Model"].len(), 1);
+        assert_eq!(copy.token_usage.total_tokens, 9);
+    }
+
     /// The writer's copy lets go of the run's items (else the engine could
     /// neither pack nor free them) and still stores the same output.
     #[test]
@@ -325,7 +382,7 @@ mod tests {
         st.run_data.insert("A".into(), vec![run.clone()]);
         let mut copy = None;
         apply(&mut copy, Update::Full(Box::new(st.clone())));
-        apply(&mut copy, Update::Node { node: "B".into(), run_index: 0, task: Box::new(run) });
+        apply(&mut copy, Update::Node { node: "B".into(), run_index: 0, task: Box::new(run), sub_runs: vec![], token_usage: Default::default() });
         drop(st);
         assert_eq!(Arc::strong_count(&items), 1, "only the test holds the items now");
         let copy = copy.unwrap();

@@ -26,7 +26,7 @@ pub fn output_count(d: &NodeDescription, parameters: &Value) -> usize {
         let fallback = parameters.pointer("/options/fallbackOutput").and_then(Value::as_str) == Some("extra");
         return rules.max(1) + usize::from(fallback);
     }
-    d.outputs.len().max(1)
+    d.outputs.iter().filter(|o| o.as_str() == "main").count().max(1)
 }
 
 /// Number of main inputs.
@@ -34,7 +34,7 @@ pub fn input_count(d: &NodeDescription, parameters: &Value) -> usize {
     if d.name == "n8n-nodes-base.merge" {
         return parameters.get("numberInputs").and_then(Value::as_u64).unwrap_or(2) as usize;
     }
-    d.inputs.len()
+    d.inputs.iter().filter(|i| i.as_str() == "main").count()
 }
 
 /// `search_nodes` output for several queries: [`crate::nodes::search`]'s

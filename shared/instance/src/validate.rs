@@ -533,6 +533,9 @@ fn check_connections(r: &mut Report, conns: Option<&Value>, nodes: &HashMap<Stri
                     has_parent.insert(target);
                     let idx = t.get("index").and_then(Value::as_u64).unwrap_or(0) as usize;
                     let t_desc = tn.get("type").and_then(Value::as_str).and_then(catalog::describe_exact);
+                    if kind != "main" {
+                        check_sub_node_connection(r, src, src_desc, kind, target, t_desc);
+                    }
                     if let (Some(d), "main") = (t_desc, kind.as_str()) {
                         let inputs = catalog::input_count(d, tn.get("parameters").unwrap_or(&Value::Null));
                         if inputs == 0 {
@@ -560,8 +563,51 @@ fn check_connections(r: &mut Report, conns: Option<&Value>, nodes: &HashMap<Stri
     }
     for (name, node) in nodes {
         let ty = node.get("type").and_then(Value::as_str).unwrap_or_default();
+        let desc = catalog::describe_exact(ty);
+        // A sub-node has no main input: its root calls it over its own connection type.
+        let sub_kind = desc.and_then(|d| d.outputs.iter().find(|o| o.as_str() != "main"));
+        if let Some(kind) = sub_kind {
+            let connected = conns.get(name.as_str()).and_then(|c| c.get(kind.as_str())).and_then(Value::as_array).is_some_and(|outs| outs.iter().any(|o| o.as_array().is_some_and(|a| !a.is_empty())));
+            if !connected && enabled(node) {
+                r.warn("DISCONNECTED_NODE", Category::Input, Some(name), None, format!("this sub-node is not connected to an AI node ({kind}); it will never run"));
+            }
+            continue;
+        }
         if !engine::workflow::is_trigger_type(ty) && ty != "n8n-nodes-base.stickyNote" && !has_parent.contains(name.as_str()) {
             r.warn("DISCONNECTED_NODE", Category::Input, Some(name), None, "no connection leads into this node; it will never run");
+        }
+        // A root node that needs a chat model cannot run without one.
+        if desc.is_some_and(|d| d.inputs.iter().any(|i| i == "ai_languageModel")) && enabled(node) && !sub_node_feeds(conns, nodes, "ai_languageModel", name) {
+            r.error(
+                "MISSING_SUB_NODE",
+                Category::Workflow,
+                Some(name),
+                None,
+                "no chat model is connected: connect a model sub-node (e.g. @n8n/n8n-nodes-langchain.lmChatOpenAi) to this node's ai_languageModel input",
+            );
+        }
+    }
+}
+
+/// Is an enabled node connected into `root` over `kind`?
+fn sub_node_feeds(conns: &Map<String, Value>, nodes: &HashMap<String, &Value>, kind: &str, root: &str) -> bool {
+    conns.iter().any(|(src, by_type)| {
+        nodes.get(src).is_some_and(|n| enabled(n))
+            && by_type.get(kind).and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_array).flatten().any(|t| t.get("node").and_then(Value::as_str) == Some(root))
+    })
+}
+
+/// A sub-node connection (`ai_tool`, …): the source must supply that kind and the target accept it.
+fn check_sub_node_connection(r: &mut Report, src: &str, src_desc: Option<&NodeDescription>, kind: &str, target: &str, t_desc: Option<&NodeDescription>) {
+    if let Some(d) = src_desc {
+        if !d.outputs.iter().any(|o| o == kind) {
+            r.error("INVALID_CONNECTION", Category::Workflow, Some(src), None, format!("connects over {kind}, but {} supplies {}", d.name, d.outputs.join(", ")));
+            return;
+        }
+    }
+    if let Some(d) = t_desc {
+        if !d.inputs.iter().any(|i| i == kind) {
+            r.error("INVALID_CONNECTION", Category::Workflow, Some(src), None, format!("connects into {target:?} over {kind}, which {} does not accept", d.name));
         }
     }
 }
@@ -658,6 +704,39 @@ mod tests {
         // Version 2 formats with Luxon presets, and dropped SHA1.
         assert!(all.contains("node \"Mixed\", parameter format"), "{all}");
         assert!(all.contains("node \"Hash\", parameter type"), "{all}");
+    }
+
+    #[test]
+    fn ai_sub_node_connections_are_accepted_and_a_root_without_a_model_is_flagged() {
+        let nodes = json!([
+            {"name": "Start", "type": "n8n-nodes-base.manualTrigger", "typeVersion": 1, "position": [0, 0], "parameters": {}},
+            {"name": "Agent", "type": "@n8n/n8n-nodes-langchain.agent", "typeVersion": 1.7, "position": [200, 0], "parameters": {"promptType": "define", "text": "hi"}},
+            {"name": "Model", "type": "@n8n/n8n-nodes-langchain.lmChatOpenAi", "typeVersion": 1.2, "position": [0, 200], "parameters": {"model": {"__rl": true, "value": "gpt-4o-mini", "mode": "list"}},
+             "credentials": {"openAiApi": {"id": "1", "name": "OpenAI"}}},
+            {"name": "Memory", "type": "@n8n/n8n-nodes-langchain.memoryBufferWindow", "typeVersion": 1.3, "position": [100, 200], "parameters": {}},
+            {"name": "Calculator", "type": "@n8n/n8n-nodes-langchain.toolCalculator", "typeVersion": 1, "position": [200, 200], "parameters": {}}
+        ]);
+        let full = json!({
+            "Start": {"main": [[{"node": "Agent", "type": "main", "index": 0}]]},
+            "Model": {"ai_languageModel": [[{"node": "Agent", "type": "ai_languageModel", "index": 0}]]},
+            "Memory": {"ai_memory": [[{"node": "Agent", "type": "ai_memory", "index": 0}]]},
+            "Calculator": {"ai_tool": [[{"node": "Agent", "type": "ai_tool", "index": 0}]]}
+        });
+        let r = validate(&wf(nodes.clone(), full.clone()), true);
+        assert!(!r.has_errors(), "{:?}", r.errors());
+        assert!(r.warnings().iter().all(|w| w.code != "DISCONNECTED_NODE"), "sub-nodes are connected through their root");
+
+        let mut no_model = full.clone();
+        no_model.as_object_mut().unwrap().remove("Model");
+        let r = validate(&wf(nodes.clone(), no_model), true);
+        let all = r.errors().join("\n");
+        assert!(all.contains("no chat model is connected"), "{all}");
+        assert!(r.warnings().iter().any(|w| w.code == "DISCONNECTED_NODE" && w.node_name.as_deref() == Some("Model")));
+
+        let mut wrong = full;
+        wrong["Calculator"] = json!({"ai_languageModel": [[{"node": "Agent", "type": "ai_languageModel", "index": 0}]]});
+        let all = validate(&wf(nodes, wrong), true).errors().join("\n");
+        assert!(all.contains("connects over ai_languageModel, but @n8n/n8n-nodes-langchain.toolCalculator supplies ai_tool"), "{all}");
     }
 
     #[test]

@@ -334,6 +334,8 @@ mod tests {
             error_items: vec![],
             webhook_response: None,
             metadata: None,
+            from_ai: None,
+            sub_runs: Default::default(),
         };
         let mut out = vec![];
         if let Err(Failed(e, _)) = run_item(&mut ctx, desc, &input[0], 0, &mut out) {

@@ -54,6 +54,7 @@ pub mod wait;
 pub mod xml;
 pub mod markdown;
 pub mod debug_helper;
+pub mod ai;
 
 /// What a node run produced.
 pub enum NodeOutput {
@@ -136,6 +137,9 @@ pub fn get(node_type: &str) -> Option<NodeFn> {
         "n8n-nodes-base.markdown" => markdown::execute,
         "n8n-nodes-base.debugHelper" => debug_helper::execute,
         "n8n-nodes-base.executionData" => misc::execution_data,
+        "@n8n/n8n-nodes-langchain.agent" => ai::agent::agent,
+        "@n8n/n8n-nodes-langchain.chainLlm" => ai::agent::chain_llm,
+        t if ai::sub_node_kind(t).is_some() => ai::sub_node,
         t if crate::declarative::is_declarative(t) => crate::declarative::execute,
         _ => return None,
     };
@@ -176,6 +180,11 @@ pub struct NodeContext<'a> {
     pub webhook_response: Option<Value>,
     /// Task metadata the node sets (Execute Workflow's sub-execution link).
     pub metadata: Option<crate::data::TaskMetadata>,
+    /// Set while a tool sub-node runs for a model's call: its `$fromAI` values.
+    pub from_ai: Option<Value>,
+    /// Calls this (root) node made of its sub-nodes, in call order; the
+    /// executor appends them to run data (`ai::SubRuns`).
+    pub sub_runs: ai::SubRuns,
 }
 
 static EMPTY: [Item; 0] = [];
@@ -229,6 +238,7 @@ impl<'a> NodeContext<'a> {
             node_contexts: Some(self.node_contexts),
             own_context: Some(&*self.node_state),
             public_url: self.env.settings.public_url.as_deref(),
+            from_ai: self.from_ai.as_ref(),
         };
         f(self.expr, &proxy)
     }

@@ -95,7 +95,7 @@ pub fn plan(graph: &Graph, ask: &StepAsk<'_>) -> Result<StepPlan, InstanceError>
         }
         Target::SubNode(ty, owner) if ty == "ai_tool" => {
             return Err(refuse(format!(
-                "{target:?} is a tool of {owner:?}. Running a tool on its own is not supported on this instance yet (the engine has no agent node to run it through); run {owner:?} instead and read {target:?}'s output from that execution with get-node-output"
+                "{target:?} is a tool of {owner:?}. Running a tool on its own (the Tool Executor) is not supported on this instance yet; run {owner:?} instead and read {target:?}'s output from that execution with get-node-output"
             )))
         }
         Target::SubNode(ty, owner) => {

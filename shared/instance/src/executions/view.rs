@@ -231,10 +231,14 @@ fn is_zero(n: &usize) -> bool {
     *n == 0
 }
 
-/// One page of a node's last run, across its outputs as one sequence.
+/// One page of a node's last run, across its outputs as one sequence; for a
+/// sub-node, of every call in call order (see [`sub_node_output`]).
 pub fn node_output(graph: Option<&Graph>, runs: &RunData, node: &str, start: usize, max: usize, values: Values) -> NodeOutput {
     let node_runs = runs.get(node).map(Vec::as_slice).unwrap_or_default();
     let total_runs = (node_runs.len() > 1).then_some(node_runs.len());
+    if graph.is_some_and(|g| g.is_sub_node(node)) || node_runs.iter().any(|t| t.input_override.is_some()) {
+        return sub_node_output(node, node_runs, start, max, values);
+    }
     let names = graph.and_then(|g| g.node(node)).map(engine::partial::output_names).unwrap_or_default();
     let Some(task) = node_runs.last() else {
         return NodeOutput { node_name: node.to_owned(), outputs: vec![], total_items: 0, returned: Returned { from: start, to: start }, total_runs, truncated: 0, suppressed: None };
@@ -279,6 +283,54 @@ pub fn node_output(graph: Option<&Graph>, runs: &RunData, node: &str, start: usi
     }
 }
 
+/// A sub-node's calls (each run is one call its root made), as one output
+/// whose items page across the calls: each item labelled with its call
+/// (`node:<name>[call <n>][<output>][<item>]`, `n` counting from 1) and
+/// carrying what the call was given (`input`) beside what it returned (`json`).
+fn sub_node_output(node: &str, node_runs: &[TaskData], start: usize, max: usize, values: Values) -> NodeOutput {
+    let mut all: Vec<Value> = vec![];
+    let mut conn_type: Option<String> = None;
+    for (call, task) in node_runs.iter().enumerate() {
+        let input = task.input_override.as_ref().and_then(|i| i.all().flatten().next()).and_then(|o| o.items().first()).map(item);
+        for (ty, outs) in task.data.iter().flat_map(|d| d.other.iter()) {
+            conn_type.get_or_insert_with(|| ty.clone());
+            for (o, items) in outs.iter().enumerate() {
+                for (j, it) in items.iter().flat_map(|x| x.items().iter()).enumerate() {
+                    let mut v = item(it);
+                    v["label"] = json!(format!("node:{node}[call {}][{o}][{j}]", call + 1));
+                    if let Some(i) = &input {
+                        v["input"] = i["json"].clone();
+                    }
+                    all.push(v);
+                }
+            }
+        }
+    }
+    let total = all.len();
+    let end = start.saturating_add(max).min(total);
+    let mut budget = Budget::new(ITEM_BUDGET_CHARS);
+    let mut page = vec![];
+    for v in all.into_iter().take(end).skip(start) {
+        if values == Values::Withheld || budget.left == 0 {
+            budget.truncated += 1;
+            continue;
+        }
+        if let Some(v) = budget.take(v) {
+            page.push(v);
+        }
+    }
+    let returned = page.len();
+    NodeOutput {
+        node_name: node.to_owned(),
+        outputs: vec![OutputView { index: 0, name: conn_type, total_items: total, items: page }],
+        total_items: total,
+        returned: Returned { from: start.min(total), to: start.min(total) + returned },
+        total_runs: (node_runs.len() > 1).then_some(node_runs.len()),
+        truncated: if values == Values::Withheld { 0 } else { budget.truncated },
+        suppressed: (values == Values::Withheld).then(|| WITHHELD.to_owned()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -289,6 +341,32 @@ mod tests {
 
     fn task(outputs: Value) -> Value {
         json!({"startTime": 1, "executionTime": 0, "executionStatus": "success", "data": {"main": outputs}})
+    }
+
+    #[test]
+    fn a_sub_node_reports_every_call_in_order_with_its_input() {
+        let g = Graph::from_json(&json!({"nodes": [
+            {"name": "Agent", "type": "@n8n/n8n-nodes-langchain.agent", "typeVersion": 1.7},
+            {"name": "Search Tickets", "type": "@n8n/n8n-nodes-langchain.toolHttpRequest", "typeVersion": 1.1}
+        ], "connections": {"Search Tickets": {"ai_tool": [[{"node": "Agent", "type": "ai_tool", "index": 0}]]}}}))
+        .unwrap();
+        let call = |q: &str, r: &str| json!({"startTime": 1, "executionTime": 0, "executionStatus": "success",
+            "inputOverride": {"ai_tool": [[{"json": {"query": q}}]]}, "data": {"ai_tool": [[{"json": {"response": r}}]]}});
+        let failed = json!({"startTime": 2, "executionTime": 0, "executionStatus": "error", "inputOverride": {"ai_tool": [[{"json": {"query": "c"}}]]},
+            "error": {"message": "boom"}});
+        let r = runs(json!({"Search Tickets": [call("a", "first"), call("b", "second"), failed, call("d", "fourth")]}));
+        let page = node_output(Some(&g), &r, "Search Tickets", 1, 2, Values::Shown);
+        assert_eq!(page.total_runs, Some(4));
+        assert_eq!(page.total_items, 3, "a failed call records no items");
+        assert_eq!(page.outputs[0].name.as_deref(), Some("ai_tool"));
+        let items = &page.outputs[0].items;
+        assert_eq!(items[0]["label"], "node:Search Tickets[call 2][0][0]");
+        assert_eq!(items[0]["input"], json!({"query": "b"}));
+        assert_eq!(items[0]["json"], json!({"response": "second"}));
+        assert_eq!(items[1]["label"], "node:Search Tickets[call 4][0][0]");
+        assert_eq!(page.returned, Returned { from: 1, to: 3 });
+        let hidden = node_output(Some(&g), &r, "Search Tickets", 0, 10, Values::Withheld);
+        assert!(hidden.outputs[0].items.is_empty() && hidden.suppressed.is_some());
     }
 
     #[test]

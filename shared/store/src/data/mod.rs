@@ -9,6 +9,7 @@
 //! all once per process with [`InstanceData::new`].
 
 pub mod agent_records;
+pub mod chat_memory;
 pub mod credentials;
 pub mod data_tables;
 pub mod db;
@@ -25,6 +26,7 @@ pub mod workspace;
 pub mod work_items;
 
 pub use agent_records::AgentRecords;
+pub use chat_memory::ChatMemory;
 pub use credentials::Credentials;
 pub use data_tables::DataTables;
 pub use executions::Executions;
@@ -60,6 +62,7 @@ pub struct InstanceData {
     pub webhooks: Webhooks,
     pub processed_data: ProcessedData,
     pub work_items: WorkItems,
+    pub chat_memory: ChatMemory,
 }
 
 impl InstanceData {
@@ -92,6 +95,7 @@ impl InstanceData {
             setup_skips: SetupSkips::new(table(TableId::Agent)?),
             webhooks: Webhooks::new(instance.clone()),
             work_items: WorkItems::new(table(TableId::Agent)?),
+            chat_memory: ChatMemory::new(table(TableId::Executions)?),
             projects,
             folders,
             tags,

@@ -1,0 +1,232 @@
+//! AI Agent (`agent`, the tools agent) and Basic LLM Chain (`chainLlm`):
+//! for each input item, the prompt (the chat input or the node's text),
+//! the memory's window, the model's tool-calling loop up to
+//! `maxIterations`, the memory's save and the output parser's parse. Each
+//! model, tool, memory and parser call is recorded as a run of its sub-node.
+
+use serde_json::{json, Value};
+
+use super::model::{ChatModel, ChatRequest, ChatResponse, Message, ToolCall};
+use super::tools::Tool;
+use super::{NodeContext, LANGUAGE_MODEL, MEMORY, OUTPUT_PARSER, TOOL};
+use crate::data::item_from;
+use crate::error::{EngineError, Result};
+use crate::nodes::NodeOutput;
+use crate::workflow::Node;
+
+/// What the agent returns when the loop ran out of iterations (LangChain's text).
+pub const MAX_ITERATIONS_OUTPUT: &str = "Agent stopped due to max iterations.";
+
+pub fn agent(ctx: &mut NodeContext<'_>) -> Result<NodeOutput> {
+    let flavour = ctx.param_str("agent", 0, "toolsAgent")?;
+    if !matches!(flavour.as_str(), "toolsAgent" | "conversationalAgent" | "openAiFunctionsAgent") {
+        return Err(EngineError::node(format!("The {flavour} agent is not supported on this instance; use the Tools Agent")));
+    }
+    each_item(ctx, Root::Agent)
+}
+
+pub fn chain_llm(ctx: &mut NodeContext<'_>) -> Result<NodeOutput> {
+    each_item(ctx, Root::Chain)
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Root {
+    Agent,
+    Chain,
+}
+
+fn each_item(ctx: &mut NodeContext<'_>, root: Root) -> Result<NodeOutput> {
+    let input = ctx.input(0);
+    let mut out = Vec::with_capacity(input.len());
+    for i in 0..input.len() {
+        match run_item(ctx, root, i) {
+            Ok(json) => out.push(item_from(json, i)),
+            Err(EngineError::Canceled) => return Err(EngineError::Canceled),
+            Err(e) if ctx.continue_on_fail() => ctx.error_item(&mut out, &e, i),
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(NodeOutput::one(out))
+}
+
+/// The one sub-node of `conn_type` (the first, if several are connected).
+fn one_sub_node<'a>(ctx: &NodeContext<'a>, conn_type: &str) -> Option<&'a Node> {
+    ctx.sub_nodes(conn_type).into_iter().next()
+}
+
+/// The user's prompt: the chat input, or the text the node defines.
+fn prompt(ctx: &mut NodeContext<'_>, item: usize) -> Result<String> {
+    let auto = ctx.version() >= 1.5 && ctx.param_str("promptType", item, "auto")? == "auto";
+    let v = if auto {
+        ctx.resolve(&json!("={{ $json.chatInput }}"), item)?
+    } else {
+        match ctx.raw("text").cloned() {
+            Some(t) => ctx.resolve(&t, item)?,
+            None => ctx.resolve(&json!("={{ $json.chatInput }}"), item)?,
+        }
+    };
+    let text = match v {
+        Value::Null => String::new(),
+        other => crate::nodes::js_string(&other),
+    };
+    if text.trim().is_empty() {
+        return Err(EngineError::node_with(
+            "No prompt specified",
+            if auto {
+                "Expected to find the prompt in an input field called 'chatInput' (this is what the chat trigger node outputs). To use something else, change the 'Prompt' parameter"
+            } else {
+                "The 'Prompt (User Message)' parameter is empty"
+            },
+        ));
+    }
+    Ok(text)
+}
+
+fn run_item(ctx: &mut NodeContext<'_>, root: Root, item: usize) -> Result<Value> {
+    let model_node = one_sub_node(ctx, LANGUAGE_MODEL).ok_or_else(|| {
+        EngineError::node_with("A Chat Model sub-node must be connected and enabled", "connect a chat model (e.g. OpenAI Chat Model) to the node's Chat Model input")
+    })?;
+    let model = ctx.with_sub_node(model_node, None, |c| super::model::supply(c, item))?;
+    let text = prompt(ctx, item)?;
+    let wants_parser = root == Root::Chain || ctx.version() < 1.1 || ctx.param_bool("hasOutputParser", item, false)?;
+    let parser = match one_sub_node(ctx, OUTPUT_PARSER).filter(|_| wants_parser) {
+        Some(p) => Some((p, ctx.with_sub_node(p, None, |c| super::output_parser::supply(c, item))?)),
+        None => None,
+    };
+    let memory = match one_sub_node(ctx, MEMORY).filter(|_| root == Root::Agent) {
+        Some(m) => Some((m, ctx.with_sub_node(m, None, |c| super::memory::supply(c, item))?)),
+        None => None,
+    };
+    let mut messages = vec![];
+    let mut system = match root {
+        Root::Agent => ctx.param_str("options.systemMessage", item, "You are a helpful assistant")?,
+        Root::Chain => chain_messages(ctx, item, &mut messages)?,
+    };
+    if let Some((_, p)) = &parser {
+        if !system.is_empty() {
+            system.push_str("\n\n");
+        }
+        system.push_str(&p.format_instructions());
+    }
+    if !system.is_empty() {
+        messages.insert(0, Message::System { content: system });
+    }
+    if let Some((node, mem)) = &memory {
+        let call = ctx.begin_call(&node.name, MEMORY, json!({"action": "loadMemoryVariables", "values": {"input": text}}));
+        let history = mem.load();
+        let out = history.as_ref().map(|h| json!({"action": "loadMemoryVariables", "chatHistory": h}));
+        ctx.end_call(call, out.as_ref().map_err(|e| *e));
+        messages.extend(history?);
+    }
+    messages.push(Message::User { content: text.clone() });
+
+    let tools: Vec<Tool<'_>> = if root == Root::Agent {
+        let mut tools = vec![];
+        for t in ctx.sub_nodes(TOOL) {
+            tools.push(ctx.with_sub_node(t, None, |c| super::tools::supply(c, t, item))?);
+        }
+        tools
+    } else {
+        vec![]
+    };
+    let specs: Vec<_> = tools.iter().map(|t| t.spec.clone()).collect();
+    let max_iterations = if root == Root::Agent { ctx.param_f64("options.maxIterations", item, 10.0)?.max(1.0) as usize } else { 1 };
+    let mut steps = vec![];
+    let mut answer = None;
+    for _ in 0..max_iterations {
+        let resp = call_model(ctx, model_node, model.as_ref(), &messages, &specs)?;
+        if resp.tool_calls.is_empty() || root == Root::Chain {
+            answer = Some(resp.content);
+            break;
+        }
+        messages.push(Message::Assistant { content: resp.content.clone(), tool_calls: resp.tool_calls.clone() });
+        for call in &resp.tool_calls {
+            let observation = call_tool(ctx, &tools, call, item)?;
+            steps.push(json!({
+                "action": {"tool": call.name, "toolInput": call.arguments, "log": resp.content, "toolCallId": call.id, "type": "tool_call"},
+                "observation": observation,
+            }));
+            messages.push(Message::Tool { tool_call_id: call.id.clone(), name: call.name.clone(), content: observation });
+        }
+    }
+    let answer = answer.unwrap_or_else(|| MAX_ITERATIONS_OUTPUT.to_owned());
+    let output = match &parser {
+        Some((node, p)) if answer != MAX_ITERATIONS_OUTPUT => {
+            let call = ctx.begin_call(&node.name, OUTPUT_PARSER, json!({"action": "parse", "text": answer}));
+            let parsed = p.parse(&answer);
+            let out = parsed.as_ref().map(|v| json!({"action": "parse", "response": v}));
+            ctx.end_call(call, out.as_ref().map_err(|e| *e));
+            parsed?
+        }
+        _ => Value::String(answer.clone()),
+    };
+    if let Some((node, mem)) = &memory {
+        let call = ctx.begin_call(&node.name, MEMORY, json!({"action": "saveContext", "input": {"input": text}, "output": {"output": answer}}));
+        let saved = mem.save(&text, &answer);
+        let out = saved.as_ref().map(|h| json!({"action": "saveContext", "chatHistory": h}));
+        ctx.end_call(call, out.as_ref().map_err(|e| *e));
+        saved?;
+    }
+    let key = if root == Root::Chain && parser.is_none() { "text" } else { "output" };
+    let mut json = json!({ key: output });
+    if root == Root::Agent && ctx.param_bool("options.returnIntermediateSteps", item, false)? {
+        json["intermediateSteps"] = Value::Array(steps);
+    }
+    Ok(json)
+}
+
+/// Basic LLM Chain's extra messages (`messages.messageValues`); returns its system text.
+fn chain_messages(ctx: &mut NodeContext<'_>, item: usize, messages: &mut Vec<Message>) -> Result<String> {
+    let mut system = vec![];
+    for m in ctx.param("messages.messageValues", item, json!([]))?.as_array().cloned().unwrap_or_default() {
+        let text = m.get("message").map(crate::nodes::js_string).unwrap_or_default();
+        match m.get("type").and_then(Value::as_str).unwrap_or("SystemMessagePromptTemplate") {
+            "HumanMessagePromptTemplate" => messages.push(Message::User { content: text }),
+            "AIMessagePromptTemplate" => messages.push(Message::Assistant { content: text, tool_calls: vec![] }),
+            _ => system.push(text),
+        }
+    }
+    Ok(system.join("\n\n"))
+}
+
+/// One model call, recorded as a run of the model sub-node.
+fn call_model(ctx: &mut NodeContext<'_>, node: &Node, model: &dyn ChatModel, messages: &[Message], tools: &[super::model::ToolSpec]) -> Result<ChatResponse> {
+    let input = json!({"messages": messages, "tools": tools.iter().map(|t| &t.name).collect::<Vec<_>>(), "options": model.options()});
+    let call = ctx.begin_call(&node.name, LANGUAGE_MODEL, input);
+    let res = model.chat(ctx.env, &ChatRequest { messages, tools });
+    let out = res.as_ref().map(|r| {
+        json!({
+            "response": {"generations": [[{"text": r.content, "toolCalls": r.tool_calls}]]},
+            "tokenUsage": r.usage,
+        })
+    });
+    ctx.end_call(call, out.as_ref().map_err(|e| *e));
+    if let Ok(r) = &res {
+        ctx.add_tokens(r.usage);
+    }
+    res
+}
+
+/// One tool call, recorded as a run of the tool sub-node. A tool's failure
+/// goes back to the model as the observation (it may retry or explain), as
+/// LangChain's tool error handling does; a cancel stops the run.
+fn call_tool(ctx: &mut NodeContext<'_>, tools: &[Tool<'_>], call: &ToolCall, item: usize) -> Result<String> {
+    let Some(tool) = tools.iter().find(|t| t.spec.name == call.name) else {
+        return Ok(format!("{} is not a valid tool, try another one.", call.name));
+    };
+    let input = match tool.query(&call.arguments) {
+        Value::Object(o) => Value::Object(o),
+        other => json!({"query": other}),
+    };
+    let rec = ctx.begin_call(&tool.node.name, TOOL, input);
+    let args = call.arguments.clone();
+    let res = ctx.with_sub_node(tool.node, Some(args.clone()), |c| tool.run(c, &args, item));
+    let out = res.as_ref().map(|r| json!({"response": r}));
+    // the tool's own run record carries the metadata (a sub-workflow link)
+    ctx.end_call(rec, out.as_ref().map_err(|e| *e));
+    match res {
+        Ok(r) => Ok(r),
+        Err(EngineError::Canceled) => Err(EngineError::Canceled),
+        Err(e) => Ok(format!("There was an error: \"{e}\"")),
+    }
+}

@@ -1,0 +1,382 @@
+//! AI nodes end to end in the engine: an n8n "trigger → AI Agent (OpenAI
+//! Chat Model, Window Buffer Memory, HTTP Request Tool, Call Workflow Tool)"
+//! workflow, as n8n exports it, against a local server speaking OpenAI's
+//! chat-completions format; every sub-node call in run data, in order.
+
+#[path = "support/openai.rs"]
+mod openai;
+
+use std::sync::Arc;
+
+use engine::data::TaskData;
+use engine::host::{CredentialsProvider, WorkflowProvider};
+use engine::{Engine, EngineSettings, ExecutionState, ExecutionStatus, Graph, Host, Item, RunOptions};
+use serde_json::{json, Value};
+
+struct Creds(String);
+impl CredentialsProvider for Creds {
+    fn get(&self, cred_type: &str, reference: &Value) -> Result<Value, String> {
+        match cred_type {
+            "openAiApi" if reference["id"] == "openai-1" => Ok(json!({"apiKey": "sk-test", "url": format!("{}/v1", self.0)})),
+            other => Err(format!("no credential {other} {reference}")),
+        }
+    }
+}
+
+struct Workflows;
+impl WorkflowProvider for Workflows {
+    fn get_workflow(&self, id: &str) -> Result<Value, String> {
+        if id != "wf-lookup" {
+            return Err(format!("no workflow {id}"));
+        }
+        Ok(json!({
+            "id": "wf-lookup", "name": "Lookup customer",
+            "nodes": [
+                {"parameters": {"inputSource": "passthrough"}, "name": "When Executed by Another Workflow", "type": "n8n-nodes-base.executeWorkflowTrigger", "typeVersion": 1.1, "position": [0, 0]},
+                {"parameters": {"jsCode": "return [{json: {customerId: $json.customerId, name: $json.customerId === 'C42' ? 'Ada Lovelace' : 'unknown', plan: 'pro'}}];"},
+                 "name": "Find", "type": "n8n-nodes-base.code", "typeVersion": 2, "position": [200, 0]}
+            ],
+            "connections": {"When Executed by Another Workflow": {"main": [[{"node": "Find", "type": "main", "index": 0}]]}}
+        }))
+    }
+}
+
+/// The workflow as n8n 1.x exports it (ids and positions included).
+fn support_workflow(base: &str, max_iterations: u32) -> Value {
+    json!({
+        "id": "wf-support", "name": "Support agent",
+        "nodes": [
+            {"parameters": {}, "id": "b1", "name": "When clicking ‘Test workflow’", "type": "n8n-nodes-base.manualTrigger", "typeVersion": 1, "position": [0, 0]},
+            {"parameters": {"promptType": "define", "text": "={{ $json.chatInput }}", "options": {"systemMessage": "You are a support assistant.", "maxIterations": max_iterations, "returnIntermediateSteps": true}},
+             "id": "b2", "name": "AI Agent", "type": "@n8n/n8n-nodes-langchain.agent", "typeVersion": 1.7, "position": [220, 0]},
+            {"parameters": {"model": {"__rl": true, "value": "gpt-4o-mini", "mode": "list", "cachedResultName": "gpt-4o-mini"}, "options": {"temperature": 0.2}},
+             "id": "b3", "name": "OpenAI Chat Model", "type": "@n8n/n8n-nodes-langchain.lmChatOpenAi", "typeVersion": 1.2, "position": [100, 220],
+             "credentials": {"openAiApi": {"id": "openai-1", "name": "OpenAi account"}}},
+            {"parameters": {"sessionIdType": "customKey", "sessionKey": "={{ $json.sessionId }}", "contextWindowLength": 5},
+             "id": "b4", "name": "Window Buffer Memory", "type": "@n8n/n8n-nodes-langchain.memoryBufferWindow", "typeVersion": 1.3, "position": [240, 220]},
+            {"parameters": {"toolDescription": "Get the current weather for a city", "url": format!("{base}/weather"), "sendQuery": true,
+                            "parametersQuery": {"values": [{"name": "city"}]},
+                            "placeholderDefinitions": {"values": [{"name": "city", "description": "The city's name", "type": "string"}]}},
+             "id": "b5", "name": "Get Weather", "type": "@n8n/n8n-nodes-langchain.toolHttpRequest", "typeVersion": 1.1, "position": [380, 220]},
+            {"parameters": {"description": "Look a customer up by id", "workflowId": {"__rl": true, "value": "wf-lookup", "mode": "list", "cachedResultName": "Lookup customer"},
+                            "workflowInputs": {"mappingMode": "defineBelow", "value": {"customerId": "={{ $fromAI('customerId', 'The customer id', 'string') }}"},
+                                               "matchingColumns": [], "schema": [{"id": "customerId", "displayName": "customerId", "type": "string"}]}},
+             "id": "b6", "name": "Lookup Customer", "type": "@n8n/n8n-nodes-langchain.toolWorkflow", "typeVersion": 2.1, "position": [520, 220]}
+        ],
+        "connections": {
+            "When clicking ‘Test workflow’": {"main": [[{"node": "AI Agent", "type": "main", "index": 0}]]},
+            "OpenAI Chat Model": {"ai_languageModel": [[{"node": "AI Agent", "type": "ai_languageModel", "index": 0}]]},
+            "Window Buffer Memory": {"ai_memory": [[{"node": "AI Agent", "type": "ai_memory", "index": 0}]]},
+            "Get Weather": {"ai_tool": [[{"node": "AI Agent", "type": "ai_tool", "index": 0}]]},
+            "Lookup Customer": {"ai_tool": [[{"node": "AI Agent", "type": "ai_tool", "index": 0}]]}
+        },
+        "settings": {"executionOrder": "v1"}
+    })
+}
+
+fn engine(base: &str, allow_private: bool) -> Engine {
+    let settings = EngineSettings { allow_private_network: allow_private, ..Default::default() };
+    let host = Host { credentials: Some(Arc::new(Creds(base.to_owned()))), workflows: Some(Arc::new(Workflows)), ..Default::default() };
+    Engine::new(settings, host)
+}
+
+fn run(engine: &Engine, wf: &Value, input: Value) -> ExecutionState {
+    let opts = RunOptions { trigger_items: Some(vec![Item::new(input)]), ..Default::default() };
+    engine.run(&Graph::from_json(wf).unwrap(), opts).unwrap().0
+}
+
+fn output(st: &ExecutionState, node: &str) -> Value {
+    Value::clone(&st.node_output(node, 0).unwrap_or_else(|| panic!("{node} has no output: {:?}", st.error))[0].json)
+}
+
+fn runs<'s>(st: &'s ExecutionState, node: &str) -> &'s [TaskData] {
+    st.run_data.get(node).map(Vec::as_slice).unwrap_or_default()
+}
+
+/// A sub-node run's json under its connection type: (input, output).
+fn call(task: &TaskData, conn: &str) -> (Value, Value) {
+    let first = |d: Option<&engine::data::TaskOutputs>| d.and_then(|d| d.other.get(conn)).and_then(|o| o[0].as_ref()).map(|o| Value::clone(&o.items()[0].json)).unwrap_or(Value::Null);
+    (first(task.input_override.as_ref()), first(task.data.as_ref()))
+}
+
+#[test]
+fn the_agent_calls_both_tools_remembers_the_session_and_records_every_call() {
+    let server = openai::start();
+    let engine = engine(&server.base, true);
+    let wf = support_workflow(&server.base, 10);
+    let st = run(&engine, &wf, json!({"chatInput": "What's the weather in Paris for customer C42?", "sessionId": "s-tools"}));
+    assert_eq!(st.status, ExecutionStatus::Success, "{:?}", st.error);
+
+    let out = output(&st, "AI Agent");
+    let answer = out["output"].as_str().unwrap();
+    assert!(answer.contains("18°C") && answer.contains("Ada Lovelace"), "the answer uses both tools' results: {answer}");
+    let steps = out["intermediateSteps"].as_array().unwrap();
+    assert_eq!(steps.len(), 2);
+    assert_eq!(steps[0]["action"]["tool"], "Get_Weather");
+    assert_eq!(steps[0]["action"]["toolInput"], json!({"city": "Paris"}));
+    assert_eq!(steps[1]["action"]["tool"], "Lookup_Customer");
+    assert_eq!(server.weather_calls(), vec!["Paris".to_owned()], "the HTTP tool called the weather API with the model's city");
+
+    // The model saw both tools with their schemas, and the system message.
+    let sent = server.completions();
+    assert_eq!(sent.len(), 3);
+    assert_eq!(sent[0]["model"], "gpt-4o-mini");
+    assert_eq!(sent[0]["messages"][0], json!({"role": "system", "content": "You are a support assistant."}));
+    let tools = sent[0]["tools"].as_array().unwrap();
+    let weather = tools.iter().find(|t| t["function"]["name"] == "Get_Weather").unwrap();
+    assert_eq!(weather["function"]["parameters"]["properties"]["city"]["description"], "The city's name");
+    let lookup = tools.iter().find(|t| t["function"]["name"] == "Lookup_Customer").unwrap();
+    assert_eq!(lookup["function"]["parameters"]["required"], json!(["customerId"]));
+    assert_eq!(lookup["function"]["description"], "Look a customer up by id");
+
+    // Each call is a run of its sub-node, inputs and outputs under the connection type.
+    let model = runs(&st, "OpenAI Chat Model");
+    assert_eq!(model.len(), 3, "one run per model call");
+    let (input, out0) = call(&model[0], "ai_languageModel");
+    assert_eq!(input["messages"].as_array().unwrap().last().unwrap()["content"], "What's the weather in Paris for customer C42?");
+    assert_eq!(out0["response"]["generations"][0][0]["toolCalls"][0]["name"], "Get_Weather");
+    assert_eq!(model[0].source[0].as_ref().unwrap().previous_node, "AI Agent");
+    let weather_runs = runs(&st, "Get Weather");
+    assert_eq!(weather_runs.len(), 1);
+    let (w_in, w_out) = call(&weather_runs[0], "ai_tool");
+    assert_eq!(w_in, json!({"city": "Paris"}));
+    assert!(w_out["response"].as_str().unwrap().contains("18°C"));
+    let lookup_runs = runs(&st, "Lookup Customer");
+    let (l_in, l_out) = call(&lookup_runs[0], "ai_tool");
+    assert_eq!(l_in, json!({"customerId": "C42"}));
+    assert!(l_out["response"].as_str().unwrap().contains("Ada Lovelace"), "{l_out}");
+    let memory = runs(&st, "Window Buffer Memory");
+    assert_eq!(memory.len(), 2, "load, then save");
+    assert_eq!(call(&memory[0], "ai_memory").1["chatHistory"], json!([]));
+    assert_eq!(call(&memory[1], "ai_memory").0["action"], "saveContext");
+
+    // In call order: memory load, model, weather, model, lookup, model, memory save.
+    let mut order: Vec<(i64, usize, &str)> = vec![];
+    for (name, rs) in &st.run_data {
+        for (i, r) in rs.iter().enumerate() {
+            if r.input_override.is_some() {
+                order.push((r.start_time, i, name.as_str()));
+            }
+        }
+    }
+    order.sort();
+    let names: Vec<&str> = order.iter().map(|o| o.2).collect();
+    let expected = ["Window Buffer Memory", "OpenAI Chat Model", "Get Weather", "OpenAI Chat Model", "Lookup Customer", "OpenAI Chat Model", "Window Buffer Memory"];
+    // start times are milliseconds: equal ones keep their per-node order, so check each node's sequence and the interleaving where it is visible
+    assert_eq!(names.len(), expected.len());
+    for n in ["Window Buffer Memory", "OpenAI Chat Model", "Get Weather", "Lookup Customer"] {
+        assert_eq!(names.iter().filter(|x| **x == n).count(), expected.iter().filter(|x| **x == n).count(), "{n}");
+    }
+    assert!(order.windows(2).all(|w| w[0].0 <= w[1].0));
+
+    // Tokens: the three model calls' usage, summed on the execution.
+    let sum: u64 = model.iter().map(|r| call(r, "ai_languageModel").1["tokenUsage"]["totalTokens"].as_u64().unwrap()).sum();
+    assert!(sum > 0);
+    assert_eq!(st.token_usage.total_tokens, sum);
+    assert_eq!(st.token_usage.completion_tokens, 21);
+
+    // A second run with the same session key: memory carries the first exchange.
+    let st2 = run(&engine, &wf, json!({"chatInput": "What did I ask before?", "sessionId": "s-tools"}));
+    assert_eq!(st2.status, ExecutionStatus::Success, "{:?}", st2.error);
+    assert_eq!(output(&st2, "AI Agent")["output"], "Earlier you asked: What's the weather in Paris for customer C42?");
+    let history = call(&runs(&st2, "Window Buffer Memory")[0], "ai_memory").1["chatHistory"].clone();
+    assert_eq!(history.as_array().unwrap().len(), 2);
+    assert_eq!(history[1]["role"], "assistant");
+    // Another session starts empty.
+    let st3 = run(&engine, &wf, json!({"chatInput": "What did I ask before?", "sessionId": "s-other"}));
+    assert_eq!(output(&st3, "AI Agent")["output"], "You have not asked anything before.");
+}
+
+#[test]
+fn max_iterations_stop_the_loop_and_a_slow_model_times_out() {
+    let server = openai::start();
+    let engine = engine(&server.base, true);
+    let mut wf = support_workflow(&server.base, 3);
+    wf["nodes"].as_array_mut().unwrap().push(json!({"parameters": {}, "name": "Calculator", "type": "@n8n/n8n-nodes-langchain.toolCalculator", "typeVersion": 1, "position": [600, 220]}));
+    wf["connections"]["Calculator"] = json!({"ai_tool": [[{"node": "AI Agent", "type": "ai_tool", "index": 0}]]});
+    let st = run(&engine, &wf, json!({"chatInput": "loop forever", "sessionId": "s-loop"}));
+    assert_eq!(st.status, ExecutionStatus::Success, "{:?}", st.error);
+    assert_eq!(output(&st, "AI Agent")["output"], "Agent stopped due to max iterations.");
+    assert_eq!(runs(&st, "OpenAI Chat Model").len(), 3);
+    assert_eq!(runs(&st, "Calculator").len(), 3);
+    assert_eq!(call(&runs(&st, "Calculator")[0], "ai_tool").1["response"], "2");
+
+    // per-call timeout (the node's option), no retries: the call fails, and so does the agent
+    wf["nodes"][2]["parameters"]["options"] = json!({"timeout": 300, "maxRetries": 0});
+    let t0 = std::time::Instant::now();
+    let st = run(&engine, &wf, json!({"chatInput": "be slow", "sessionId": "s-slow"}));
+    assert!(t0.elapsed() < std::time::Duration::from_millis(1400), "the call was cut at its timeout");
+    assert_eq!(st.status, ExecutionStatus::Error);
+    let err = st.error.clone().unwrap().message;
+    assert!(err.contains("timed out after 300 ms"), "{err}");
+    let model = runs(&st, "OpenAI Chat Model");
+    assert_eq!(model.len(), 1);
+    assert_eq!(model[0].execution_status, ExecutionStatus::Error, "the failed call is recorded on the model");
+}
+
+#[test]
+fn chain_with_calculator_agent_code_tool_and_structured_output() {
+    let server = openai::start();
+    let engine = engine(&server.base, true);
+    let wf = json!({
+        "id": "wf-calc",
+        "nodes": [
+            {"parameters": {}, "name": "Start", "type": "n8n-nodes-base.manualTrigger", "typeVersion": 1, "position": [0, 0]},
+            {"parameters": {"promptType": "define", "text": "={{ $json.q }}", "hasOutputParser": true, "options": {}}, "name": "Agent", "type": "@n8n/n8n-nodes-langchain.agent", "typeVersion": 1.7, "position": [200, 0]},
+            {"parameters": {"model": "gpt-4o"}, "name": "Model", "type": "@n8n/n8n-nodes-langchain.lmChatOpenAi", "typeVersion": 1, "position": [0, 200], "credentials": {"openAiApi": {"id": "openai-1", "name": "x"}}},
+            {"parameters": {}, "name": "Calculator", "type": "@n8n/n8n-nodes-langchain.toolCalculator", "typeVersion": 1, "position": [200, 200]},
+            {"parameters": {"description": "Shouts the input", "jsCode": "return query.toUpperCase() + '!';"}, "name": "Shout", "type": "@n8n/n8n-nodes-langchain.toolCode", "typeVersion": 1.3, "position": [300, 200]},
+            {"parameters": {"jsonSchemaExample": "{\"result\": 1, \"unit\": \"m\"}"}, "name": "Parser", "type": "@n8n/n8n-nodes-langchain.outputParserStructured", "typeVersion": 1.2, "position": [400, 200]}
+        ],
+        "connections": {
+            "Start": {"main": [[{"node": "Agent", "type": "main", "index": 0}]]},
+            "Model": {"ai_languageModel": [[{"node": "Agent", "type": "ai_languageModel", "index": 0}]]},
+            "Calculator": {"ai_tool": [[{"node": "Agent", "type": "ai_tool", "index": 0}]]},
+            "Shout": {"ai_tool": [[{"node": "Agent", "type": "ai_tool", "index": 0}]]},
+            "Parser": {"ai_outputParser": [[{"node": "Agent", "type": "ai_outputParser", "index": 0}]]}
+        }
+    });
+    let st = run(&engine, &wf, json!({"q": "calculate 2 + 3 * 4"}));
+    assert_eq!(st.status, ExecutionStatus::Success, "{:?}", st.error);
+    assert_eq!(output(&st, "Agent")["output"], json!({"result": 14, "unit": "none"}));
+    assert_eq!(call(&runs(&st, "Parser")[0], "ai_outputParser").1["response"], json!({"result": 14, "unit": "none"}));
+    let sent = server.completions();
+    assert!(sent[0]["messages"][0]["content"].as_str().unwrap().contains("JSON Schema"), "format instructions reach the model");
+
+    let mut no_parser = wf.clone();
+    no_parser["nodes"][1]["parameters"]["hasOutputParser"] = json!(false);
+    let st = run(&engine, &no_parser, json!({"q": "run the code tool"}));
+    assert_eq!(output(&st, "Agent")["output"], "The tool said HELLO!");
+    assert_eq!(call(&runs(&st, "Shout")[0], "ai_tool").0, json!({"query": "hello"}));
+
+    // Basic LLM Chain: one call, `text` out.
+    let chain = json!({
+        "nodes": [
+            {"parameters": {}, "name": "Start", "type": "n8n-nodes-base.manualTrigger", "typeVersion": 1},
+            {"parameters": {"promptType": "define", "text": "={{ $json.q }}"}, "name": "Chain", "type": "@n8n/n8n-nodes-langchain.chainLlm", "typeVersion": 1.5},
+            {"parameters": {"model": "gpt-4o"}, "name": "Model", "type": "@n8n/n8n-nodes-langchain.lmChatOpenAi", "typeVersion": 1, "credentials": {"openAiApi": {"id": "openai-1", "name": "x"}}}
+        ],
+        "connections": {
+            "Start": {"main": [[{"node": "Chain", "type": "main", "index": 0}]]},
+            "Model": {"ai_languageModel": [[{"node": "Chain", "type": "ai_languageModel", "index": 0}]]}
+        }
+    });
+    let st = run(&engine, &chain, json!({"q": "hi there"}));
+    assert_eq!(output(&st, "Chain"), json!({"text": "You said: hi there"}));
+    assert_eq!(runs(&st, "Model").len(), 1);
+}
+
+#[test]
+fn a_root_without_a_model_and_a_private_model_url_fail_clearly() {
+    let server = openai::start();
+    let mut wf = support_workflow(&server.base, 5);
+    wf["connections"].as_object_mut().unwrap().remove("OpenAI Chat Model");
+    let st = run(&engine(&server.base, true), &wf, json!({"chatInput": "hi", "sessionId": "s-none"}));
+    assert_eq!(st.status, ExecutionStatus::Error);
+    assert!(st.error.unwrap().message.contains("A Chat Model sub-node must be connected"));
+
+    // The model's base URL goes through the SSRF guard like any request.
+    let st = run(&engine(&server.base, false), &support_workflow(&server.base, 5), json!({"chatInput": "hi", "sessionId": "s-ssrf"}));
+    assert_eq!(st.status, ExecutionStatus::Error);
+    let e = st.error.unwrap().message;
+    assert!(e.contains("refused"), "{e}");
+    assert!(server.completions().is_empty(), "nothing reached the server");
+}
+
+#[test]
+fn cancel_reaches_a_model_call_in_flight() {
+    let server = openai::start();
+    let engine = engine(&server.base, true);
+    let wf = support_workflow(&server.base, 5);
+    let cancel = engine::CancelToken::new();
+    let c = cancel.clone();
+    std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        c.cancel();
+    });
+    let t0 = std::time::Instant::now();
+    let opts = RunOptions { trigger_items: Some(vec![Item::new(json!({"chatInput": "be slow", "sessionId": "s-cancel"}))]), cancel: Some(cancel), ..Default::default() };
+    let (st, _) = engine.run(&Graph::from_json(&wf).unwrap(), opts).unwrap();
+    assert_eq!(st.status, ExecutionStatus::Canceled);
+    assert!(t0.elapsed() < std::time::Duration::from_millis(1200), "the call stopped before the model answered ({:?})", t0.elapsed());
+}
+
+/// A local server speaking Anthropic's Messages API: a `calculator` tool use
+/// first, then an answer quoting the tool result it was sent.
+fn anthropic_server() -> (String, Arc<std::sync::Mutex<Vec<Value>>>) {
+    use axum::http::HeaderMap;
+    let seen = Arc::new(std::sync::Mutex::new(vec![]));
+    let state = seen.clone();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        rt.block_on(async move {
+            let app = axum::Router::new().route(
+                "/v1/messages",
+                axum::routing::post(move |headers: HeaderMap, axum::Json(body): axum::Json<Value>| {
+                    let state = state.clone();
+                    async move {
+                        state.lock().unwrap().push(json!({"key": headers.get("x-api-key").and_then(|v| v.to_str().ok()), "version": headers.get("anthropic-version").and_then(|v| v.to_str().ok()), "body": body}));
+                        let last = body["messages"].as_array().and_then(|m| m.last()).cloned().unwrap_or_default();
+                        let result = last["content"].as_array().and_then(|c| c.iter().find(|b| b["type"] == "tool_result")).map(|b| b["content"].clone());
+                        let content = match result {
+                            None => json!([{"type": "text", "text": "Let me compute."}, {"type": "tool_use", "id": "toolu_1", "name": "calculator", "input": {"input": "6 * 7"}}]),
+                            Some(r) => json!([{"type": "text", "text": format!("The answer is {}", r.as_str().unwrap_or_default())}]),
+                        };
+                        axum::Json(json!({"id": "msg_1", "type": "message", "role": "assistant", "content": content, "stop_reason": "end_turn", "usage": {"input_tokens": 12, "output_tokens": 5}}))
+                    }
+                }),
+            );
+            let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            tx.send(l.local_addr().unwrap()).unwrap();
+            axum::serve(l, app).await.unwrap();
+        });
+    });
+    (format!("http://{}", rx.recv().unwrap()), seen)
+}
+
+struct AnthropicCreds(String);
+impl CredentialsProvider for AnthropicCreds {
+    fn get(&self, cred_type: &str, _reference: &Value) -> Result<Value, String> {
+        assert_eq!(cred_type, "anthropicApi");
+        Ok(json!({"apiKey": "sk-ant-test", "url": self.0}))
+    }
+}
+
+#[test]
+fn the_anthropic_chat_model_speaks_the_messages_api_with_tool_use() {
+    let (base, seen) = anthropic_server();
+    let wf = json!({
+        "id": "wf-claude",
+        "nodes": [
+            {"parameters": {}, "name": "Start", "type": "n8n-nodes-base.manualTrigger", "typeVersion": 1},
+            {"parameters": {"promptType": "define", "text": "What is 6 times 7?", "options": {"systemMessage": "Be brief."}}, "name": "Agent", "type": "@n8n/n8n-nodes-langchain.agent", "typeVersion": 1.7},
+            {"parameters": {"model": {"__rl": true, "value": "claude-3-5-haiku-20241022", "mode": "list"}, "options": {}}, "name": "Claude", "type": "@n8n/n8n-nodes-langchain.lmChatAnthropic", "typeVersion": 1.3,
+             "credentials": {"anthropicApi": {"id": "a1", "name": "Anthropic"}}},
+            {"parameters": {}, "name": "Calculator", "type": "@n8n/n8n-nodes-langchain.toolCalculator", "typeVersion": 1}
+        ],
+        "connections": {
+            "Start": {"main": [[{"node": "Agent", "type": "main", "index": 0}]]},
+            "Claude": {"ai_languageModel": [[{"node": "Agent", "type": "ai_languageModel", "index": 0}]]},
+            "Calculator": {"ai_tool": [[{"node": "Agent", "type": "ai_tool", "index": 0}]]}
+        }
+    });
+    let host = Host { credentials: Some(Arc::new(AnthropicCreds(base))), ..Default::default() };
+    let engine = Engine::new(EngineSettings { allow_private_network: true, ..Default::default() }, host);
+    let (st, _) = engine.run(&Graph::from_json(&wf).unwrap(), RunOptions::default()).unwrap();
+    assert_eq!(st.status, ExecutionStatus::Success, "{:?}", st.error);
+    assert_eq!(output(&st, "Agent")["output"], "The answer is 42");
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 2);
+    assert_eq!(seen[0]["key"], "sk-ant-test");
+    assert_eq!(seen[0]["version"], "2023-06-01");
+    assert_eq!(seen[0]["body"]["system"], "Be brief.");
+    assert_eq!(seen[0]["body"]["model"], "claude-3-5-haiku-20241022");
+    assert_eq!(seen[0]["body"]["tools"][0]["name"], "calculator");
+    assert_eq!(seen[0]["body"]["tools"][0]["input_schema"]["required"], json!(["input"]));
+    // the second request carries the tool use and its result
+    let msgs = seen[1]["body"]["messages"].as_array().unwrap();
+    assert_eq!(msgs[1]["content"][1]["type"], "tool_use");
+    assert_eq!(msgs[2]["content"][0], json!({"type": "tool_result", "tool_use_id": "toolu_1", "content": "42"}));
+    assert_eq!(st.token_usage.total_tokens, 34);
+}

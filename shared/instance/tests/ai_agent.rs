@@ -1,0 +1,142 @@
+//! An n8n AI Agent workflow (OpenAI Chat Model, Window Buffer Memory, HTTP
+//! Request Tool, Call Workflow Tool) saved and run through the instance
+//! against moto and a local server speaking OpenAI's chat-completions
+//! format: credentials from the credential store, memory in DynamoDB across
+//! runs, token usage on the execution, and `get-node-output` showing every
+//! model and tool call in order.
+
+#[path = "../../engine/tests/support/openai.rs"]
+#[allow(dead_code)]
+mod openai;
+
+use executions::Dispatch;
+use instance::builder::BuildRequest;
+use instance::credentials::NewCredentialInput;
+use instance::executions::view::Values;
+use instance::executions::RunRequest;
+use instance::{Caller, Instance};
+use protocol::UserId;
+use serde_json::{json, Value};
+use store::data::executions::DataSelection;
+use store::testing::TestEnv;
+
+async fn instance() -> Instance {
+    let env = TestEnv::new().await;
+    let mut config = env.config.clone();
+    config.http_allowed_hosts = vec!["127.0.0.1".into()];
+    config.http_allow_private_network = true;
+    let mut inst = Instance::new(&env.clients, &config).await.unwrap();
+    inst.dispatch = Dispatch::Inline;
+    inst.values = Values::Shown;
+    inst
+}
+
+async fn build(inst: &Instance, caller: &Caller, wf: &Value) -> String {
+    let built = inst.build_workflow(caller, BuildRequest { source: wf.to_string(), ..BuildRequest::default() }).await.unwrap();
+    assert!(built.success, "{built:?}");
+    built.workflow_id.unwrap()
+}
+
+fn lookup_workflow() -> Value {
+    json!({
+        "name": "Lookup customer",
+        "nodes": [
+            {"parameters": {"inputSource": "passthrough"}, "name": "When Executed by Another Workflow", "type": "n8n-nodes-base.executeWorkflowTrigger", "typeVersion": 1.1, "position": [0, 0]},
+            {"parameters": {"jsCode": "return [{json: {customerId: $json.customerId, name: $json.customerId === 'C42' ? 'Ada Lovelace' : 'unknown'}}];"},
+             "name": "Find", "type": "n8n-nodes-base.code", "typeVersion": 2, "position": [200, 0]}
+        ],
+        "connections": {"When Executed by Another Workflow": {"main": [[{"node": "Find", "type": "main", "index": 0}]]}}
+    })
+}
+
+fn agent_workflow(base: &str, credential_id: &str, lookup_id: &str) -> Value {
+    json!({
+        "name": "Support agent",
+        "nodes": [
+            {"parameters": {}, "name": "Manual", "type": "n8n-nodes-base.manualTrigger", "typeVersion": 1, "position": [0, 0]},
+            {"parameters": {"promptType": "define", "text": "={{ $json.chatInput }}", "options": {"systemMessage": "You are a support assistant."}},
+             "name": "AI Agent", "type": "@n8n/n8n-nodes-langchain.agent", "typeVersion": 1.7, "position": [220, 0]},
+            {"parameters": {"model": {"__rl": true, "value": "gpt-4o-mini", "mode": "list"}, "options": {}},
+             "name": "OpenAI Chat Model", "type": "@n8n/n8n-nodes-langchain.lmChatOpenAi", "typeVersion": 1.2, "position": [100, 220],
+             "credentials": {"openAiApi": {"id": credential_id, "name": "OpenAI"}}},
+            {"parameters": {"sessionIdType": "customKey", "sessionKey": "={{ $json.sessionId }}", "contextWindowLength": 5},
+             "name": "Window Buffer Memory", "type": "@n8n/n8n-nodes-langchain.memoryBufferWindow", "typeVersion": 1.3, "position": [240, 220]},
+            {"parameters": {"toolDescription": "Get the current weather for a city", "url": format!("{base}/weather"), "sendQuery": true,
+                            "parametersQuery": {"values": [{"name": "city"}]}},
+             "name": "Get Weather", "type": "@n8n/n8n-nodes-langchain.toolHttpRequest", "typeVersion": 1.1, "position": [380, 220]},
+            {"parameters": {"description": "Look a customer up by id", "workflowId": {"__rl": true, "value": lookup_id, "mode": "list"},
+                            "workflowInputs": {"mappingMode": "defineBelow", "value": {"customerId": "={{ $fromAI('customerId', 'The customer id', 'string') }}"}}},
+             "name": "Lookup Customer", "type": "@n8n/n8n-nodes-langchain.toolWorkflow", "typeVersion": 2.1, "position": [520, 220]}
+        ],
+        "connections": {
+            "Manual": {"main": [[{"node": "AI Agent", "type": "main", "index": 0}]]},
+            "OpenAI Chat Model": {"ai_languageModel": [[{"node": "AI Agent", "type": "ai_languageModel", "index": 0}]]},
+            "Window Buffer Memory": {"ai_memory": [[{"node": "AI Agent", "type": "ai_memory", "index": 0}]]},
+            "Get Weather": {"ai_tool": [[{"node": "AI Agent", "type": "ai_tool", "index": 0}]]},
+            "Lookup Customer": {"ai_tool": [[{"node": "AI Agent", "type": "ai_tool", "index": 0}]]}
+        },
+        "settings": {"executionOrder": "v1"}
+    })
+}
+
+async fn run(inst: &Instance, caller: &Caller, workflow_id: &str, input: Value) -> String {
+    let req = RunRequest { workflow_id: workflow_id.to_owned(), input_data: input.as_object().cloned(), ..RunRequest::default() };
+    let started = inst.start_run(caller, &req).await.unwrap();
+    // what the executor function does with the Runs queue's message
+    inst.executor.run_execution(&started.execution_id).await.unwrap();
+    inst.wait_settled(&started.execution_id, std::time::Duration::from_secs(60)).await.unwrap();
+    let out = inst.finish_run(caller, &started, false).await.unwrap();
+    assert_eq!(out.status, "success", "{out:?}");
+    started.execution_id
+}
+
+#[tokio::test]
+async fn an_agent_workflow_runs_with_stored_credentials_and_memory_and_shows_every_call() {
+    let server = openai::start();
+    let inst = instance().await;
+    let alice = Caller::new(UserId(format!("alice-{}", uuid::Uuid::new_v4().simple())));
+    inst.user(&alice).await.unwrap();
+    let cred = inst
+        .create_credential(&alice, NewCredentialInput { name: "OpenAI".into(), kind: "openAiApi".into(), data: json!({"apiKey": "sk-test", "url": format!("{}/v1", server.base)}), description: None, project_id: None })
+        .await
+        .unwrap();
+    let lookup = build(&inst, &alice, &lookup_workflow()).await;
+    let wf = build(&inst, &alice, &agent_workflow(&server.base, &cred.id, &lookup)).await;
+
+    let first = run(&inst, &alice, &wf, json!({"chatInput": "What's the weather in Paris for customer C42?", "sessionId": "chat-1"})).await;
+    let answer = inst.execution_node_output(&alice, &first, "AI Agent", None, None).await.unwrap();
+    let text = answer.outputs[0].items[0]["json"]["output"].as_str().unwrap().to_owned();
+    assert!(text.contains("18°C") && text.contains("Ada Lovelace"), "{text}");
+
+    // every model call, in order, with what it was sent
+    let model = inst.execution_node_output(&alice, &first, "OpenAI Chat Model", None, None).await.unwrap();
+    assert_eq!(model.total_runs, Some(3));
+    let calls = &model.outputs[0].items;
+    assert_eq!(calls.len(), 3);
+    assert_eq!(calls[0]["label"], "node:OpenAI Chat Model[call 1][0][0]");
+    assert_eq!(calls[0]["json"]["response"]["generations"][0][0]["toolCalls"][0]["name"], "Get_Weather");
+    assert_eq!(calls[1]["json"]["response"]["generations"][0][0]["toolCalls"][0]["name"], "Lookup_Customer");
+    assert!(calls[2]["input"]["messages"].as_array().unwrap().iter().filter(|m| m["role"] == "tool").count() == 2, "the last call saw both tool results");
+    let tool = inst.execution_node_output(&alice, &first, "Get Weather", None, None).await.unwrap();
+    assert_eq!(tool.outputs[0].items[0]["input"], json!({"city": "Paris"}));
+    let lookup_call = inst.execution_node_output(&alice, &first, "Lookup Customer", None, None).await.unwrap();
+    assert!(lookup_call.outputs[0].items[0]["json"]["response"].as_str().unwrap().contains("Ada Lovelace"));
+
+    // token usage on the execution document
+    let doc = inst.data.executions.get_data(&first, &DataSelection::default()).await.unwrap().unwrap();
+    let tokens = doc.pointer("/resultData/tokenUsage").cloned().unwrap_or(Value::Null);
+    assert_eq!(tokens["completionTokens"], 21, "{tokens}");
+    assert!(tokens["totalTokens"].as_u64().unwrap() > 21);
+
+    // memory in DynamoDB carries the first exchange into a second run of the same session
+    let stored = inst.data.chat_memory.load(&wf, "chat-1").await.unwrap();
+    assert_eq!(stored.len(), 2);
+    let second = run(&inst, &alice, &wf, json!({"chatInput": "What did I ask before?", "sessionId": "chat-1"})).await;
+    let answer = inst.execution_node_output(&alice, &second, "AI Agent", None, None).await.unwrap();
+    assert_eq!(answer.outputs[0].items[0]["json"]["output"], "Earlier you asked: What's the weather in Paris for customer C42?");
+    assert_eq!(inst.data.chat_memory.load(&wf, "chat-1").await.unwrap().len(), 4);
+
+    // a stranger sees none of it
+    let mallory = Caller::new(UserId("mallory".into()));
+    assert!(inst.execution_node_output(&mallory, &first, "OpenAI Chat Model", None, None).await.is_err());
+}
