@@ -146,6 +146,13 @@ pub async fn finish_chain(
         tracing::info!(run_id = %run, agent_id = %agent, "chain already ended or moved; no second finish");
         return Ok(false);
     }
+    if chain.is_orchestrator() && status == RunStatus::Completed {
+        // Recall for later threads; a failed index write never fails the run.
+        let title = title_from(&ckpt).unwrap_or_default();
+        if let Err(e) = crate::history::index_turn(rt, chain, &ckpt, &title, result.as_deref()).await {
+            tracing::warn!(run_id = %run, error = %e, "the conversation index was not updated");
+        }
+    }
     write_final(rt, writer, chain, &open, settle, status, reason, result).await?;
     Ok(true)
 }

@@ -9,6 +9,7 @@ mod bundled;
 pub mod checkpoint;
 pub mod error;
 pub mod finish;
+pub mod history;
 pub mod knowledge_base;
 pub mod run;
 pub mod runtime;

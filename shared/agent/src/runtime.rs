@@ -102,6 +102,13 @@ pub struct Runtime {
     /// Stops executions a cancelled run waits on; `None` where the function
     /// has no Executions table.
     pub executions: Option<executions::Sweeper>,
+    /// The guarded outbound client (the SSRF guard's policy from
+    /// `INSTANCE_AI_HTTP_*`), shared by the tools that read the web.
+    pub outbound: outbound::Client,
+    /// Web search and page reads, with their process-wide caches.
+    pub research: Arc<research::Research>,
+    /// `searchModels`' catalog, cached for the process.
+    pub models: Arc<research::Catalog>,
 }
 
 impl fmt::Debug for Runtime {
@@ -142,6 +149,10 @@ impl Runtime {
             Ok(_) => Some(executions::Sweeper::stopper_from_config(clients, config).map_err(|e| AgentError::Invalid(e.to_string()))?),
             Err(_) => None,
         };
+        let guard = outbound::Policy { allow_private: config.http_allow_private_network, allowed_hosts: config.http_allowed_hosts.clone() };
+        let outbound = outbound::Client::new(guard, Arc::new(outbound::SystemResolver)).map_err(|e| AgentError::Invalid(e.to_string()))?;
+        let research = research::Research::new(outbound.clone(), crate::tools::research::settings_from_config(config)?);
+        let models = Arc::new(research::Catalog::new(outbound.clone(), crate::tools::search_models::catalog_url(config)?));
         Ok(Runtime {
             settings: Settings::from_config(config)?,
             runs: Runs::new(clients.dynamo.clone(), agent_table),
@@ -157,6 +168,9 @@ impl Runtime {
             policy,
             instance,
             executions,
+            outbound,
+            research,
+            models,
         })
     }
 

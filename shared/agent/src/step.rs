@@ -183,6 +183,8 @@ impl Step<'_> {
                 let mut history = Checkpoint::history_from(&bytes)?;
                 history.append(&mut self.ckpt.messages);
                 self.ckpt.messages = history;
+            } else if self.chain.is_orchestrator() {
+                self.add_past_conversations_cue().await;
             }
             self.ckpt.needs_history = false;
         }
@@ -251,10 +253,14 @@ impl Step<'_> {
     /// Streams one model call, publishing deltas and tool calls as they come.
     async fn model_turn(&mut self, model: Arc<dyn ModelProvider>) -> Result<Turn, AgentError> {
         let checkpoint_task = self.ckpt.task.as_ref().is_some_and(|t| t.kind == "checkpoint");
-        let system = match self.ckpt.task.as_ref().and_then(|t| t.context.as_deref()) {
+        let mut system = match self.ckpt.task.as_ref().and_then(|t| t.context.as_deref()) {
             Some(c) => format!("{}\n\n{c}", self.rt.system_prompt),
             None => self.rt.system_prompt.clone(),
         };
+        let preferences = self.user_preferences().await;
+        if !preferences.is_empty() {
+            system = format!("{system}\n\n{preferences}");
+        }
         let request = ModelRequest {
             system,
             messages: self.ckpt.messages.clone(),
@@ -548,6 +554,35 @@ impl Step<'_> {
         self.settle_outcome(&call, outcome).await?;
         self.ckpt.pending.remove(0);
         Ok(())
+    }
+
+    /// A new thread's first message learns of the project's other
+    /// conversations (`<past-conversations>`), so recall is an option the
+    /// model sees; a failed read leaves the message as it was.
+    async fn add_past_conversations_cue(&mut self) {
+        match crate::history::past_conversations_cue(self.rt, &self.chain).await {
+            Ok(Some(cue)) => {
+                if let Some(Message::User { text }) = self.ckpt.messages.iter_mut().rev().find(|m| matches!(m, Message::User { .. })) {
+                    text.push_str(&cue);
+                }
+            }
+            Ok(None) => {}
+            Err(e) => tracing::warn!(error = %e, "past conversations could not be read"),
+        }
+    }
+
+    /// The user's saved preferences as a system prompt section (read each
+    /// model call, so a preference saved in this run applies to its next
+    /// call; a failed read leaves them out rather than failing the run).
+    async fn user_preferences(&self) -> String {
+        let Some(inst) = self.rt.instance.as_ref() else { return String::new() };
+        match inst.data.agent.preferences(&self.chain.user_id).await {
+            Ok(p) => tools::preferences::prompt_section(&p),
+            Err(e) => {
+                tracing::warn!(error = %e, "the user's preferences could not be read");
+                String::new()
+            }
+        }
     }
 
     fn tool_context<'c>(&'c self, call: &'c PendingCall) -> ToolContext<'c> {

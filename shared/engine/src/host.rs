@@ -1,7 +1,6 @@
 //! Services the host (the AWS side, or a test) provides to the engine. The
 //! engine never reaches a store, a file system or DNS except through these.
 
-use std::net::IpAddr;
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
@@ -111,20 +110,9 @@ pub trait ChatModelProvider: Send + Sync {
     fn model(&self, node: &crate::workflow::Node) -> Option<Result<Box<dyn crate::nodes::ai::model::ChatModel>, String>>;
 }
 
-/// Name resolution for HTTP requests, injectable so tests never use real DNS.
-pub trait Resolver: Send + Sync {
-    fn resolve(&self, host: &str, port: u16) -> std::io::Result<Vec<IpAddr>>;
-}
-
-/// The system resolver.
-pub struct SystemResolver;
-
-impl Resolver for SystemResolver {
-    fn resolve(&self, host: &str, port: u16) -> std::io::Result<Vec<IpAddr>> {
-        use std::net::ToSocketAddrs;
-        Ok((host, port).to_socket_addrs()?.map(|a| a.ip()).collect())
-    }
-}
+/// Name resolution for HTTP requests, injectable so tests never use real DNS
+/// (the SSRF guard's own trait: the guard checks what it answers).
+pub use outbound::{Resolver, SystemResolver};
 
 /// All host services; any left `None` makes the nodes that need it fail clearly.
 #[derive(Clone)]

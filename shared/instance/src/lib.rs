@@ -34,6 +34,7 @@ pub mod builder;
 pub mod catalog;
 pub mod credentials;
 pub mod data_tables;
+pub mod docs;
 pub mod edit_rules;
 pub mod error;
 pub mod executions;

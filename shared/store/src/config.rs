@@ -60,6 +60,10 @@ pub const VARIABLES: &[Variable] = &[
     Variable { name: "RUNS_QUEUE_ARN", purpose: "ARN of the Runs queue, the target of every schedule", default: None },
     Variable { name: "INSTANCE_AI_OAUTH_ACCESS_TOKEN_SECS", purpose: "lifetime of an OAuth access token for `/mcp` (short: a client refreshes it)", default: Some("900") },
     Variable { name: "INSTANCE_AI_OAUTH_REFRESH_TOKEN_SECS", purpose: "how long an OAuth refresh token (rotated at each use) stays valid unused", default: Some("2592000") },
+    Variable { name: "INSTANCE_AI_BRAVE_SEARCH_API_KEY", purpose: "API key of Brave's Web Search API: the agent's `research(web-search)` uses Brave when it is set (a secret: give it to the step function only)", default: None },
+    Variable { name: "INSTANCE_AI_BRAVE_SEARCH_URL", purpose: "endpoint of Brave's Web Search API (a compatible stand-in for tests)", default: Some("https://api.search.brave.com/res/v1/web/search") },
+    Variable { name: "INSTANCE_AI_SEARXNG_URL", purpose: "base URL of a SearXNG instance (with its JSON format enabled) that `research(web-search)` uses when no Brave key is set; neither set: web search returns no results", default: None },
+    Variable { name: "INSTANCE_AI_MODELS_CATALOG_URL", purpose: "the models.dev-shaped catalog `searchModels` reads (fetched through the SSRF guard, cached for an hour)", default: Some("https://models.dev/api.json") },
 ];
 
 /// The configuration of one process.

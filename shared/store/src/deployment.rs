@@ -335,7 +335,8 @@ pub const FUNCTIONS: &[FunctionDef] = &[
         package: "threads",
         timeout_secs: 15,
         memory_mb: 256,
-        tables: &[r(ApiKeys), r(Agent), r(Events)],
+        // Agent read-write: the saved preferences' edits and deletes.
+        tables: &[r(ApiKeys), rw(Agent), r(Events)],
         sends_to: &[],
         consumes: &[],
         inspects: &[],
@@ -571,6 +572,9 @@ pub const ROUTES: &[RouteDef] = &[
     RouteDef { method: Method::Delete, path: "/instance-ai/credentials/{credentialId}", function: FunctionId::Credentials, edge: Edge::HttpApi },
     RouteDef { method: Method::Post, path: "/instance-ai/credentials/{credentialId}/test", function: FunctionId::Credentials, edge: Edge::HttpApi },
     RouteDef { method: Method::Get, path: "/instance-ai/credential-types", function: FunctionId::Credentials, edge: Edge::HttpApi },
+    RouteDef { method: Method::Get, path: "/instance-ai/preferences", function: FunctionId::Threads, edge: Edge::HttpApi },
+    RouteDef { method: Method::Patch, path: "/instance-ai/preferences/{preferenceId}", function: FunctionId::Threads, edge: Edge::HttpApi },
+    RouteDef { method: Method::Delete, path: "/instance-ai/preferences/{preferenceId}", function: FunctionId::Threads, edge: Edge::HttpApi },
     // n8n's URL spaces: production and test webhooks, forms, and the resume
     // URLs of waiting executions (`{proxy+}` is the rest of the path).
     RouteDef { method: Method::Any, path: "/webhook/{proxy+}", function: FunctionId::Webhook, edge: Edge::HttpApi },

@@ -50,6 +50,27 @@ async fn preferences_refuse_long_duplicate_and_overflow() {
     assert_eq!(rejected(&a.save_preference(&UserId("other".into()), "one too many").await.unwrap()), None);
 }
 
+#[tokio::test]
+async fn an_edit_keeps_the_rules_of_a_save_and_strangers_find_nothing() {
+    let (_env, data) = data_support::data().await;
+    let a = &data.agent;
+    let user = UserId("edit-user".into());
+    let SavePreference::Saved { preference: first, .. } = a.save_preference(&user, "Use Slack for alerts").await.unwrap() else { panic!() };
+    let SavePreference::Saved { preference: second, .. } = a.save_preference(&user, "Name workflows in English").await.unwrap() else { panic!() };
+    let r = a.update_preference(&user, &first.id, "Use Microsoft Teams for alerts").await.unwrap();
+    let SavePreference::Saved { preference: edited, .. } = &r else { panic!("{r:?}") };
+    assert_eq!((edited.id.as_str(), edited.content.as_str(), edited.created_at.as_str()), (first.id.as_str(), "Use Microsoft Teams for alerts", first.created_at.as_str()));
+    // The old text is free again; the other preference's text is taken.
+    assert_eq!(rejected(&a.save_preference(&user, "use slack for alerts").await.unwrap()), None);
+    assert_eq!(rejected(&a.update_preference(&user, &first.id, "name workflows in english").await.unwrap()), Some(PreferenceRejection::Duplicate));
+    assert_eq!(rejected(&a.update_preference(&user, &second.id, &"y".repeat(AI_PREFERENCE_CONTENT_MAX_LENGTH + 1)).await.unwrap()), Some(PreferenceRejection::TooLong));
+    let contents: Vec<String> = a.preferences(&user).await.unwrap().into_iter().map(|p| p.content).collect();
+    assert_eq!(contents, ["Use Microsoft Teams for alerts", "Name workflows in English", "use slack for alerts"]);
+    let stranger = UserId("stranger".into());
+    assert!(matches!(a.update_preference(&stranger, &first.id, "mine now").await, Err(store::StoreError::NotFound(_))));
+    assert!(matches!(a.delete_preference(&stranger, &first.id).await, Err(store::StoreError::NotFound(_))));
+}
+
 fn msg(id: &str, role: &str, at: &str, text: &str) -> ConversationMessage {
     ConversationMessage {
         message_id: id.into(),

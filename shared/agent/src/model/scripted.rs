@@ -16,7 +16,8 @@
 //! it is the message that started that run). Turn `n` is played where `n`
 //! is the number of assistant messages after that user message, i.e. the
 //! n-th model call of the run plays the n-th turn. An exact key match wins,
-//! then a match with surrounding whitespace trimmed.
+//! then a match with surrounding whitespace trimmed (and without the host's
+//! `<past-conversations>` cue on a thread's first message).
 //!
 //! **Output.** Reasoning then text, each split on word boundaries into at
 //! least 3 chunks (fewer only when the text has fewer than 3 characters),
@@ -145,11 +146,13 @@ impl ScriptedProvider {
                 "internal: selected message is not a user message".into(),
             ));
         };
+        // The host's `<past-conversations>` cue is not part of what the user typed.
+        let typed = key.split("\n\n<past-conversations").next().unwrap_or(key);
         let turns = self
             .script
             .conversations
             .get(key)
-            .or_else(|| self.script.conversations.iter().find(|(k, _)| k.trim() == key.trim()).map(|(_, v)| v))
+            .or_else(|| self.script.conversations.iter().find(|(k, _)| k.trim() == key.trim() || k.trim() == typed.trim()).map(|(_, v)| v))
             .ok_or_else(|| {
                 script_error(format!(
                     "no scripted conversation for user message {:?} in script {} ({} conversations)",

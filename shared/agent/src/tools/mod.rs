@@ -8,12 +8,17 @@ pub mod ask_user;
 pub mod build_workflow;
 pub mod load_skill;
 pub mod executions;
+pub mod conversation_history;
 pub mod credentials;
 pub mod nodes;
 pub mod data_table_card;
 pub mod data_tables;
+pub mod n8n_docs;
 pub mod policy;
+pub mod preferences;
+pub mod research;
 pub mod schema;
+pub mod search_models;
 pub mod tasks;
 pub mod untrusted;
 pub mod verification;
@@ -312,6 +317,11 @@ impl Registry {
         r.register(Arc::new(verification::VerifyBuiltWorkflow));
         r.register(Arc::new(verification::ReportVerificationVerdict));
         r.register(Arc::new(verification::ApplyWorkflowCredentials));
+        r.register(Arc::new(research::Research));
+        r.register(Arc::new(n8n_docs::N8nDocs));
+        r.register(Arc::new(preferences::SaveUserPreference));
+        r.register(Arc::new(search_models::SearchModels));
+        r.register(Arc::new(conversation_history::ConversationHistory));
         r
     }
 

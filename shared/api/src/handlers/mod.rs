@@ -10,6 +10,7 @@ pub mod gateway;
 pub mod health;
 pub mod mcp;
 pub mod oauth;
+pub mod preferences;
 pub mod step;
 pub mod sweep;
 pub mod threads;

@@ -14,7 +14,8 @@
 //! - `GET /instance-ai/threads/{threadId}/status` → `{hasActiveRun,
 //!   isSuspended, backgroundTasks}`.
 //!
-//! A stranger's thread is 404, the same as a missing one.
+//! A stranger's thread is 404, the same as a missing one. The function also
+//! serves the saved preferences (`handlers::preferences`).
 
 use crate::http_util::{json, path_param, query_param};
 use crate::{ApiError, App};
@@ -67,6 +68,10 @@ async fn list(app: &App, req: &Request) -> Result<Response<Body>, ApiError> {
 
 async fn route(app: &App, req: &Request) -> Result<Response<Body>, ApiError> {
     let path = req.uri().path().trim_end_matches('/').to_owned();
+    // The saved preferences' card, beside the threads it shapes.
+    if path == super::preferences::PATH || path.starts_with(&format!("{}/", super::preferences::PATH)) {
+        return super::preferences::route(app, req).await;
+    }
     if path == "/instance-ai/threads" {
         if req.method() != http::Method::GET {
             return Err(ApiError::MethodNotAllowed("use GET".into()));

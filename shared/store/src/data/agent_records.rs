@@ -239,6 +239,55 @@ impl AgentRecords {
         Ok(out)
     }
 
+    /// Rewrites a preference's content (the card's edit); the same rules as
+    /// a save (length, duplicates). A missing or another user's preference is
+    /// `NotFound`; a rejection writes nothing.
+    pub async fn update_preference(&self, user: &UserId, id: &str, content: &str) -> Result<SavePreference, StoreError> {
+        let content = content.trim();
+        if content.is_empty() {
+            return Err(StoreError::Invalid("preference content is empty".into()));
+        }
+        if content.chars().count() > AI_PREFERENCE_CONTENT_MAX_LENGTH {
+            return Ok(SavePreference::Rejected {
+                ok: false,
+                reason: PreferenceRejection::TooLong,
+                message: format!("A preference can be at most {AI_PREFERENCE_CONTENT_MAX_LENGTH} characters."),
+            });
+        }
+        let pk = format!("user#{user}");
+        let old: PrefItem = self
+            .table
+            .get(&pk, &format!("pref#{id}"))
+            .await?
+            .ok_or_else(|| StoreError::NotFound(format!("preference {id}")))?;
+        let hash = content_hash(content);
+        let pref = Preference { content: content.to_owned(), ..old.pref.clone() };
+        let t = &self.table.name;
+        let mut items = vec![tx_put(
+            t,
+            to_item(&PrefItem { pk: pk.clone(), sk: format!("pref#{id}"), pref: pref.clone(), hash: hash.clone() })?,
+            Some("attribute_exists(pk)"),
+        )?];
+        if hash != old.hash {
+            items.push(tx_put(t, key(&pk, format!("prefhash#{hash}")), Some("attribute_not_exists(pk)"))?);
+            items.push(db::tx_delete(t, key(&pk, format!("prefhash#{}", old.hash)), None)?);
+        }
+        self.table.count();
+        match self.table.client.transact_write_items().set_transact_items(Some(items)).send().await {
+            Ok(_) => Ok(SavePreference::Saved { ok: true, preference: pref }),
+            Err(e) => match db::cancel_reasons(&e) {
+                Some(r) if r.get(1).is_some_and(|c| c == "ConditionalCheckFailed") => Ok(SavePreference::Rejected {
+                    ok: false,
+                    reason: PreferenceRejection::Duplicate,
+                    message: "This preference is already saved.".into(),
+                }),
+                Some(r) if r.first().is_some_and(|c| c == "ConditionalCheckFailed") => Err(StoreError::NotFound(format!("preference {id}"))),
+                Some(r) => Err(StoreError::Conflict(format!("preference edit raced ({})", r.join(", ")))),
+                None => Err(StoreError::dynamo(e)),
+            },
+        }
+    }
+
     /// Removes a preference (the "undo" of the card).
     pub async fn delete_preference(&self, user: &UserId, id: &str) -> Result<(), StoreError> {
         let pk = format!("user#{user}");

@@ -4,75 +4,16 @@
 //! request library apply and credentials are not sent to another origin),
 //! digest authentication, cancellation and the execution deadline.
 
-use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value};
 
 use crate::error::{EngineError, Result};
-use crate::host::Resolver;
 use crate::run::Env;
 
-/// True for addresses a workflow must not reach by default.
-pub fn is_forbidden_ip(ip: IpAddr) -> bool {
-    match ip {
-        IpAddr::V4(v4) => {
-            let o = v4.octets();
-            v4.is_private()
-                || v4.is_loopback()
-                || v4.is_link_local()
-                || v4.is_unspecified()
-                || v4.is_broadcast()
-                || v4.is_multicast()
-                || v4.is_documentation()
-                || o[0] == 0
-                || (o[0] == 100 && (64..128).contains(&o[1])) // carrier-grade NAT
-                || (o[0] == 198 && (o[1] == 18 || o[1] == 19)) // benchmarking
-                || o[0] >= 240
-        }
-        IpAddr::V6(v6) => {
-            if let Some(v4) = v6.to_ipv4_mapped() {
-                return is_forbidden_ip(IpAddr::V4(v4));
-            }
-            let s = v6.segments();
-            v6.is_loopback()
-                || v6.is_unspecified()
-                || v6.is_multicast()
-                || (s[0] & 0xfe00) == 0xfc00 // unique local
-                || (s[0] & 0xffc0) == 0xfe80 // link local
-                || (s[0] == 0x64 && s[1] == 0xff9b) // NAT64 can embed private v4
-        }
-    }
-}
-
-/// Resolver that refuses forbidden addresses; reqwest calls it on connect,
-/// so the checked addresses are the ones connected to (no DNS rebinding gap).
-struct GuardedResolver {
-    inner: Arc<dyn Resolver>,
-    allow_private: bool,
-}
-
-impl reqwest::dns::Resolve for GuardedResolver {
-    fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
-        let inner = self.inner.clone();
-        let allow = self.allow_private;
-        let host = name.as_str().to_string();
-        Box::pin(async move {
-            let ips = inner.resolve(&host, 0).map_err(|e| Box::new(e) as Box<dyn std::error::Error + Send + Sync>)?;
-            if ips.is_empty() {
-                return Err(format!("no addresses for {host}").into());
-            }
-            if !allow {
-                if let Some(bad) = ips.iter().find(|ip| is_forbidden_ip(**ip)) {
-                    return Err(format!("request to {host} refused: it resolves to the non-public address {bad}").into());
-                }
-            }
-            let addrs: Vec<SocketAddr> = ips.into_iter().map(|ip| SocketAddr::new(ip, 0)).collect();
-            Ok(Box::new(addrs.into_iter()) as reqwest::dns::Addrs)
-        })
-    }
-}
+pub use outbound::is_forbidden_ip;
+use outbound::GuardedResolver;
 
 /// A client plus the single-threaded runtime that drives it for this execution.
 pub struct HttpClient {
@@ -86,34 +27,16 @@ pub struct HttpClient {
 /// `scheme://host:port` of a URL, for messages: the path and query may carry
 /// secrets (query-auth keys) that run data and tool output must not show.
 pub(crate) fn origin(url: &url::Url) -> String {
-    match url.origin() {
-        o @ url::Origin::Tuple(..) => o.ascii_serialization(),
-        url::Origin::Opaque(_) => url.host_str().unwrap_or_default().to_owned(),
-    }
+    outbound::guard::origin(url)
 }
 
+/// The guard's check of the URL as written (the resolver checks addresses).
 fn check_literal(url: &url::Url, allow_private: bool, allowed_hosts: &[String]) -> Result<()> {
-    if !matches!(url.scheme(), "http" | "https") {
-        return Err(EngineError::node(format!("Unsupported URL scheme '{}'", url.scheme())));
-    }
-    let host = url.host_str().unwrap_or("");
-    if !allowed_hosts.is_empty() && !allowed_hosts.iter().any(|h| h.eq_ignore_ascii_case(host)) {
-        return Err(EngineError::Forbidden(origin(url)));
-    }
-    let ip = match url.host() {
-        Some(url::Host::Ipv4(v4)) => Some(IpAddr::V4(v4)),
-        Some(url::Host::Ipv6(v6)) => Some(IpAddr::V6(v6)),
-        _ => None,
-    };
-    if let Some(ip) = ip {
-        if !allow_private && is_forbidden_ip(ip) {
-            return Err(EngineError::Forbidden(origin(url)));
-        }
-    }
-    if !allow_private && (host.eq_ignore_ascii_case("localhost") || host.ends_with(".localhost")) {
-        return Err(EngineError::Forbidden(origin(url)));
-    }
-    Ok(())
+    let policy = outbound::Policy { allow_private, allowed_hosts: allowed_hosts.to_vec() };
+    policy.check(url).map_err(|r| match r {
+        outbound::Refusal::Scheme(s) => EngineError::node(format!("Unsupported URL scheme '{s}'")),
+        outbound::Refusal::Forbidden(o) => EngineError::Forbidden(o),
+    })
 }
 
 impl HttpClient {
@@ -206,7 +129,7 @@ fn transport_error(e: &reqwest::Error, url: &url::Url, timeout: Duration) -> Eng
         src = s.source();
     }
     let detail = format!("{} for {}", chain.replace(url.as_str(), &origin(url)), origin(url));
-    if chain.contains("refused: it resolves") {
+    if chain.contains(outbound::guard::RESOLVE_REFUSAL) {
         return EngineError::Forbidden(origin(url));
     }
     let lower = chain.to_lowercase();
