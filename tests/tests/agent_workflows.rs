@@ -251,7 +251,7 @@ async fn the_agent_builds_edits_archives_restores_and_publishes_workflows() {
     assert!(err(&c[5]).contains("occurs 2 times"), "{}", err(&c[5]));
     let broken = ok(&c[7]);
     assert_eq!(broken["success"], false);
-    assert_eq!((broken["errors"][0]["code"].as_str(), broken["errors"][0]["nodeName"].as_str()), (Some("UNKNOWN_NODE_TYPE"), Some("Post to Slack")));
+    assert_eq!((broken["errors"][0]["code"].as_str(), broken["errors"][0]["nodeName"].as_str()), (Some("UNKNOWN_NODE_TYPE"), Some("Post to Mattermost")));
     let foldered = ok(&c[9]);
     assert_eq!(foldered["success"], false);
     assert_eq!(foldered["errors"][0]["code"], "FOLDER_NOT_RESOLVED");
