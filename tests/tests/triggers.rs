@@ -471,5 +471,12 @@ async fn a_schedule_fires_within_its_interval_once_per_tick_and_stops_after_unpu
     s.cloud.app.clients.sqs.send_message().queue_url(&runs).message_body(late.to_string()).send().await.unwrap();
     tokio::time::sleep(Duration::from_secs(3)).await;
     assert_eq!(s.executions(&id).await.len(), count, "no execution after unpublish");
+
+    // Archiving a published workflow deletes its schedule too.
+    s.publish(&id).await.expect("publish again");
+    assert!(scheduler.get_schedule().group_name(&group).name(&name).send().await.is_ok(), "published again");
+    s.tool("archive_workflow", json!({"workflowId": id})).await.expect("archive");
+    let gone = scheduler.get_schedule().group_name(&group).name(&name).send().await;
+    assert!(gone.is_err(), "archive deletes the schedule");
     s.cloud.shutdown().await;
 }
