@@ -8,6 +8,7 @@
 
 use crate::catalog;
 use engine::catalog::{NodeDescription, NodeProperty};
+use engine::declarative::display::version_matches;
 use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -189,29 +190,6 @@ pub fn validate(wf: &Value, check_expressions: bool) -> Report {
 
 fn versions(d: &NodeDescription) -> String {
     d.versions().iter().map(|v| v.to_string()).collect::<Vec<_>>().join(", ")
-}
-
-/// Does an `@version` display condition (`[1, 2]`, `[{_cnd: {gte: 1.1}}]`) hold?
-fn version_matches(conditions: &Value, version: f64) -> bool {
-    conditions.as_array().into_iter().flatten().any(|c| match c.get("_cnd").and_then(Value::as_object) {
-        None => c.as_f64() == Some(version),
-        Some(cnd) => cnd.iter().all(|(op, x)| {
-            let n = x.as_f64();
-            match op.as_str() {
-                "eq" => n == Some(version),
-                "not" => n != Some(version),
-                "gte" => n.is_some_and(|n| version >= n),
-                "lte" => n.is_some_and(|n| version <= n),
-                "gt" => n.is_some_and(|n| version > n),
-                "lt" => n.is_some_and(|n| version < n),
-                "between" => {
-                    let (from, to) = (x.get("from").and_then(Value::as_f64), x.get("to").and_then(Value::as_f64));
-                    from.zip(to).is_some_and(|(f, t)| version >= f && version <= t)
-                }
-                _ => true,
-            }
-        }),
-    })
 }
 
 /// Is `p` a property of this `typeVersion` (its `@version` conditions only)?

@@ -10,10 +10,10 @@ use crate::catalog::NodeProperty;
 pub fn shown(display: Option<&Value>, values: &Map<String, Value>, version: f64) -> bool {
     let Some(d) = display else { return true };
     let matches = |key: &str, allowed: &Value| -> bool {
-        let list = allowed.as_array().map(Vec::as_slice).unwrap_or_default();
         if key == "@version" {
-            return list.iter().any(|a| version_matches(a, version));
+            return version_matches(allowed, version);
         }
+        let list = allowed.as_array().map(Vec::as_slice).unwrap_or_default();
         let v = values.get(key.trim_start_matches('/')).unwrap_or(&Value::Null);
         list.iter().any(|a| same(a, v))
     };
@@ -29,23 +29,28 @@ fn same(a: &Value, b: &Value) -> bool {
     }
 }
 
-/// A `@version` entry: a number or n8n's `{_cnd: {gte: 2}}`.
-fn version_matches(a: &Value, version: f64) -> bool {
-    if let Some(n) = a.as_f64() {
-        return n == version;
-    }
-    let Some(cnd) = a.get("_cnd").and_then(Value::as_object) else { return false };
-    cnd.iter().all(|(op, n)| {
-        let n = n.as_f64().unwrap_or(f64::NAN);
-        match op.as_str() {
-            "gte" => version >= n,
-            "gt" => version > n,
-            "lte" => version <= n,
-            "lt" => version < n,
-            "eq" => version == n,
-            "not" => version != n,
-            _ => false,
-        }
+/// Whether a `@version` condition list holds: each entry a number or n8n's
+/// `{_cnd: {gte: 2}}` (also `between: {from, to}`); one entry suffices.
+/// Run time and workflow validation both judge versions by this.
+pub fn version_matches(conditions: &Value, version: f64) -> bool {
+    conditions.as_array().into_iter().flatten().any(|a| {
+        let Some(cnd) = a.get("_cnd").and_then(Value::as_object) else { return a.as_f64() == Some(version) };
+        cnd.iter().all(|(op, x)| {
+            let n = x.as_f64().unwrap_or(f64::NAN);
+            match op.as_str() {
+                "gte" => version >= n,
+                "gt" => version > n,
+                "lte" => version <= n,
+                "lt" => version < n,
+                "eq" => version == n,
+                "not" => version != n,
+                "between" => {
+                    let (from, to) = (x.get("from").and_then(Value::as_f64), x.get("to").and_then(Value::as_f64));
+                    from.zip(to).is_some_and(|(f, t)| version >= f && version <= t)
+                }
+                _ => false,
+            }
+        })
     })
 }
 

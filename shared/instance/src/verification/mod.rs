@@ -85,6 +85,32 @@ pub struct WorkItem {
     pub last_verdict: Option<Verdict>,
 }
 
+impl WorkItem {
+    /// A work item fresh from a build: nothing verified or shown yet.
+    fn new(work_item_id: String, workflow_id: String, build: Build) -> Self {
+        WorkItem {
+            work_item_id,
+            workflow_id,
+            build,
+            attempts: 0,
+            passes: BTreeMap::new(),
+            verification: None,
+            live: None,
+            shown_warnings: 0,
+            shown_skips: 0,
+            loop_state: LoopState::Built,
+            signatures: BTreeMap::new(),
+            last_verdict: None,
+        }
+    }
+
+    /// The same work item after a new build: its failure signatures and last
+    /// verdict carry over, the rest starts again.
+    fn rebuilt(self, build: Build) -> Self {
+        WorkItem { signatures: self.signatures, last_verdict: self.last_verdict, ..WorkItem::new(self.work_item_id, self.workflow_id, build) }
+    }
+}
+
 /// The build outcome.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -436,25 +462,9 @@ impl Instance {
                             rec.work_item_id, doc.workflow_id, rec.workflow_id
                         )));
                     }
-                    (WorkItem { build: build.clone(), attempts: 0, passes: BTreeMap::new(), verification: None, live: None, shown_warnings: 0, shown_skips: 0, loop_state: LoopState::Built, ..doc }, Some(rev))
+                    (doc.rebuilt(build.clone()), Some(rev))
                 }
-                None => (
-                    WorkItem {
-                        work_item_id: rec.work_item_id.clone(),
-                        workflow_id: rec.workflow_id.clone(),
-                        build: build.clone(),
-                        attempts: 0,
-                        passes: BTreeMap::new(),
-                        verification: None,
-                        live: None,
-                        shown_warnings: 0,
-                        shown_skips: 0,
-                        loop_state: LoopState::Built,
-                        signatures: BTreeMap::new(),
-                        last_verdict: None,
-                    },
-                    None,
-                ),
+                None => (WorkItem::new(rec.work_item_id.clone(), rec.workflow_id.clone(), build.clone()), None),
             };
             match self.data.work_items.put(thread, &rec.work_item_id, &rec.workflow_id, &doc, expected).await {
                 Ok(_) => return Ok(doc),
@@ -915,10 +925,10 @@ mod tests {
     /// Two triggers, one of which feeds `Only B`.
     fn item() -> WorkItem {
         let plan = |n: &str, mode: Mode, reason: simulation::Reason| NodePlan { node_name: n.into(), node_type: "t".into(), mode, reason, note: None };
-        WorkItem {
-            work_item_id: "wi".into(),
-            workflow_id: "w".into(),
-            build: Build {
+        WorkItem::new(
+            "wi".into(),
+            "w".into(),
+            Build {
                 version_id: "v1".into(),
                 built_at: "2026-01-01T00:00:00Z".into(),
                 planned_nodes: vec!["A".into(), "B".into(), "Shared".into(), "Only B".into()],
@@ -931,16 +941,7 @@ mod tests {
                 ],
                 simulation_fixtures: BTreeMap::new(),
             },
-            attempts: 0,
-            passes: BTreeMap::new(),
-            verification: None,
-            live: None,
-            shown_warnings: 0,
-            shown_skips: 0,
-            loop_state: LoopState::Built,
-            signatures: BTreeMap::new(),
-            last_verdict: None,
-        }
+        )
     }
 
     fn pass(nodes: &[&str]) -> Pass {
