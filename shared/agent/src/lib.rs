@@ -8,6 +8,7 @@ pub mod background;
 mod bundled;
 pub mod checkpoint;
 pub mod error;
+pub mod files;
 pub mod finish;
 pub mod history;
 pub mod knowledge_base;

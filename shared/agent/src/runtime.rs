@@ -109,6 +109,8 @@ pub struct Runtime {
     pub research: Arc<research::Research>,
     /// `searchModels`' catalog, cached for the process.
     pub models: Arc<research::Catalog>,
+    /// Files attached to chat messages (Agent table).
+    pub attachments: store::data::Attachments,
 }
 
 impl fmt::Debug for Runtime {
@@ -171,6 +173,7 @@ impl Runtime {
             outbound,
             research,
             models,
+            attachments: store::data::Attachments::new(store::data::db::Table::new(clients.dynamo.clone(), agent_table)),
         })
     }
 

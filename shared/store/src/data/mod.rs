@@ -9,6 +9,7 @@
 //! all once per process with [`InstanceData::new`].
 
 pub mod agent_records;
+pub mod attachments;
 pub mod chat_memory;
 pub mod credentials;
 pub mod data_tables;
@@ -26,6 +27,7 @@ pub mod workspace;
 pub mod work_items;
 
 pub use agent_records::AgentRecords;
+pub use attachments::Attachments;
 pub use chat_memory::ChatMemory;
 pub use credentials::Credentials;
 pub use data_tables::DataTables;
