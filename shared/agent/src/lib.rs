@@ -12,6 +12,7 @@ pub mod files;
 pub mod finish;
 pub mod history;
 pub mod knowledge_base;
+pub mod mcp;
 pub mod run;
 pub mod runtime;
 pub mod skills;

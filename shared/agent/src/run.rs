@@ -175,7 +175,11 @@ pub async fn confirm(rt: &Runtime, request_id: &str, user: &UserId, req: &Confir
         },
     };
     let allow_key = match (req.approved, req.scope) {
-        (true, Some(Scope::Session)) => rt.tools.get(&sus.tool_name).and_then(|t| t.allow_key(&Value::Object(sus.args.clone()))),
+        (true, Some(Scope::Session)) => match rt.tools.get(&sus.tool_name) {
+            Some(t) => t.allow_key(&Value::Object(sus.args.clone())),
+            None if crate::mcp::is_mcp_tool(&sus.tool_name) => Some(crate::mcp::allow_key(&sus.tool_name)),
+            None => None,
+        },
         _ => None,
     };
     let state = if req.approved { "approved" } else { "denied" };

@@ -111,6 +111,10 @@ pub struct Runtime {
     pub models: Arc<research::Catalog>,
     /// Files attached to chat messages (Agent table).
     pub attachments: store::data::Attachments,
+    /// The MCP servers users may connect (`INSTANCE_AI_MCP_SERVERS`) and
+    /// each user's connections (Agent table).
+    pub mcp_servers: crate::mcp::McpServers,
+    pub mcp_connections: store::data::McpConnections,
 }
 
 impl fmt::Debug for Runtime {
@@ -174,6 +178,8 @@ impl Runtime {
             research,
             models,
             attachments: store::data::Attachments::new(store::data::db::Table::new(clients.dynamo.clone(), agent_table)),
+            mcp_servers: crate::mcp::McpServers::from_config(config)?,
+            mcp_connections: store::data::McpConnections::new(store::data::db::Table::new(clients.dynamo.clone(), agent_table)),
         })
     }
 

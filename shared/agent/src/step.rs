@@ -207,6 +207,13 @@ impl<'a> Step<'a> {
             }
             self.ckpt.needs_history = false;
         }
+        if self.chain.is_orchestrator() {
+            // The user's connected MCP servers' tools (one read; none when no server is configured).
+            self.extra_tools = crate::mcp::tools_for(self.rt, &self.chain.user_id).await.unwrap_or_else(|e| {
+                tracing::warn!(error = %e, "the connected MCP servers could not be read");
+                Vec::new()
+            });
+        }
         for correction in &self.chain.corrections {
             self.ckpt.messages.push(Message::user(format!("Course correction from the orchestrator: {correction}")));
         }

@@ -11,7 +11,8 @@ use serde_json::{json, Value};
 
 /// The tools every model call carries. A tool whose job is to reveal an
 /// absence or redirect attention cannot be found by searching for it, so it
-/// belongs here (`conversation-history`: recall only works proactively;
+/// belongs here (`mcp-servers`: when nothing is connected, a search finds
+/// no MCP tool; `conversation-history`: recall only works proactively;
 /// `save_user_preference`: a preference can come at any time).
 pub const ALWAYS_LOADED: &[&str] = &[
     "ask-user",
@@ -25,6 +26,7 @@ pub const ALWAYS_LOADED: &[&str] = &[
     "n8n-docs",
     "verify-built-workflow",
     "parse-file",
+    "mcp-servers",
     "conversation-history",
     "save_user_preference",
     "load_skill",

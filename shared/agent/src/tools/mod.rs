@@ -7,6 +7,7 @@
 pub mod ask_user;
 pub mod build_workflow;
 pub mod load_skill;
+pub mod mcp_servers;
 pub mod executions;
 pub mod conversation_history;
 pub mod credentials;
@@ -360,6 +361,7 @@ impl Registry {
         r.register(Arc::new(search_models::SearchModels));
         r.register(Arc::new(conversation_history::ConversationHistory));
         r.register(Arc::new(parse_file::ParseFile));
+        r.register(Arc::new(mcp_servers::McpServersTool));
         r.register(Arc::new(deferral::SearchTools));
         r.register(Arc::new(deferral::LoadTool));
         r
