@@ -12,6 +12,7 @@ pub mod executions;
 pub mod conversation_history;
 pub mod credentials;
 pub mod deferral;
+pub mod eval_config;
 pub mod nodes;
 pub mod parse_file;
 pub mod data_table_card;
@@ -362,6 +363,7 @@ impl Registry {
         r.register(Arc::new(conversation_history::ConversationHistory));
         r.register(Arc::new(parse_file::ParseFile));
         r.register(Arc::new(mcp_servers::McpServersTool));
+        r.register(Arc::new(eval_config::EvalConfigTool));
         r.register(Arc::new(deferral::SearchTools));
         r.register(Arc::new(deferral::LoadTool));
         r

@@ -14,6 +14,7 @@ pub mod chat_memory;
 pub mod credentials;
 pub mod data_tables;
 pub mod db;
+pub mod eval_configs;
 pub mod executions;
 pub mod folders;
 pub mod keys;
@@ -32,6 +33,7 @@ pub use attachments::Attachments;
 pub use chat_memory::ChatMemory;
 pub use credentials::Credentials;
 pub use data_tables::DataTables;
+pub use eval_configs::EvalConfigs;
 pub use executions::Executions;
 pub use folders::Folders;
 pub use mcp_connections::McpConnections;
@@ -67,6 +69,7 @@ pub struct InstanceData {
     pub processed_data: ProcessedData,
     pub work_items: WorkItems,
     pub chat_memory: ChatMemory,
+    pub eval_configs: EvalConfigs,
 }
 
 impl InstanceData {
@@ -100,6 +103,7 @@ impl InstanceData {
             webhooks: Webhooks::new(instance.clone()),
             work_items: WorkItems::new(table(TableId::Agent)?),
             chat_memory: ChatMemory::new(table(TableId::Executions)?),
+            eval_configs: EvalConfigs::new(instance.clone()),
             projects,
             folders,
             tags,
