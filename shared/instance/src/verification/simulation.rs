@@ -91,7 +91,8 @@ pub struct Fixture {
 const WRITE_VERBS: &[&str] = &["create", "update", "delete", "send", "append", "upsert", "insert", "write", "clear", "post", "publish", "archive", "edit", "lock"];
 
 /// Node types that write by what they are, without an operation parameter.
-const WRITE_TYPES: &[&str] = &["n8n-nodes-base.writeBinaryFile", "n8n-nodes-base.n8nTrainingCustomerMessenger"];
+// An MCP server's tools may act on anything: verification never calls them.
+const WRITE_TYPES: &[&str] = &["n8n-nodes-base.writeBinaryFile", "n8n-nodes-base.n8nTrainingCustomerMessenger", "@n8n/n8n-nodes-langchain.mcpClientTool"];
 
 const SUB_WORKFLOW_TYPES: &[&str] = &["n8n-nodes-base.executeWorkflow", "@n8n/n8n-nodes-langchain.toolWorkflow"];
 
@@ -317,6 +318,7 @@ mod tests {
             ("@n8n/n8n-nodes-langchain.lmChatAnthropic", (Simulate, Credentials)),
             ("@n8n/n8n-nodes-langchain.lmChatOpenAi", (Simulate, Credentials)),
             ("@n8n/n8n-nodes-langchain.memoryBufferWindow", (Execute, PureLogic)),
+            ("@n8n/n8n-nodes-langchain.mcpClientTool", (Simulate, WriteOperation)),
             ("@n8n/n8n-nodes-langchain.outputParserStructured", (Execute, PureLogic)),
             ("@n8n/n8n-nodes-langchain.toolCalculator", (Execute, PureLogic)),
             ("@n8n/n8n-nodes-langchain.toolCode", (Execute, PureLogic)),
