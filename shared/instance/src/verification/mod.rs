@@ -541,7 +541,8 @@ impl Instance {
                 pins.insert(p.node_name.clone(), f.items.iter().map(|j| engine::Item::new(j.clone())).collect());
             }
         }
-        let simulated: Vec<String> = pins.keys().cloned().collect();
+        // In workflow order, as the plan lists them.
+        let simulated: Vec<String> = item.build.simulated().filter(|p| pins.contains_key(&p.node_name)).map(|p| p.node_name.clone()).collect();
         let mut sreq = StartRequest::new(WorkflowRef::Version { workflow_id: meta.id.clone(), version_id: version_id.clone() }, ExecutionMode::Manual);
         if let Some(t) = start {
             sreq.trigger = Some(t.node);
