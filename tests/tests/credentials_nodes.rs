@@ -2,9 +2,12 @@
 //! the person creates a header credential through the REST API; the agent
 //! (scripted model, HTTP + SSE) lists it, tests it against a local service
 //! that checks the header, asks for credentials with a setup card, deletes
-//! one after approval, runs a Set node and an HTTP GET standalone with
+//! one after approval, sets up a workflow's HTTP node with it through the
+//! setup card (the answer carries a credential id and a URL, never a
+//! secret) and runs it, runs a Set node and an HTTP GET standalone with
 //! approval and a session grant — and the planted secret appears in no
-//! event, message, REST or MCP answer, log line or stored item.
+//! SSE event, message, REST or MCP answer, log line or item of any table
+//! (binary attributes inflated).
 
 mod agent_common;
 
@@ -182,6 +185,46 @@ async fn a_person_types_the_secret_and_the_agent_only_ever_sees_metadata() {
     assert!(list["data"].as_array().unwrap().iter().all(|c| c["name"] != "Old key"), "{list}");
     seen.push_str(&list.to_string());
 
+    // Workflow setup through the card: the build leaves the HTTP node without
+    // its URL and credential; the card asks for both, the person answers with
+    // a credential id and the URL (never a secret), and the run that follows
+    // reaches the service with the header.
+    cloud.chat(ALICE, &t, "Set up my weather report").await;
+    let frames = feed.until_type(EventType::ConfirmationRequest, WAIT).await;
+    let r = results(&frames);
+    let workflow_id = r[1]["workflowId"].as_str().expect("built").to_owned();
+    let card = payload(frames.last().unwrap());
+    assert_eq!((card["toolName"].as_str(), card["workflowId"].as_str(), card["resourceName"].as_str()), (Some("workflows"), Some(workflow_id.as_str()), Some("Weather report")), "{card}");
+    assert!(card["projectId"].is_string(), "{card}");
+    let requests = card["setupRequests"].as_array().expect("setup requests");
+    assert!(requests.iter().all(|q| q["node"]["name"] == "Fetch weather"), "only the HTTP node needs setup: {card}");
+    let asks_credential = requests.iter().find(|q| q["credentialType"] == "httpHeaderAuth").expect("a credential request");
+    assert_eq!(asks_credential["existingCredentials"], json!([{"id": id, "name": "Weather key"}]));
+    assert!(requests.iter().any(|q| q["parameterIssues"]["url"].is_array()), "the URL placeholder is asked for: {card}");
+    let url = format!("{service}/weather");
+    let answer = json!({"approved": true, "nodeCredentials": {"Fetch weather": {"httpHeaderAuth": id}}, "nodeParameters": {"Fetch weather": {"url": url}}});
+    let (status, body) = cloud.confirm(ALICE, &request_id(&frames), answer).await;
+    assert_eq!(status, 200, "{body}");
+    let frames = feed.until_type(EventType::ConfirmationRequest, WAIT).await;
+    let setup = &results(&frames)[0];
+    assert_eq!(setup["success"], true, "{setup}");
+    let done: Vec<&str> = setup["completedNodes"].as_array().unwrap().iter().map(|n| n["nodeName"].as_str().unwrap()).collect();
+    assert!(!done.is_empty() && done.iter().all(|n| *n == "Fetch weather"), "{setup}");
+    assert_eq!((setup["nodesStillNeedingSetup"].as_array().map(Vec::len), setup["failedNodes"].as_array().map(Vec::len)), (Some(0), Some(0)), "{setup}");
+    let details = mcp(&cloud, ALICE, "get_workflow_details", json!({"workflowId": workflow_id})).await;
+    let text = details.to_string();
+    let node = &details["result"]["structuredContent"]["workflow"]["nodes"][1];
+    assert_eq!((node["name"].as_str(), node["parameters"]["url"].as_str()), (Some("Fetch weather"), Some(url.as_str())), "MCP sees the URL the person gave (credentials are stripped there): {text}");
+    seen.push_str(&text);
+    cloud.confirm(ALICE, &request_id(&frames), json!({"approved": true})).await;
+    let frames = feed.until_type(EventType::RunFinish, WAIT).await;
+    let run = &results(&frames)[0];
+    assert_eq!(run["status"], "success", "{run}");
+    assert!(run["data"].as_str().unwrap().contains("Lisbon"), "the credential set up on the node sent the header: {run}");
+    let execution = mcp(&cloud, ALICE, "get_execution", json!({"workflowId": workflow_id, "executionId": run["executionId"], "includeData": true})).await;
+    assert!(execution.to_string().contains("Lisbon"), "{execution}");
+    seen.push_str(&execution.to_string());
+
     // Nodes standalone: Set asks once and the session grant covers the second
     // Set; the HTTP GET (another scope) asks again and sends the secret header.
     cloud.chat(ALICE, &t, "Try the Set and HTTP nodes").await;
@@ -221,11 +264,16 @@ async fn a_person_types_the_secret_and_the_agent_only_ever_sees_metadata() {
     let logged = String::from_utf8_lossy(&logs.lock().unwrap()).into_owned();
     assert!(logged.contains("credential created"), "the logs were captured");
     assert_clean("the logs", &logged);
+    // Every table of the deployment, binary attributes inflated (run data, checkpoints).
     let app = &cloud.running.app;
-    let table = app.config.table(store::deployment::TableId::Instance).unwrap().to_owned();
-    let items = app.clients.dynamo.scan().table_name(&table).send().await.unwrap().items.unwrap_or_default();
-    let stored = format!("{items:?}");
-    assert!(stored.contains("Weather key"), "the scan saw the credential");
-    assert_clean("the stored items", &stored);
+    let stored = store::testing::stored_text(&app.clients, &app.config).await;
+    for (table, (count, text)) in &stored {
+        assert_clean(&format!("table {table}"), text);
+        if ["INSTANCE_TABLE", "EVENTS_TABLE", "AGENT_TABLE", "EXECUTIONS_TABLE"].contains(table) {
+            assert!(*count > 0, "{table} was scanned and holds this test's items");
+        }
+    }
+    assert!(stored["INSTANCE_TABLE"].1.contains("Weather key"), "the scan saw the credential");
+    assert!(stored["EXECUTIONS_TABLE"].1.contains("Lisbon"), "the scan saw inside the (compressed) run data");
     cloud.stop().await;
 }
