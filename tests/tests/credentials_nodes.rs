@@ -154,6 +154,29 @@ async fn a_person_types_the_secret_and_the_agent_only_ever_sees_metadata() {
     assert!(r[2]["nodesWithAccess"].as_array().unwrap().iter().any(|n| n["nodeType"] == "n8n-nodes-base.httpRequest"));
     assert_eq!(payload(frames.last().unwrap())["status"], "completed");
 
+    // Paging, description previews and the type catalog, as the model sees them.
+    let notes = format!("Billing API token for invoices. {}", "Rotate it every quarter. ".repeat(12));
+    assert!(notes.chars().count() > 256);
+    let billing = json!({"name": "Billing token", "type": "httpBearerAuth", "description": notes, "data": {"token": "billing-token-123456"}});
+    assert_eq!(rest(&cloud, ALICE, reqwest::Method::POST, "/instance-ai/credentials", Some(billing)).await.0, 201);
+    cloud.chat(ALICE, &t, "Look through my credentials").await;
+    let frames = feed.until_type(EventType::RunFinish, WAIT).await;
+    let r = results(&frames);
+    assert_eq!(r.len(), 5, "{:?}", kinds(&frames));
+    assert_eq!((r[0]["total"].as_u64(), r[0]["hasMore"].as_bool(), r[0]["credentials"].as_array().map(Vec::len)), (Some(4), Some(true), Some(1)), "{}", r[0]);
+    assert_eq!(r[0]["credentials"][0]["name"], "Authenticator", "by name");
+    assert!(r[0]["hint"].as_str().unwrap().contains("offset 1"), "{}", r[0]);
+    let preview = r[1]["credentials"][0]["description"].as_str().unwrap();
+    assert_eq!((preview.chars().count(), preview.ends_with('…')), (256, true), "a preview of at most 256 characters with its marker: {preview}");
+    assert_eq!(r[1]["hasMore"], false);
+    assert!(r[1].get("hint").is_none(), "{}", r[1]);
+    assert_eq!(r[2]["description"].as_str(), Some(notes.as_str()), "get gives the whole description: {}", r[2]);
+    let types = |v: &Value| v["results"].as_array().unwrap().iter().map(|t| t["type"].as_str().unwrap().to_owned()).collect::<Vec<_>>();
+    assert!(types(&r[3]).contains(&"slackApi".to_owned()), "{}", r[3]);
+    assert_eq!(r[3]["results"][0]["genericAuth"], false, "a service type: {}", r[3]);
+    assert_eq!(types(&r[4])[0], "httpBearerAuth", "{}", r[4]);
+    assert_eq!((r[4]["results"][0]["genericAuth"].as_bool(), r[4]["results"][0]["testable"].as_bool()), (Some(true), Some(true)));
+
     // Credential cards: the one TOTP credential settles itself; a generic type always asks.
     cloud.chat(ALICE, &t, "Connect my credentials").await;
     let frames = feed.until_type(EventType::ConfirmationRequest, WAIT).await;
