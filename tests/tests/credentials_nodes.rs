@@ -196,6 +196,21 @@ async fn a_person_types_the_secret_and_the_agent_only_ever_sees_metadata() {
     assert_eq!(r[0]["success"], true, "{}", r[0]);
     assert_eq!(r[0]["credentials"], json!({"httpHeaderAuth": id}));
 
+    // A type that does not exist is a validation error the model reads (no
+    // card); a card the person puts off is a deferral, and nothing is chosen.
+    cloud.chat(ALICE, &t, "Connect a billing credential").await;
+    let frames = feed.until_type(EventType::ConfirmationRequest, WAIT).await;
+    let invalid = &results(&frames)[0];
+    assert_eq!(invalid["success"], false, "{invalid}");
+    assert!(invalid["error"].as_str().unwrap().contains("unknown credential type"), "{invalid}");
+    let card = payload(frames.last().unwrap());
+    assert_eq!(card["credentialRequests"][0]["credentialType"], "httpBearerAuth");
+    assert_eq!(cloud.confirm(ALICE, &request_id(&frames), json!({"approved": false})).await.0, 200);
+    let frames = feed.until_type(EventType::RunFinish, WAIT).await;
+    let deferred = &results(&frames)[0];
+    assert_eq!((deferred["success"].as_bool(), deferred["deferred"].as_bool()), (Some(true), Some(true)), "{deferred}");
+    assert_eq!(deferred["reason"], "User deferred credential setup.");
+
     // Delete asks first, naming the credential, and is destructive.
     cloud.chat(ALICE, &t, "Delete my old key").await;
     let frames = feed.until_type(EventType::ConfirmationRequest, WAIT).await;
@@ -244,6 +259,9 @@ async fn a_person_types_the_secret_and_the_agent_only_ever_sees_metadata() {
     let run = &results(&frames)[0];
     assert_eq!(run["status"], "success", "{run}");
     assert!(run["data"].as_str().unwrap().contains("Lisbon"), "the credential set up on the node sent the header: {run}");
+    let again = &results(&frames)[1];
+    assert_eq!((again["success"].as_bool(), again["reason"].as_str()), (Some(true), Some("No nodes require setup.")), "set up once, nothing left: {again}");
+    assert_eq!(find(&frames, EventType::ConfirmationRequest).len(), 0, "and no card for it");
     let execution = mcp(&cloud, ALICE, "get_execution", json!({"workflowId": workflow_id, "executionId": run["executionId"], "includeData": true})).await;
     assert!(execution.to_string().contains("Lisbon"), "{execution}");
     seen.push_str(&execution.to_string());
