@@ -3,7 +3,9 @@
 //!
 //! - latency from request to response for a `lastNode` webhook on a 5-node
 //!   workflow, through the local cloud over HTTP (webhook function → Runs
-//!   queue → executor → stored answer → response), p50/p90/p99;
+//!   queue → executor → stored answer → response), p50/p90/p99, and the
+//!   Lambda invocations (per function, with handler time) and HTTP API
+//!   requests per call, from the local cloud's meter;
 //! - DynamoDB and SQS requests per webhook execution, counted on the
 //!   clients of each function (the webhook function and the executor; the
 //!   event source's own receive/delete calls are not the functions'), for
@@ -84,10 +86,17 @@ async fn latency() {
     for _ in 0..5 {
         call().await;
     }
+    // Let the warm-up's last executor record its end before counting.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let before = cloud.meter.snapshot();
     let mut times = Vec::new();
     for _ in 0..40 {
         times.push(call().await);
     }
+    // The last run's executor may still be recording its end after the answer went out.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let used = cloud.meter.snapshot().since(&before);
+    let n = times.len() as f64;
     times.sort();
     let mean = times.iter().sum::<Duration>() / times.len() as u32;
     println!(
@@ -97,6 +106,17 @@ async fn latency() {
         percentile(&times, 0.9),
         percentile(&times, 0.99),
         mean
+    );
+    let per_function: Vec<String> = used
+        .functions
+        .iter()
+        .map(|(f, u)| format!("{f:?} {:.2} ({:.0} ms handler time each)", u.invocations as f64 / n, u.billed_ms as f64 / u.invocations.max(1) as f64))
+        .collect();
+    println!(
+        "  per call: {:.2} Lambda invocations ({}), {:.2} HTTP API requests",
+        used.functions.values().map(|u| u.invocations).sum::<u64>() as f64 / n,
+        per_function.join(", "),
+        used.http_api_requests as f64 / n
     );
     cloud.shutdown().await;
 }

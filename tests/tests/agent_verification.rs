@@ -2,15 +2,18 @@
 //! SSE, the Steps and Runs queues), the scripted model, moto, and a local
 //! HTTP service standing in for the outside world.
 //!
-//! A Webhook → Set → If → Notify (HTTP POST with a header-auth credential)
-//! workflow is built from a workspace file; verification simulates Notify
-//! (the service records that nothing reached it), reaches every node and
-//! labels the run simulated in `executions(get)`; the typo in Notify's body
-//! expression comes back as a `resolvedParameterWarnings` entry; the verdict
-//! `needs_patch` is followed by a workspace edit, a rebuild and a second
-//! verification, `verified`, and a publish whose card says it is verified
-//! and that needs no acknowledgement. A second, never verified workflow is
-//! refused publish until the call acknowledges it, and its card says so.
+//! A Webhook → Set → If → (Slack post with a credential | HTTP POST)
+//! workflow is built from a workspace file, the model giving Slack's
+//! fixture; verification simulates both writes (the service records that
+//! nothing reached it; Slack's origin is not even reachable from the
+//! executor, so a real call would have failed the run), reaches every node
+//! and labels the run simulated in `executions(get)`; the typo in Slack's
+//! text expression comes back as a `resolvedParameterWarnings` entry; the
+//! verdict `needs_patch` is followed by a workspace edit, a rebuild and a
+//! second verification, `verified`, and a publish whose card says it is
+//! verified and that needs no acknowledgement. A second, never verified
+//! workflow is refused publish until the call acknowledges it, and its
+//! card says so.
 
 mod agent_common;
 
@@ -47,22 +50,26 @@ fn link(from: &str, to: &str) -> Value {
     json!({from: {"main": [[{"node": to, "type": "main", "index": 0}]]}})
 }
 
-/// Webhook → Shape (Set) → Has email (If) → Notify (HTTP POST, header auth).
-fn signup(base: &str, cred: &str, body_expr: &str) -> String {
+/// Webhook → Shape (Set) → Has email (If) → true: Post to Slack (Slack
+/// message, slackApi credential) and Notify (HTTP POST to the service);
+/// false: nothing.
+fn signup(base: &str, cred: &str, text_expr: &str) -> String {
     let mut conns = serde_json::Map::new();
-    for c in [link("Hook", "Shape"), link("Shape", "Has email"), link("Has email", "Notify")] {
+    for c in [link("Hook", "Shape"), link("Shape", "Has email")] {
         conns.extend(c.as_object().unwrap().clone());
     }
+    conns.insert("Has email".into(), json!({"main": [[{"node": "Post to Slack", "type": "main", "index": 0}, {"node": "Notify", "type": "main", "index": 0}], []]}));
     serde_json::to_string_pretty(&json!({
         "name": "Signup notifier",
         "nodes": [
             {"name": "Hook", "type": "n8n-nodes-base.webhook", "typeVersion": 2, "position": [0, 0], "parameters": {"httpMethod": "POST", "path": "signup-e2e"}},
             {"name": "Shape", "type": "n8n-nodes-base.set", "typeVersion": 3.4, "position": [200, 0], "parameters": {"assignments": {"assignments": [{"id": "1", "name": "email", "value": "={{ $json.body.email }}", "type": "string"}]}}},
             {"name": "Has email", "type": "n8n-nodes-base.if", "typeVersion": 2.2, "position": [400, 0], "parameters": {"conditions": {"options": {"caseSensitive": true, "leftValue": "", "typeValidation": "strict"}, "combinator": "and", "conditions": [{"id": "c1", "leftValue": "={{ $json.email }}", "rightValue": "", "operator": {"type": "string", "operation": "notEmpty", "singleValue": true}}]}, "options": {}}},
-            {"name": "Notify", "type": "n8n-nodes-base.httpRequest", "typeVersion": 4.2, "position": [600, 0], "parameters": {
-                "method": "POST", "url": format!("{base}/notify"), "authentication": "genericCredentialType", "genericAuthType": "httpHeaderAuth",
-                "sendBody": true, "bodyParameters": {"parameters": [{"name": "email", "value": body_expr}]}, "options": {}},
-             "credentials": {"httpHeaderAuth": {"id": cred, "name": "Notifier key"}}}
+            {"name": "Post to Slack", "type": "n8n-nodes-base.slack", "typeVersion": 2.3, "position": [600, -100], "parameters": {
+                "select": "channel", "channelId": {"__rl": true, "value": "C0SIGNUPS", "mode": "id"}, "text": text_expr, "otherOptions": {"includeLinkToWorkflow": false}},
+             "credentials": {"slackApi": {"id": cred, "name": "Team Slack"}}},
+            {"name": "Notify", "type": "n8n-nodes-base.httpRequest", "typeVersion": 4.2, "position": [600, 100], "parameters": {
+                "method": "POST", "url": format!("{base}/notify"), "sendBody": true, "bodyParameters": {"parameters": [{"name": "email", "value": "={{ $json.email }}"}]}, "options": {}}}
         ],
         "connections": conns
     }))
@@ -145,19 +152,20 @@ async fn the_agent_verifies_patches_and_publishes_without_sending_anything() {
     let inst = Instance::new(&cloud.running.app.clients, &cloud.running.app.config).await.expect("instance");
     let alice = Caller::new(UserId("alice".into()));
     let cred = inst
-        .create_credential(&alice, NewCredentialInput { name: "Notifier key".into(), kind: "httpHeaderAuth".into(), data: json!({"name": "x-key", "value": "s3cret-notifier"}), description: None, project_id: None })
+        .create_credential(&alice, NewCredentialInput { name: "Team Slack".into(), kind: "slackApi".into(), data: json!({"accessToken": "xoxb-s3cret-slack"}), description: None, project_id: None })
         .await
         .expect("credential");
+    let slack_fixture = json!({"ok": true, "channel": "C0SIGNUPS", "message": {"type": "message", "text": "New signup", "ts": "1767225600.000100"}, "message_timestamp": "1767225600.000100"});
 
     let wf = from(1, "/workflowId");
     late.set(json!({"conversations": {
         "Build the signup notifier": conversation(vec![
             tool("workspace_write_file", json!({"path": "signup.json", "content": signup(&base, &cred.id, "={{ $json.emial }}")})),
-            tool("build-workflow", json!({"filePath": "signup.json", "workItemId": "signup"})),
+            tool("build-workflow", json!({"filePath": "signup.json", "workItemId": "signup", "simulationFixtures": {"Post to Slack": [slack_fixture]}})),
             tool("verify-built-workflow", json!({"workItemId": "signup", "workflowId": wf, "inputData": {"email": "ada@example.com"}})),
-            tool("report-verification-verdict", json!({"workItemId": "signup", "verdict": "needs_patch", "failureSignature": "Notify:body.email empty", "failedNodeName": "Notify", "patch": "fix the typo in the email expression"})),
+            tool("report-verification-verdict", json!({"workItemId": "signup", "verdict": "needs_patch", "failureSignature": "Post to Slack:text empty", "failedNodeName": "Post to Slack", "patch": "fix the typo in the email expression"})),
             tool("workspace_edit_file", json!({"path": "signup.json", "oldString": "$json.emial", "newString": "$json.email"})),
-            tool("build-workflow", json!({"filePath": "signup.json", "workItemId": "signup"})),
+            tool("build-workflow", json!({"filePath": "signup.json", "workItemId": "signup", "simulationFixtures": {"Post to Slack": [slack_fixture]}})),
             tool("verify-built-workflow", json!({"workItemId": "signup", "workflowId": wf, "inputData": {"email": "ada@example.com"}})),
             tool("report-verification-verdict", json!({"workItemId": "signup", "verdict": "verified"})),
             tool("executions", json!({"action": "get", "executionId": from(6, "/executionId")})),
@@ -177,24 +185,34 @@ async fn the_agent_verifies_patches_and_publishes_without_sending_anything() {
     let r = outcomes(&frames);
     assert_eq!(r.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>()[1..4], ["build-workflow", "verify-built-workflow", "report-verification-verdict"]);
 
-    // The build records the plan: the trigger and the write are simulated.
+    // The build records the plan: the trigger and both writes are simulated, Slack with the model's fixture.
     let build = ok(&r[1]);
     assert_eq!(build["workItemId"], "signup");
-    assert_eq!(build["simulatedNodes"], json!(["Hook", "Notify"]), "{build}");
+    assert_eq!(build["simulatedNodes"], json!(["Hook", "Post to Slack", "Notify"]), "{build}");
     let plan = build["nodeSimulationPlan"].as_array().unwrap();
-    let notify = plan.iter().find(|p| p["nodeName"] == "Notify").unwrap();
-    assert_eq!((notify["mode"].as_str(), notify["reason"].as_str()), (Some("simulate"), Some("credentials")));
-    assert_eq!(plan.iter().find(|p| p["nodeName"] == "Shape").unwrap()["mode"], "execute");
+    let line = |n: &str| plan.iter().find(|p| p["nodeName"] == n).unwrap().clone();
+    assert_eq!((line("Post to Slack")["mode"].as_str(), line("Post to Slack")["reason"].as_str()), (Some("simulate"), Some("write-operation")));
+    assert_eq!((line("Notify")["mode"].as_str(), line("Notify")["reason"].as_str()), (Some("simulate"), Some("http-write")));
+    assert_eq!((line("Shape")["mode"].as_str(), line("Has email")["mode"].as_str()), (Some("execute"), Some("execute")));
+    assert_eq!(build["simulationFixtures"]["Post to Slack"], json!({"source": "model", "items": 1}));
+    assert_eq!(build["simulationFixtures"]["Notify"]["source"], "catalog");
 
-    // First verification: passes with every node reached, Notify simulated, the typo reported.
+    // First verification: passes with every node reached, both writes simulated, the typo reported.
     let first = ok(&r[2]);
     assert_eq!((first["success"].as_bool(), first["status"].as_str()), (Some(true), Some("success")), "{first}");
-    assert_eq!(first["simulatedNodes"], json!(["Notify"]));
+    assert_eq!(first["simulatedNodes"], json!(["Post to Slack", "Notify"]));
     let previews = first["nodePreviews"].as_array().unwrap();
-    assert_eq!(previews.iter().map(|p| (p["nodeName"].as_str().unwrap(), p["simulated"].as_bool().unwrap())).collect::<Vec<_>>(), [("Hook", true), ("Shape", false), ("Has email", false), ("Notify", true)]);
-    assert!(first["simulationNote"].as_str().unwrap().contains("Simulated (fixture output, nothing sent or written): Notify"), "{first}");
+    assert_eq!(
+        previews.iter().map(|p| (p["nodeName"].as_str().unwrap(), p["simulated"].as_bool().unwrap())).collect::<Vec<_>>(),
+        [("Hook", true), ("Shape", false), ("Has email", false), ("Post to Slack", true), ("Notify", true)]
+    );
+    assert!(first["simulationNote"].as_str().unwrap().contains("Simulated (fixture output, nothing sent or written): Post to Slack, Notify"), "{first}");
     let warnings = first["resolvedParameterWarnings"].as_str().expect("warnings, enveloped as untrusted");
-    assert!(warnings.starts_with("<untrusted_data") && warnings.contains("\"nodeName\":\"Notify\"") && warnings.contains("$json.emial") && warnings.contains("\"issue\":\"empty\""), "{warnings}");
+    assert!(
+        warnings.starts_with("<untrusted_data") && warnings.contains("\"nodeName\":\"Post to Slack\"") && warnings.contains("$json.emial") && warnings.contains("\"path\":\"text\""),
+        "{warnings}"
+    );
+    assert!(!warnings.contains("Notify"), "Notify's expression resolves: {warnings}");
     assert!(!warnings.contains("s3cret"), "no secret reaches the model");
     assert_eq!(first["verification"]["claim"], "verified", "every trigger passed and every node was reached: {first}");
     assert_eq!(ok(&r[3])["state"], "patching");
@@ -206,14 +224,17 @@ async fn the_agent_verifies_patches_and_publishes_without_sending_anything() {
     assert_eq!((second["success"].as_bool(), second["attempt"].as_u64()), (Some(true), Some(1)), "{second}");
     assert!(second.get("resolvedParameterWarnings").is_none(), "the fixed expression resolves: {second}");
     assert_eq!(second["verification"]["claim"], "verified");
-    assert_eq!(second["verification"]["evidence"]["coveredNodes"], json!(["Hook", "Shape", "Has email", "Notify"]));
+    assert_eq!(second["verification"]["evidence"]["coveredNodes"], json!(["Hook", "Shape", "Has email", "Post to Slack", "Notify"]));
     let verdict = ok(&r[7]);
     assert_eq!((verdict["state"].as_str(), verdict["claim"].as_str()), (Some("verified"), Some("verified")), "{verdict}");
 
     // executions(get) labels the run simulated.
     let got = ok(&r[8]);
     assert_eq!(got["executionId"], second["executionId"]);
-    assert_eq!(got["simulation"]["simulatedNodes"], json!(["Notify"]), "{got}");
+    assert_eq!(got["simulation"]["simulatedNodes"], json!(["Post to Slack", "Notify"]), "{got}");
+    let data = got["data"].as_str().expect("run data, enveloped as untrusted");
+    let data: Value = serde_json::from_str(data.split_once('\n').unwrap().1.rsplit_once('\n').unwrap().0).unwrap();
+    assert_eq!(data["Post to Slack"][0]["json"], slack_fixture, "Slack's output is the model's fixture: {got}");
     assert_eq!(got["simulation"]["workItemId"], "signup");
 
     // Published without acknowledgement; the card states the verification.

@@ -2,9 +2,12 @@
 //! the person creates a header credential through the REST API; the agent
 //! (scripted model, HTTP + SSE) lists it, tests it against a local service
 //! that checks the header, asks for credentials with a setup card, deletes
-//! one after approval, runs a Set node and an HTTP GET standalone with
+//! one after approval, sets up a workflow's HTTP node with it through the
+//! setup card (the answer carries a credential id and a URL, never a
+//! secret) and runs it, runs a Set node and an HTTP GET standalone with
 //! approval and a session grant — and the planted secret appears in no
-//! event, message, REST or MCP answer, log line or stored item.
+//! SSE event, message, REST or MCP answer, log line or item of any table
+//! (binary attributes inflated).
 
 mod agent_common;
 
@@ -151,6 +154,29 @@ async fn a_person_types_the_secret_and_the_agent_only_ever_sees_metadata() {
     assert!(r[2]["nodesWithAccess"].as_array().unwrap().iter().any(|n| n["nodeType"] == "n8n-nodes-base.httpRequest"));
     assert_eq!(payload(frames.last().unwrap())["status"], "completed");
 
+    // Paging, description previews and the type catalog, as the model sees them.
+    let notes = format!("Billing API token for invoices. {}", "Rotate it every quarter. ".repeat(12));
+    assert!(notes.chars().count() > 256);
+    let billing = json!({"name": "Billing token", "type": "httpBearerAuth", "description": notes, "data": {"token": "billing-token-123456"}});
+    assert_eq!(rest(&cloud, ALICE, reqwest::Method::POST, "/instance-ai/credentials", Some(billing)).await.0, 201);
+    cloud.chat(ALICE, &t, "Look through my credentials").await;
+    let frames = feed.until_type(EventType::RunFinish, WAIT).await;
+    let r = results(&frames);
+    assert_eq!(r.len(), 5, "{:?}", kinds(&frames));
+    assert_eq!((r[0]["total"].as_u64(), r[0]["hasMore"].as_bool(), r[0]["credentials"].as_array().map(Vec::len)), (Some(4), Some(true), Some(1)), "{}", r[0]);
+    assert_eq!(r[0]["credentials"][0]["name"], "Authenticator", "by name");
+    assert!(r[0]["hint"].as_str().unwrap().contains("offset 1"), "{}", r[0]);
+    let preview = r[1]["credentials"][0]["description"].as_str().unwrap();
+    assert_eq!((preview.chars().count(), preview.ends_with('…')), (256, true), "a preview of at most 256 characters with its marker: {preview}");
+    assert_eq!(r[1]["hasMore"], false);
+    assert!(r[1].get("hint").is_none(), "{}", r[1]);
+    assert_eq!(r[2]["description"].as_str(), Some(notes.as_str()), "get gives the whole description: {}", r[2]);
+    let types = |v: &Value| v["results"].as_array().unwrap().iter().map(|t| t["type"].as_str().unwrap().to_owned()).collect::<Vec<_>>();
+    assert!(types(&r[3]).contains(&"slackApi".to_owned()), "{}", r[3]);
+    assert_eq!(r[3]["results"][0]["genericAuth"], false, "a service type: {}", r[3]);
+    assert_eq!(types(&r[4])[0], "httpBearerAuth", "{}", r[4]);
+    assert_eq!((r[4]["results"][0]["genericAuth"].as_bool(), r[4]["results"][0]["testable"].as_bool()), (Some(true), Some(true)));
+
     // Credential cards: the one TOTP credential settles itself; a generic type always asks.
     cloud.chat(ALICE, &t, "Connect my credentials").await;
     let frames = feed.until_type(EventType::ConfirmationRequest, WAIT).await;
@@ -170,6 +196,21 @@ async fn a_person_types_the_secret_and_the_agent_only_ever_sees_metadata() {
     assert_eq!(r[0]["success"], true, "{}", r[0]);
     assert_eq!(r[0]["credentials"], json!({"httpHeaderAuth": id}));
 
+    // A type that does not exist is a validation error the model reads (no
+    // card); a card the person puts off is a deferral, and nothing is chosen.
+    cloud.chat(ALICE, &t, "Connect a billing credential").await;
+    let frames = feed.until_type(EventType::ConfirmationRequest, WAIT).await;
+    let invalid = &results(&frames)[0];
+    assert_eq!(invalid["success"], false, "{invalid}");
+    assert!(invalid["error"].as_str().unwrap().contains("unknown credential type"), "{invalid}");
+    let card = payload(frames.last().unwrap());
+    assert_eq!(card["credentialRequests"][0]["credentialType"], "httpBearerAuth");
+    assert_eq!(cloud.confirm(ALICE, &request_id(&frames), json!({"approved": false})).await.0, 200);
+    let frames = feed.until_type(EventType::RunFinish, WAIT).await;
+    let deferred = &results(&frames)[0];
+    assert_eq!((deferred["success"].as_bool(), deferred["deferred"].as_bool()), (Some(true), Some(true)), "{deferred}");
+    assert_eq!(deferred["reason"], "User deferred credential setup.");
+
     // Delete asks first, naming the credential, and is destructive.
     cloud.chat(ALICE, &t, "Delete my old key").await;
     let frames = feed.until_type(EventType::ConfirmationRequest, WAIT).await;
@@ -181,6 +222,49 @@ async fn a_person_types_the_secret_and_the_agent_only_ever_sees_metadata() {
     let (_, list) = rest(&cloud, ALICE, reqwest::Method::GET, "/instance-ai/credentials", None).await;
     assert!(list["data"].as_array().unwrap().iter().all(|c| c["name"] != "Old key"), "{list}");
     seen.push_str(&list.to_string());
+
+    // Workflow setup through the card: the build leaves the HTTP node without
+    // its URL and credential; the card asks for both, the person answers with
+    // a credential id and the URL (never a secret), and the run that follows
+    // reaches the service with the header.
+    cloud.chat(ALICE, &t, "Set up my weather report").await;
+    let frames = feed.until_type(EventType::ConfirmationRequest, WAIT).await;
+    let r = results(&frames);
+    let workflow_id = r[1]["workflowId"].as_str().expect("built").to_owned();
+    let card = payload(frames.last().unwrap());
+    assert_eq!((card["toolName"].as_str(), card["workflowId"].as_str(), card["resourceName"].as_str()), (Some("workflows"), Some(workflow_id.as_str()), Some("Weather report")), "{card}");
+    assert!(card["projectId"].is_string(), "{card}");
+    let requests = card["setupRequests"].as_array().expect("setup requests");
+    assert!(requests.iter().all(|q| q["node"]["name"] == "Fetch weather"), "only the HTTP node needs setup: {card}");
+    let asks_credential = requests.iter().find(|q| q["credentialType"] == "httpHeaderAuth").expect("a credential request");
+    assert_eq!(asks_credential["existingCredentials"], json!([{"id": id, "name": "Weather key"}]));
+    assert!(requests.iter().any(|q| q["parameterIssues"]["url"].is_array()), "the URL placeholder is asked for: {card}");
+    let url = format!("{service}/weather");
+    let answer = json!({"approved": true, "nodeCredentials": {"Fetch weather": {"httpHeaderAuth": id}}, "nodeParameters": {"Fetch weather": {"url": url}}});
+    let (status, body) = cloud.confirm(ALICE, &request_id(&frames), answer).await;
+    assert_eq!(status, 200, "{body}");
+    let frames = feed.until_type(EventType::ConfirmationRequest, WAIT).await;
+    let setup = &results(&frames)[0];
+    assert_eq!(setup["success"], true, "{setup}");
+    let done: Vec<&str> = setup["completedNodes"].as_array().unwrap().iter().map(|n| n["nodeName"].as_str().unwrap()).collect();
+    assert!(!done.is_empty() && done.iter().all(|n| *n == "Fetch weather"), "{setup}");
+    assert_eq!((setup["nodesStillNeedingSetup"].as_array().map(Vec::len), setup["failedNodes"].as_array().map(Vec::len)), (Some(0), Some(0)), "{setup}");
+    let details = mcp(&cloud, ALICE, "get_workflow_details", json!({"workflowId": workflow_id})).await;
+    let text = details.to_string();
+    let node = &details["result"]["structuredContent"]["workflow"]["nodes"][1];
+    assert_eq!((node["name"].as_str(), node["parameters"]["url"].as_str()), (Some("Fetch weather"), Some(url.as_str())), "MCP sees the URL the person gave (credentials are stripped there): {text}");
+    seen.push_str(&text);
+    cloud.confirm(ALICE, &request_id(&frames), json!({"approved": true})).await;
+    let frames = feed.until_type(EventType::RunFinish, WAIT).await;
+    let run = &results(&frames)[0];
+    assert_eq!(run["status"], "success", "{run}");
+    assert!(run["data"].as_str().unwrap().contains("Lisbon"), "the credential set up on the node sent the header: {run}");
+    let again = &results(&frames)[1];
+    assert_eq!((again["success"].as_bool(), again["reason"].as_str()), (Some(true), Some("No nodes require setup.")), "set up once, nothing left: {again}");
+    assert_eq!(find(&frames, EventType::ConfirmationRequest).len(), 0, "and no card for it");
+    let execution = mcp(&cloud, ALICE, "get_execution", json!({"workflowId": workflow_id, "executionId": run["executionId"], "includeData": true})).await;
+    assert!(execution.to_string().contains("Lisbon"), "{execution}");
+    seen.push_str(&execution.to_string());
 
     // Nodes standalone: Set asks once and the session grant covers the second
     // Set; the HTTP GET (another scope) asks again and sends the secret header.
@@ -221,11 +305,16 @@ async fn a_person_types_the_secret_and_the_agent_only_ever_sees_metadata() {
     let logged = String::from_utf8_lossy(&logs.lock().unwrap()).into_owned();
     assert!(logged.contains("credential created"), "the logs were captured");
     assert_clean("the logs", &logged);
+    // Every table of the deployment, binary attributes inflated (run data, checkpoints).
     let app = &cloud.running.app;
-    let table = app.config.table(store::deployment::TableId::Instance).unwrap().to_owned();
-    let items = app.clients.dynamo.scan().table_name(&table).send().await.unwrap().items.unwrap_or_default();
-    let stored = format!("{items:?}");
-    assert!(stored.contains("Weather key"), "the scan saw the credential");
-    assert_clean("the stored items", &stored);
+    let stored = store::testing::stored_text(&app.clients, &app.config).await;
+    for (table, (count, text)) in &stored {
+        assert_clean(&format!("table {table}"), text);
+        if ["INSTANCE_TABLE", "EVENTS_TABLE", "AGENT_TABLE", "EXECUTIONS_TABLE"].contains(table) {
+            assert!(*count > 0, "{table} was scanned and holds this test's items");
+        }
+    }
+    assert!(stored["INSTANCE_TABLE"].1.contains("Weather key"), "the scan saw the credential");
+    assert!(stored["EXECUTIONS_TABLE"].1.contains("Lisbon"), "the scan saw inside the (compressed) run data");
     cloud.stop().await;
 }

@@ -409,6 +409,76 @@ async fn a_wait_on_webhook_resumes_by_its_url_and_an_error_workflow_runs_on_fail
     s.cloud.shutdown().await;
 }
 
+/// A Wait "on form submitted": the run parks, `$execution.resumeFormUrl`
+/// is `/form-waiting/<id>`, which renders the Wait's own form (plain HTML),
+/// refuses a submission without a required field (the run keeps waiting),
+/// and resumes the run once with the submitted fields.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_wait_on_a_form_resumes_by_its_form_url() {
+    let s = stack(|_| {}).await;
+    let id = s
+        .workflow(
+            "Confirm plan",
+            chain(vec![
+                node("Webhook", "n8n-nodes-base.webhook", 2.0, json!({"httpMethod": "POST", "path": "plan"})),
+                set("Link", "url", "={{ $execution.resumeFormUrl }}"),
+                node(
+                    "Ask",
+                    "n8n-nodes-base.wait",
+                    1.1,
+                    json!({"resume": "form", "formTitle": "Confirm your plan", "formDescription": "One <last> step",
+                           "formFields": {"values": [
+                               {"fieldLabel": "Name", "requiredField": true},
+                               {"fieldLabel": "Plan", "fieldType": "dropdown", "fieldOptions": {"values": [{"option": "Free"}, {"option": "Pro"}]}}
+                           ]},
+                           "options": {}}),
+                ),
+                set("Confirmed", "plan", "={{ $json.Plan }} for {{ $json.Name }}"),
+            ]),
+        )
+        .await;
+    s.publish(&id).await.expect("publish");
+    assert_eq!(s.http.post(s.url("/webhook/plan")).json(&json!({})).send().await.unwrap().status(), 200);
+    let waiting = s.settled(&id, 1, Duration::from_secs(20)).await;
+    assert_eq!(waiting[0]["status"], "waiting");
+    let exec = waiting[0]["id"].as_str().unwrap().to_owned();
+    let url = output(&s.run_data(&id, &exec).await, "Link")["url"].as_str().unwrap().to_owned();
+    assert_eq!(url, s.url(&format!("/form-waiting/{exec}")));
+
+    let r = s.http.get(&url).send().await.unwrap();
+    assert_eq!(r.status(), 200);
+    let page = r.text().await.unwrap();
+    for needle in ["<form method=\"post\"", "Confirm your plan", "One &lt;last&gt; step", "name=\"field-0\"", "<option value=\"Pro\">"] {
+        assert!(page.contains(needle), "{needle} in {page}");
+    }
+    assert!(!page.contains("<script"), "no JavaScript");
+    // Without the required name: the form again, with the error; the run still waits.
+    let r = s.http.post(&url).header("content-type", "application/x-www-form-urlencoded").body("field-1=Pro").send().await.unwrap();
+    assert_eq!(r.status(), 400);
+    assert!(r.text().await.unwrap().contains("&quot;Name&quot; is required"));
+    assert_eq!(s.executions(&id).await[0]["status"], "waiting");
+    // A plain HTML form post resumes it.
+    let r = s.http.post(&url).header("content-type", "application/x-www-form-urlencoded").body("field-0=Ada&field-1=Pro").send().await.unwrap();
+    assert_eq!(r.status(), 200);
+    assert!(r.text().await.unwrap().contains("<h1>"), "the completion screen");
+    let end = Instant::now() + Duration::from_secs(10);
+    while s.executions(&id).await[0]["status"] != "success" {
+        assert!(Instant::now() < end, "the resumed execution finishes: {:?}", s.executions(&id).await);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let done = s.run_data(&id, &exec).await;
+    assert_eq!(output(&done, "Confirmed")["plan"], "Pro for Ada");
+    assert_eq!(output(&done, "Ask")["formMode"], "production", "{}", output(&done, "Ask"));
+    assert_eq!(s.executions(&id).await.len(), 1, "resumed, not re-run");
+    // Once: a second submission (or a look) finds it finished.
+    let again = s.http.post(&url).header("content-type", "application/x-www-form-urlencoded").body("field-0=Eve&field-1=Free").send().await.unwrap();
+    assert_eq!(again.status(), 409);
+    assert_eq!(s.http.get(&url).send().await.unwrap().status(), 409);
+    // An execution that does not exist: 404.
+    assert_eq!(s.http.get(s.url("/form-waiting/no-such-execution")).send().await.unwrap().status(), 404);
+    s.cloud.shutdown().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_schedule_fires_within_its_interval_once_per_tick_and_stops_after_unpublish() {
     let s = stack(|_| {}).await;

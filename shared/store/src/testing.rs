@@ -78,3 +78,58 @@ fn arm_fault(spec: serde_json::Value) {
     conn.read_to_string(&mut answer).expect("read moto's answer");
     assert!(answer.starts_with("HTTP/1.1 200") || answer.starts_with("HTTP/1.0 200"), "moto_server.py did not arm the fault: {answer}");
 }
+
+/// Every item of every table of the deployment as text, per table with its
+/// item count: attribute values rendered, binary ones also inflated where
+/// they hold DEFLATE data (run data, checkpoints, histories), so a grep sees
+/// what the store really holds (the planted-secret tests).
+pub async fn stored_text(clients: &AwsClients, config: &Config) -> std::collections::BTreeMap<&'static str, (usize, String)> {
+    use aws_sdk_dynamodb::types::AttributeValue;
+    fn render(v: &AttributeValue, out: &mut String) {
+        match v {
+            AttributeValue::S(s) | AttributeValue::N(s) => out.push_str(s),
+            AttributeValue::B(b) => {
+                let bytes = b.as_ref();
+                out.push_str(&String::from_utf8_lossy(bytes));
+                if let Ok(inflated) = crate::data::db::decompress(bytes) {
+                    out.push(' ');
+                    out.push_str(&String::from_utf8_lossy(&inflated));
+                }
+            }
+            AttributeValue::Ss(l) | AttributeValue::Ns(l) => out.push_str(&l.join(" ")),
+            AttributeValue::Bs(l) => l.iter().for_each(|b| render(&AttributeValue::B(b.clone()), out)),
+            AttributeValue::L(l) => l.iter().for_each(|x| {
+                render(x, out);
+                out.push(' ');
+            }),
+            AttributeValue::M(m) => m.iter().for_each(|(k, x)| {
+                out.push_str(k);
+                out.push('=');
+                render(x, out);
+                out.push(' ');
+            }),
+            AttributeValue::Bool(b) => out.push_str(&b.to_string()),
+            _ => {}
+        }
+    }
+    let mut all = std::collections::BTreeMap::new();
+    for def in crate::deployment::TABLES {
+        let table = config.table(def.id).expect("a provisioned table").to_owned();
+        let (mut count, mut text) = (0, String::new());
+        let mut start = None;
+        loop {
+            let page = clients.dynamo.scan().table_name(&table).set_exclusive_start_key(start).send().await.expect("scan");
+            for item in page.items.unwrap_or_default() {
+                count += 1;
+                render(&AttributeValue::M(item), &mut text);
+                text.push('\n');
+            }
+            start = page.last_evaluated_key;
+            if start.is_none() {
+                break;
+            }
+        }
+        all.insert(def.env, (count, text));
+    }
+    all
+}

@@ -117,8 +117,13 @@ impl WorkItem {
 pub struct Build {
     pub version_id: String,
     pub built_at: String,
-    /// Enabled nodes, in workflow order.
+    /// Enabled nodes that run on their own (not sticky notes, not
+    /// sub-nodes), in workflow order: what verification must cover.
     pub planned_nodes: Vec<String>,
+    /// Enabled sub-nodes (models, tools, memories of a root): they run
+    /// inside their root and are covered with it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sub_nodes: Vec<String>,
     /// Enabled triggers (each needs its own pass).
     pub triggers: Vec<String>,
     pub node_simulation_plan: Vec<NodePlan>,
@@ -444,10 +449,12 @@ impl Instance {
                 fixtures.insert(p.node_name.clone(), Fixture { items: simulation::catalog_fixture(p, &node), source: FixtureSource::Catalog, execution_id: None });
             }
         }
+        let names = |pick: &dyn Fn(&str) -> bool| -> Vec<String> { on.iter().filter_map(|n| n.get("name").and_then(Value::as_str)).filter(|n| pick(n)).map(str::to_owned).collect() };
         let build = Build {
             version_id: rec.version_id.clone(),
             built_at: db::now_iso(),
-            planned_nodes: on.iter().filter_map(|n| n.get("name").and_then(Value::as_str).map(str::to_owned)).collect(),
+            planned_nodes: names(&|n| plan.iter().any(|p| p.node_name == n)),
+            sub_nodes: names(&|n| simulation::is_sub_node(&version.body.connections, n)),
             triggers,
             node_simulation_plan: plan,
             simulation_fixtures: fixtures,
@@ -534,7 +541,8 @@ impl Instance {
                 pins.insert(p.node_name.clone(), f.items.iter().map(|j| engine::Item::new(j.clone())).collect());
             }
         }
-        let simulated: Vec<String> = pins.keys().cloned().collect();
+        // In workflow order, as the plan lists them.
+        let simulated: Vec<String> = item.build.simulated().filter(|p| pins.contains_key(&p.node_name)).map(|p| p.node_name.clone()).collect();
         let mut sreq = StartRequest::new(WorkflowRef::Version { workflow_id: meta.id.clone(), version_id: version_id.clone() }, ExecutionMode::Manual);
         if let Some(t) = start {
             sreq.trigger = Some(t.node);
@@ -848,7 +856,7 @@ impl Instance {
                         // Built nodes that call out; a trigger's credential (incoming auth) is only set by name.
                         .filter(|n| {
                             let name = n.get("name").and_then(Value::as_str).unwrap_or_default();
-                            wi.build.planned_nodes.iter().any(|p| p == name) && !wi.build.triggers.iter().any(|t| t == name) && accepts(n, k)
+                            wi.build.planned_nodes.iter().chain(&wi.build.sub_nodes).any(|p| p == name) && !wi.build.triggers.iter().any(|t| t == name) && accepts(n, k)
                         })
                         .filter_map(|n| n.get("name").and_then(Value::as_str).map(str::to_owned))
                         .collect();
@@ -932,6 +940,7 @@ mod tests {
                 version_id: "v1".into(),
                 built_at: "2026-01-01T00:00:00Z".into(),
                 planned_nodes: vec!["A".into(), "B".into(), "Shared".into(), "Only B".into()],
+                sub_nodes: Vec::new(),
                 triggers: vec!["A".into(), "B".into()],
                 node_simulation_plan: vec![
                     plan("A", Mode::Simulate, simulation::Reason::Trigger),
