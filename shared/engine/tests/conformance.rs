@@ -298,7 +298,7 @@ fn comparable(item: &Value, binary: bool) -> Value {
     Value::Object(out)
 }
 
-fn run_fixture(root: &Path, path: &Path, env: &FixtureEnv) -> Result<(), String> {
+fn run_fixture(path: &Path, env: &FixtureEnv) -> Result<(), String> {
     let text = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
     let mut wf: Value = serde_json::from_str(&text).map_err(|e| e.to_string())?;
     let expected = wf.as_object_mut().and_then(|o| o.remove("pinData")).unwrap_or(Value::Null);
@@ -412,7 +412,7 @@ fn run_root(root: &Path, env_root: &str) -> Vec<(String, Result<(), String>)> {
         .map(|f| (f.strip_prefix(root).unwrap_or(f).display().to_string(), f))
         .filter(|(name, _)| filter.as_ref().is_none_or(|x| name.contains(x.as_str())))
         .map(|(name, f)| {
-            let r = run_fixture(root, f, envs.get(&name).unwrap_or(&FixtureEnv::default()));
+            let r = run_fixture(f, envs.get(&name).unwrap_or(&FixtureEnv::default()));
             (name, r)
         })
         .collect()
