@@ -453,3 +453,67 @@ async fn past_conversations_are_recalled_by_their_owner_only() {
     assert!(refused["error"].as_str().unwrap().contains("no conversation"), "{refused}");
     cloud.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_project_threads_history_is_recalled_in_that_project_only() {
+    use store::data::users_projects::ProjectRole;
+    let model = Arc::new(Recording::default());
+    model.script.set(json!({"conversations": {
+        "Plan the invoice sync": [{"text": "Team plan: a nightly invoice sync."}],
+        "Plan my invoice reminders": [{"text": "Personal plan: invoice reminders."}]
+    }}));
+    let setup = Setup { stubs: false, ..Setup::default() };
+    let cloud = cloud_with(setup, |c| (c.clone(), ()), Some(model.clone() as Arc<dyn agent::model::ModelProvider>)).await.0;
+    let data = store::data::InstanceData::new(&cloud.running.app.clients, &cloud.running.app.config).await.unwrap();
+    let (alice, carol) = (protocol::UserId("alice".into()), protocol::UserId("carol".into()));
+    data.projects.create_user(&alice, "alice@example.com", None, None).await.unwrap();
+    let team = data.projects.create_team_project("Finance", &carol).await.unwrap();
+    data.projects.set_member(&team.id, &alice, ProjectRole::Editor).await.unwrap();
+    let chat_in = |t: String, message: &'static str, project: Option<String>| {
+        let cloud = &cloud;
+        async move {
+            let mut feed = cloud.sse_events(ALICE, &t).await;
+            let mut body = json!({"message": message});
+            if let Some(p) = project {
+                body["projectId"] = json!(p);
+            }
+            let (status, answer) = cloud.post(ALICE, &format!("/instance-ai/chat/{t}"), body).await;
+            assert_eq!(status, 200, "{answer}");
+            let frames = feed.until_type(EventType::RunFinish, WAIT).await;
+            assert_eq!(payload(frames.last().unwrap())["status"], "completed", "{:?}", kinds(&frames));
+            frames
+        }
+    };
+    let team_thread = thread();
+    chat_in(team_thread.clone(), "Plan the invoice sync", Some(team.id.clone())).await;
+    chat_in(thread(), "Plan my invoice reminders", None).await;
+
+    let history = |args: Value| json!({"toolCalls": [{"name": "conversation-history", "args": args}]});
+    model.script.set(json!({"conversations": {"What did we plan for invoices?": [
+        history(json!({"action": "search", "query": "invoice"})),
+        history(json!({"action": "get-messages", "threadId": team_thread, "after": 2})),
+        {"text": "The nightly sync."}
+    ]}}));
+    // A new thread in the team project: the cue and the search see the team thread only.
+    let frames = chat_in(thread(), "What did we plan for invoices?", Some(team.id.clone())).await;
+    let cue = model.users.lock().unwrap().last().unwrap().clone();
+    assert!(cue.contains("<past-conversations count=\"1\">") && cue.contains("- Plan the invoice sync ("), "{cue}");
+    assert!(!cue.contains("reminders"), "the personal thread is another project's: {cue}");
+    let calls = settled(&frames);
+    let hits: Vec<Value> = serde_json::from_str(envelope_body(calls[0].1.as_ref().unwrap()["hits"].as_str().unwrap(), "conversation-history")).unwrap();
+    let titles: Vec<&str> = hits.iter().map(|h| h["title"].as_str().unwrap()).collect();
+    assert_eq!(titles, ["Plan the invoice sync"]);
+    let window = calls[1].1.as_ref().unwrap();
+    let messages: Vec<Value> = serde_json::from_str(envelope_body(window["messages"].as_str().unwrap(), "conversation-history")).unwrap();
+    assert_eq!(messages[1]["text"], "Team plan: a nightly invoice sync.");
+
+    // From the personal project the team thread is out of reach, the personal one found.
+    let frames = chat_in(thread(), "What did we plan for invoices?", None).await;
+    let calls = settled(&frames);
+    let hits: Vec<Value> = serde_json::from_str(envelope_body(calls[0].1.as_ref().unwrap()["hits"].as_str().unwrap(), "conversation-history")).unwrap();
+    let titles: Vec<&str> = hits.iter().map(|h| h["title"].as_str().unwrap()).collect();
+    assert_eq!(titles, ["Plan my invoice reminders"]);
+    let refused = calls[1].1.as_ref().unwrap();
+    assert!(refused["error"].as_str().unwrap().contains("no conversation"), "{refused}");
+    cloud.stop().await;
+}

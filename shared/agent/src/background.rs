@@ -250,7 +250,7 @@ async fn spawn(
     rt.runs.put_record(index, None).await?;
     let tools: Vec<String> = rt
         .tools
-        .definitions(false, task.kind == "checkpoint")
+        .definitions(&crate::tools::Offer { checkpoint_task: task.kind == "checkpoint", ..Default::default() })
         .into_iter()
         .map(|d| d.name)
         .collect();

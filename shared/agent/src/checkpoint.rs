@@ -47,6 +47,13 @@ pub struct Checkpoint {
     pub needs_history: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task: Option<TaskBrief>,
+    /// The run's message's attachments (their bytes are stored apart,
+    /// `store::data::Attachments`); `parse-file` is offered when one is parseable.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub attachments: Vec<protocol::attachments::AttachmentInfo>,
+    /// Deferred tools this run loaded (`load_tool`, or a call by name).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeSet::is_empty")]
+    pub loaded_tools: std::collections::BTreeSet<String>,
 }
 
 impl Checkpoint {

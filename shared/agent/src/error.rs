@@ -8,6 +8,9 @@ pub enum AgentError {
     Store(#[from] StoreError),
     #[error("{0}")]
     Invalid(String),
+    /// The request is larger than allowed (413).
+    #[error("{0}")]
+    TooLarge(String),
     #[error("{0}")]
     NotFound(String),
     #[error("{0}")]

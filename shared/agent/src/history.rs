@@ -12,10 +12,15 @@ use serde_json::Value;
 use store::data::agent_records::{ConversationMessage, UserAnswer};
 use store::runs::Chain;
 
-/// The project the index is kept in: the user's personal project (runs
-/// write there).
-pub async fn project(rt: &Runtime, user: &protocol::UserId) -> Result<Option<String>, AgentError> {
+/// The project a thread's turns are indexed under and recalled from: the
+/// project the thread is bound to, else the user's personal project. The
+/// index is keyed by user too, so a project's members never read each
+/// other's conversations.
+pub async fn project(rt: &Runtime, user: &protocol::UserId, bound: Option<&str>) -> Result<Option<String>, AgentError> {
     let Some(inst) = rt.instance.as_ref() else { return Ok(None) };
+    if let Some(p) = bound {
+        return Ok(Some(p.to_owned()));
+    }
     let u = inst.user(&instance::Caller::new(user.clone())).await.map_err(|e| AgentError::Invalid(e.message()))?;
     Ok(Some(u.personal_project_id))
 }
@@ -46,7 +51,7 @@ fn answers(results: &[&Message]) -> Vec<UserAnswer> {
 /// Records a completed turn: the thread (titled), the run's user message with
 /// its ask-user answers, and the final reply.
 pub async fn index_turn(rt: &Runtime, chain: &Chain, ckpt: &Checkpoint, title: &str, reply: Option<&str>) -> Result<(), AgentError> {
-    let Some(project) = project(rt, &chain.user_id).await? else { return Ok(()) };
+    let Some(project) = project(rt, &chain.user_id, chain.project_id.as_deref()).await? else { return Ok(()) };
     let Some(inst) = rt.instance.as_ref() else { return Ok(()) };
     let records = &inst.data.agent;
     let Some(at) = ckpt.messages.iter().rposition(|m| matches!(m, Message::User { .. })) else { return Ok(()) };
@@ -80,7 +85,7 @@ pub async fn index_turn(rt: &Runtime, chain: &Chain, ckpt: &Checkpoint, title: &
 /// The `<past-conversations>` block for a new thread's first message:
 /// the most recent other conversations of the user's project, or nothing.
 pub async fn past_conversations_cue(rt: &Runtime, chain: &Chain) -> Result<Option<String>, AgentError> {
-    let Some(project) = project(rt, &chain.user_id).await? else { return Ok(None) };
+    let Some(project) = project(rt, &chain.user_id, chain.project_id.as_deref()).await? else { return Ok(None) };
     let Some(inst) = rt.instance.as_ref() else { return Ok(None) };
     let recent = inst.data.agent.search_conversations(&chain.user_id, &project, None, Some(5), Some(&chain.thread_id)).await?;
     if recent.is_empty() {

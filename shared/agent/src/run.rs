@@ -23,8 +23,10 @@ pub const MAX_MESSAGE_CHARS: usize = 100_000;
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ChatRequest {
     pub message: String,
+    /// Files for this message (`parse-file` reads them), base64, at most
+    /// `protocol::attachments::MAX_ATTACHMENT_BYTES` together.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub attachments: Option<Vec<Value>>,
+    pub attachments: Option<Vec<protocol::attachments::Attachment>>,
     /// Binds a new thread to this project (the user must be a member): the
     /// agent's writes go there. The thread keeps what its first message
     /// bound; a later message may repeat it or leave it out, not change it.
@@ -56,15 +58,13 @@ pub struct ConfirmRequest {
     pub auto_setup: Option<crate::tools::AutoSetup>,
 }
 
-/// What the model reads as the user's message: the text, plus any attachments.
-fn model_text(req: &ChatRequest) -> String {
-    match &req.attachments {
-        Some(a) if !a.is_empty() => {
-            let json = serde_json::to_string(a).unwrap_or_default();
-            format!("{}\n\n<attachments>{json}</attachments>", req.message)
-        }
-        _ => req.message.clone(),
+/// What the model reads as the user's message: the text, plus the list of
+/// its attachments (their contents only through `parse-file`).
+fn model_text(req: &ChatRequest, attachments: &[protocol::attachments::AttachmentInfo]) -> String {
+    if attachments.is_empty() {
+        return req.message.clone();
     }
+    format!("{}\n\n{}", req.message, crate::tools::parse_file::manifest(attachments))
 }
 
 /// Starts a run: takes the slot, writes `run-start`, enqueues step 1.
@@ -75,12 +75,23 @@ pub async fn start(rt: &Runtime, thread: &ThreadId, user: &UserId, req: &ChatReq
     if req.message.chars().count() > MAX_MESSAGE_CHARS {
         return Err(AgentError::Invalid(format!("message is longer than {MAX_MESSAGE_CHARS} characters")));
     }
+    // Checked and decoded before anything is written: bad input changes nothing.
+    let files = protocol::attachments::decode_all(req.attachments.as_deref().unwrap_or_default()).map_err(|e| match e {
+        protocol::attachments::AttachmentError::Invalid(m) => AgentError::Invalid(m),
+        protocol::attachments::AttachmentError::TooLarge(m) => AgentError::TooLarge(m),
+    })?;
+    let infos: Vec<_> = files.iter().map(|f| f.info.clone()).collect();
     if let Some(project) = &req.project_id {
         member_of(rt, user, project).await?;
     }
     let run = RunId(format!("run_{}", uuid::Uuid::new_v4().simple()));
     let agent = AgentId(ORCHESTRATOR.into());
-    let ckpt = Checkpoint { messages: vec![Message::user(model_text(req))], needs_history: true, ..Checkpoint::default() };
+    let ckpt = Checkpoint {
+        messages: vec![Message::user(model_text(req, &infos))],
+        needs_history: true,
+        attachments: infos,
+        ..Checkpoint::default()
+    };
     let new = NewChain {
         run_id: run.clone(),
         thread_id: thread.clone(),
@@ -112,6 +123,16 @@ pub async fn start(rt: &Runtime, thread: &ThreadId, user: &UserId, req: &ChatReq
         message: Some(req.message.clone()),
     };
     writer.lock().await.emit(event(&run, &agent, EventPayload::RunStart(start))).await?;
+    // Stored with the run once its slot is taken (a refused message stores nothing).
+    let stored = rt.attachments.save(thread, &run, &files).await;
+    if let Err(e) = stored {
+        tracing::error!(runId = %run, error = %e, "cannot store the message's attachments");
+        if let Some(chain) = rt.runs.chain(&run, &agent).await? {
+            let ending = Ending { status: RunStatus::Error, reason: Some("the message's attachments could not be stored".into()), result: None };
+            finish_chain(rt, &writer, &chain, ChainState::Queued, Some(0), ckpt, Vec::new(), Settle::Failed, ending).await?;
+        }
+        return Err(e.into());
+    }
     let queued = rt.enqueue(&StepMessage { run_id: run.0.clone(), agent_id: agent.0.clone(), step: 1, request_id: None, wait_id: None }).await;
     if let Err(e) = queued {
         // Nobody will ever run it: end it now rather than at the lease.
@@ -154,7 +175,11 @@ pub async fn confirm(rt: &Runtime, request_id: &str, user: &UserId, req: &Confir
         },
     };
     let allow_key = match (req.approved, req.scope) {
-        (true, Some(Scope::Session)) => rt.tools.get(&sus.tool_name).and_then(|t| t.allow_key(&Value::Object(sus.args.clone()))),
+        (true, Some(Scope::Session)) => match rt.tools.get(&sus.tool_name) {
+            Some(t) => t.allow_key(&Value::Object(sus.args.clone())),
+            None if crate::mcp::is_mcp_tool(&sus.tool_name) => Some(crate::mcp::allow_key(&sus.tool_name)),
+            None => None,
+        },
         _ => None,
     };
     let state = if req.approved { "approved" } else { "denied" };

@@ -109,6 +109,12 @@ pub struct Runtime {
     pub research: Arc<research::Research>,
     /// `searchModels`' catalog, cached for the process.
     pub models: Arc<research::Catalog>,
+    /// Files attached to chat messages (Agent table).
+    pub attachments: store::data::Attachments,
+    /// The MCP servers users may connect (`INSTANCE_AI_MCP_SERVERS`) and
+    /// each user's connections (Agent table).
+    pub mcp_servers: crate::mcp::McpServers,
+    pub mcp_connections: store::data::McpConnections,
 }
 
 impl fmt::Debug for Runtime {
@@ -171,6 +177,9 @@ impl Runtime {
             outbound,
             research,
             models,
+            attachments: store::data::Attachments::new(store::data::db::Table::new(clients.dynamo.clone(), agent_table)),
+            mcp_servers: crate::mcp::McpServers::from_config(config)?,
+            mcp_connections: store::data::McpConnections::new(store::data::db::Table::new(clients.dynamo.clone(), agent_table)),
         })
     }
 

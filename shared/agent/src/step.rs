@@ -13,7 +13,7 @@ use crate::finish::{finish_chain, Ending, Settle};
 use crate::model::{Message, ModelChunk, ModelError, ModelProvider, ModelRequest, TurnBuilder};
 use crate::runtime::{event, Runtime, StepMessage};
 use crate::tools::policy::Mode;
-use crate::tools::{self, schema, CancellationToken, Decision, ExecutionWait, ToolContext, ToolOutcome};
+use crate::tools::{self, CancellationToken, Decision, ExecutionWait, Offer, Tool, ToolContext, ToolOutcome, Toolbox};
 use futures::StreamExt;
 use protocol::events::{
     ConfirmationRequest, ErrorPayload, EventPayload, RunStatus, TextDelta, ToolCall, ToolError, ToolInputStart,
@@ -112,6 +112,7 @@ pub async fn run_step(rt: &Arc<Runtime>, msg: StepMessage) -> Result<(), AgentEr
             writer: Mutex::new(rt.writer(&chain.thread_id)),
             abort,
             deadline: Instant::now() + rt.settings.step_budget,
+            extra_tools: Vec::new(),
         };
         let end = match step.body(msg.request_id.as_deref(), msg.wait_id.as_deref()).await {
             Ok(end) => end,
@@ -143,6 +144,8 @@ struct Step<'a> {
     deadline: Instant,
     /// Tool calls recorded as started and not settled (mirrors the chain item).
     open: BTreeMap<String, String>,
+    /// The user's connected MCP servers' tools (read when the step starts).
+    extra_tools: Vec<Arc<dyn Tool>>,
 }
 
 enum Exec {
@@ -156,7 +159,23 @@ enum Turn {
     Failed(ModelError),
 }
 
-impl Step<'_> {
+impl<'a> Step<'a> {
+    /// Every tool this step can reach.
+    fn toolbox(&self) -> Toolbox<'a> {
+        let rt: &'a Arc<Runtime> = self.rt;
+        Toolbox::new(&rt.tools, self.extra_tools.clone())
+    }
+
+    /// What this agent's next model call may be offered.
+    fn offer(&self) -> Offer {
+        Offer {
+            orchestrator: self.chain.is_orchestrator(),
+            checkpoint_task: self.ckpt.task.as_ref().is_some_and(|t| t.kind == "checkpoint"),
+            attachments: tools::parse_file::any_parseable(&self.ckpt.attachments),
+            loaded: self.ckpt.loaded_tools.clone(),
+        }
+    }
+
     fn run_id(&self) -> &RunId {
         &self.chain.run_id
     }
@@ -187,6 +206,13 @@ impl Step<'_> {
                 self.add_past_conversations_cue().await;
             }
             self.ckpt.needs_history = false;
+        }
+        if self.chain.is_orchestrator() {
+            // The user's connected MCP servers' tools (one read; none when no server is configured).
+            self.extra_tools = crate::mcp::tools_for(self.rt, &self.chain.user_id).await.unwrap_or_else(|e| {
+                tracing::warn!(error = %e, "the connected MCP servers could not be read");
+                Vec::new()
+            });
         }
         for correction in &self.chain.corrections {
             self.ckpt.messages.push(Message::user(format!("Course correction from the orchestrator: {correction}")));
@@ -252,7 +278,6 @@ impl Step<'_> {
 
     /// Streams one model call, publishing deltas and tool calls as they come.
     async fn model_turn(&mut self, model: Arc<dyn ModelProvider>) -> Result<Turn, AgentError> {
-        let checkpoint_task = self.ckpt.task.as_ref().is_some_and(|t| t.kind == "checkpoint");
         let mut system = match self.ckpt.task.as_ref().and_then(|t| t.context.as_deref()) {
             Some(c) => format!("{}\n\n{c}", self.rt.system_prompt),
             None => self.rt.system_prompt.clone(),
@@ -264,7 +289,7 @@ impl Step<'_> {
         let request = ModelRequest {
             system,
             messages: self.ckpt.messages.clone(),
-            tools: self.rt.tools.definitions(self.chain.is_orchestrator(), checkpoint_task),
+            tools: self.toolbox().definitions(&self.offer()),
         };
         let response_id = format!("{}-{}-{}", self.run_id(), self.agent_id(), self.step);
         let mut stream = model.stream(request, self.abort.clone());
@@ -358,28 +383,27 @@ impl Step<'_> {
 
     /// Validates, gates and runs one call, then settles it.
     async fn execute(&mut self, call: &PendingCall, decision: Option<Decision>) -> Result<Exec, AgentError> {
-        let checkpoint_task = self.ckpt.task.as_ref().is_some_and(|t| t.kind == "checkpoint");
-        let allowed = self
-            .rt
-            .tools
-            .definitions(self.chain.is_orchestrator(), checkpoint_task)
-            .iter()
-            .any(|d| d.name == call.name);
-        let tool = match self.rt.tools.get(&call.name) {
-            Some(t) if allowed => t.clone(),
-            _ => {
-                self.settle(call, Err(format!("Unknown tool {:?}; use one of the tools you were given.", call.name))).await?;
+        let toolbox = self.toolbox();
+        let offer = self.offer();
+        let tool = match toolbox.callable(&offer, &call.name) {
+            Some(t) => t,
+            None => {
+                self.settle(call, Err(format!("Unknown tool {:?}; use one of the tools you were given (search_tools finds more).", call.name))).await?;
                 return Ok(Exec::Settled);
             }
         };
-        if let Err(e) = schema::validate(&tool.input_schema(), &call.args) {
+        // A deferred tool called by name is loaded from now on.
+        if !tools::deferral::is_always_loaded(tool.name()) {
+            self.ckpt.loaded_tools.insert(tool.name().to_owned());
+        }
+        if let Err(e) = tool.check_input(&call.args) {
             self.settle(call, Err(format!("Invalid input for {}: {e}. Fix the arguments and call the tool again.", call.name)))
                 .await?;
             return Ok(Exec::Settled);
         }
         if decision.is_none() {
             let gate = {
-                let ctx = self.tool_context(call);
+                let ctx = self.tool_context(call, &toolbox, &offer);
                 tool.gate(&ctx, &call.args).await
             };
             match gate {
@@ -421,7 +445,7 @@ impl Step<'_> {
             }
         }
         let outcome = {
-            let ctx = self.tool_context(call);
+            let ctx = self.tool_context(call, &toolbox, &offer);
             let fut = match decision {
                 None => tool.run(&ctx, call.args.clone()),
                 Some(d) => tool.resume(&ctx, call.args.clone(), d),
@@ -440,7 +464,7 @@ impl Step<'_> {
                     self.abort.cancel();
                 }
                 let outcome = {
-                    let ctx = self.tool_context(call);
+                    let ctx = self.tool_context(call, &toolbox, &offer);
                     tool.resume_wait(&ctx, call.args.clone(), wait, cancelled).await
                 };
                 self.settle_outcome(call, Some(outcome)).await?
@@ -542,12 +566,13 @@ impl Step<'_> {
         let Some(call) = self.ckpt.pending.first().cloned().filter(|c| c.id == record.tool_call_id) else {
             return Err(AgentError::Checkpoint(format!("wait record {wait_id} does not match the pending call")));
         };
-        let Some(tool) = self.rt.tools.get(&call.name).cloned() else {
+        let (toolbox, offer) = (self.toolbox(), self.offer());
+        let Some(tool) = toolbox.get(&call.name) else {
             return Err(AgentError::Checkpoint(format!("the tool {:?} of wait record {wait_id} is gone", call.name)));
         };
         let deadline_passed = now_ms() >= wait.deadline_ms || self.abort.is_cancelled();
         let outcome = {
-            let ctx = self.tool_context(&call);
+            let ctx = self.tool_context(&call, &toolbox, &offer);
             let fut = tool.resume_wait(&ctx, call.args.clone(), wait, deadline_passed);
             self.race_abort(tool.handles_abort(), fut).await
         };
@@ -585,7 +610,7 @@ impl Step<'_> {
         }
     }
 
-    fn tool_context<'c>(&'c self, call: &'c PendingCall) -> ToolContext<'c> {
+    fn tool_context<'c>(&'c self, call: &'c PendingCall, toolbox: &'c Toolbox<'c>, offer: &'c Offer) -> ToolContext<'c> {
         ToolContext {
             rt: self.rt,
             run_id: &self.chain.run_id,
@@ -596,6 +621,8 @@ impl Step<'_> {
             tool_call_id: &call.id,
             abort: self.abort.clone(),
             writer: &self.writer,
+            toolbox,
+            offer,
         }
     }
 
@@ -607,6 +634,7 @@ impl Step<'_> {
         }
         let (payload, content, is_error) = match result {
             Ok(v) => {
+                self.ckpt.loaded_tools.extend(tools::deferral::loaded_by(&call.name, &v));
                 let content = v.to_string();
                 (EventPayload::ToolResult(ToolResult { tool_call_id: call.id.clone(), result: v }), content, false)
             }

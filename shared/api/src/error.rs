@@ -80,6 +80,7 @@ impl From<agent::AgentError> for ApiError {
         match e {
             A::Store(s) => s.into(),
             A::Invalid(m) => ApiError::BadRequest(m),
+            A::TooLarge(m) => ApiError::PayloadTooLarge(m),
             A::NotFound(m) => ApiError::NotFound(m),
             A::Conflict(m) => ApiError::Conflict(m),
             A::Instance(i) => i.into(),

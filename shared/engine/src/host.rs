@@ -71,6 +71,12 @@ pub trait DataTableProvider: Send + Sync {
 pub trait FileProvider: Send + Sync {
     /// Path or glob → the files' paths and bytes.
     fn read(&self, selector: &str) -> Result<Vec<(String, Vec<u8>)>, String>;
+    /// The files a glob matches, as fast-glob finds them: `*`, `?`, `**`,
+    /// `{a,b}`, and `[…]` classes unless `literal_brackets`; a path that
+    /// matches nothing gives no files, not an error.
+    fn glob(&self, pattern: &str, _literal_brackets: bool) -> Result<Vec<(String, Vec<u8>)>, String> {
+        self.read(pattern)
+    }
     /// Writes (or appends to) a file; returns the path as shown to the workflow.
     fn write(&self, path: &str, _bytes: &[u8], _append: bool) -> Result<String, String> {
         Err(format!("writing files is not available here ({path})"))

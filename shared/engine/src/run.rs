@@ -37,6 +37,10 @@ pub struct EngineSettings {
     pub mode: String,
     /// Default timezone when the workflow sets none.
     pub timezone: String,
+    /// The zone of the n8n server process itself (its `TZ`), which n8n's
+    /// legacy moment-based Date & Time 1 reads dates without a zone in and
+    /// formats them in (JavaScript's local time). Lambda runs in UTC.
+    pub host_timezone: String,
     /// Default HTTP timeout when the node sets none.
     pub http_timeout: Duration,
     /// Release a node's items from run data once its children have them,
@@ -72,6 +76,7 @@ impl Default for EngineSettings {
             max_inline_wait: Duration::from_secs(65),
             mode: "manual".into(),
             timezone: "UTC".into(),
+            host_timezone: "UTC".into(),
             http_timeout: Duration::from_secs(300),
             lean_run_data: false,
             pack_run_data_from: 1000,

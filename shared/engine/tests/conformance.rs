@@ -12,8 +12,11 @@
 //! `assertBinaryData`). HTTP requests are answered by local mock servers built
 //! from `mocks.json` (one per base URL, which the workflow is pointed at).
 //! The process runs in UTC, a workflow without `settings.timezone` gets n8n's
-//! default `America/New_York`, and fixtures listed in [`FROZEN_CLOCK`] run
-//! with the clock fixed. `tests/fixtures/n8n/**` holds more of n8n's fixtures
+//! default `America/New_York`. What n8n's test files set up around a fixture
+//! (a frozen clock, credentials, files, the process zone it was recorded in)
+//! is in `conformance_env.json` ([`FixtureEnv`]); `CONFORMANCE_ENV` names
+//! another such file to merge (for fixture sets kept outside the repository).
+//! `tests/fixtures/n8n/**` holds more of n8n's fixtures
 //! (copied from its repository, listed in `tests/fixtures/README.md`); all must pass.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -21,16 +24,13 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, Once};
 
 use base64::Engine as _;
-use engine::host::FileProvider;
+use engine::host::{CredentialsProvider, FileProvider};
+use engine::nodes::disk::ScratchDir;
 use engine::{Engine, EngineSettings, ExecutionStatus, Graph, Host, Item, RunOptions};
 use serde_json::Value;
 
 /// n8n's default instance timezone (`GENERIC_TIMEZONE`), for workflows that set none.
 const DEFAULT_TIMEZONE: &str = "America/New_York";
-
-/// Fixtures whose n8n test freezes the clock: wall-clock time in the
-/// workflow's timezone.
-const FROZEN_CLOCK: &[(&str, &str)] = &[("Code/workflow.datetime_format_fails.json", "2026-02-26T15:59:14")];
 
 const KNOWN_FAILURES: &str = include_str!("conformance_round2_known_failures.txt");
 
@@ -47,16 +47,71 @@ fn process_in_utc() {
     ONCE.call_once(|| std::env::set_var("TZ", "UTC"));
 }
 
-/// The fake file system of n8n's Crypto test: /test/binary.data = "test".
-struct FakeFiles;
-impl FileProvider for FakeFiles {
-    fn read(&self, selector: &str) -> Result<Vec<(String, Vec<u8>)>, String> {
-        if selector == "/test/binary.data" {
-            Ok(vec![(selector.to_string(), b"test".to_vec())])
-        } else {
-            Err(format!("no such file: {selector}"))
+/// What a fixture's n8n test file sets up around it.
+#[derive(Default, Clone, serde::Deserialize)]
+#[serde(default, rename_all = "camelCase", deny_unknown_fields)]
+struct FixtureEnv {
+    /// Fake timers: the wall time (`YYYY-MM-DDTHH:MM:SS`, the workflow's zone)
+    /// `Date.now()` is fixed at.
+    clock: Option<String>,
+    /// The zone of the process that recorded the fixture (n8n's `TZ`), when not UTC.
+    host_timezone: Option<String>,
+    /// `setupTests({credentials})`: data by credential type.
+    credentials: BTreeMap<String, Value>,
+    /// A folder whose files the workflow finds under `/test/` (n8n's harness
+    /// points `C:\Test\…` paths at the test's folder).
+    files: Option<PathBuf>,
+    /// Where the setting comes from (not read).
+    why: Option<String>,
+}
+
+/// Environments by root (`n8n`, `round2`, `extra`) and fixture path in it:
+/// the repository's `conformance_env.json`, merged with `CONFORMANCE_ENV`'s.
+fn fixture_envs() -> BTreeMap<String, BTreeMap<String, FixtureEnv>> {
+    type Envs = BTreeMap<String, BTreeMap<String, FixtureEnv>>;
+    let mut envs: Envs = serde_json::from_str(include_str!("conformance_env.json")).expect("conformance_env.json");
+    if let Ok(path) = std::env::var("CONFORMANCE_ENV") {
+        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("CONFORMANCE_ENV {path}: {e}"));
+        let extra: Envs = serde_json::from_str(&text).unwrap_or_else(|e| panic!("CONFORMANCE_ENV {path}: {e}"));
+        let base = Path::new(&path).parent().unwrap_or(Path::new(".")).to_path_buf();
+        for (root, fixtures) in extra {
+            for (name, mut env) in fixtures {
+                env.files = env.files.map(|f| base.join(f));
+                envs.entry(root.clone()).or_default().insert(name, env);
+            }
         }
     }
+    envs
+}
+
+/// Credentials from the fixture's environment, by type.
+struct EnvCredentials(BTreeMap<String, Value>);
+impl CredentialsProvider for EnvCredentials {
+    fn get(&self, cred_type: &str, _reference: &Value) -> Result<Value, String> {
+        self.0.get(cred_type).cloned().ok_or_else(|| format!("the test sets up no {cred_type} credentials"))
+    }
+}
+
+/// The execution's files: n8n's Crypto test fakes `/test/binary.data` =
+/// "test"; an environment's `files` folder is copied under `/test/`.
+fn test_files(env: &FixtureEnv) -> Result<ScratchDir, String> {
+    let dir = ScratchDir::new();
+    dir.write("/test/binary.data", b"test", false)?;
+    fn copy(dir: &ScratchDir, from: &Path, to: &str) -> Result<(), String> {
+        for e in std::fs::read_dir(from).map_err(|e| format!("{}: {e}", from.display()))?.flatten() {
+            let name = format!("{to}/{}", e.file_name().to_string_lossy());
+            if e.path().is_dir() {
+                copy(dir, &e.path(), &name)?;
+            } else {
+                dir.write(&name, &std::fs::read(e.path()).map_err(|e| e.to_string())?, false)?;
+            }
+        }
+        Ok(())
+    }
+    if let Some(from) = &env.files {
+        copy(&dir, from, "/test")?;
+    }
+    Ok(dir)
 }
 
 /// Jest `toEqual` on JSON: numbers by value, keys in any order.
@@ -207,13 +262,12 @@ fn mocks_for(dir: &Path, fixture: &str) -> Result<BTreeMap<String, Vec<Mock>>, S
 
 // ---- runner -------------------------------------------------------------------
 
-/// The instant a frozen-clock fixture runs at (wall time in its timezone).
-fn frozen_clock(fixture: &str, timezone: &str) -> Result<Option<chrono::DateTime<chrono::Utc>>, String> {
-    let Some((_, wall)) = FROZEN_CLOCK.iter().find(|(f, _)| *f == fixture) else { return Ok(None) };
+/// The instant a frozen clock shows: `wall` in `timezone`.
+fn frozen_clock(wall: &str, timezone: &str) -> Result<chrono::DateTime<chrono::Utc>, String> {
     let tz: chrono_tz::Tz = timezone.parse().map_err(|e| format!("timezone {timezone}: {e}"))?;
     let naive = chrono::NaiveDateTime::parse_from_str(wall, "%Y-%m-%dT%H:%M:%S").map_err(|e| e.to_string())?;
     let local = naive.and_local_timezone(tz).single().ok_or("ambiguous frozen time")?;
-    Ok(Some(local.with_timezone(&chrono::Utc)))
+    Ok(local.with_timezone(&chrono::Utc))
 }
 
 /// Expected and actual items as compared: `json`, plus `binary` metadata when expected.
@@ -244,12 +298,11 @@ fn comparable(item: &Value, binary: bool) -> Value {
     Value::Object(out)
 }
 
-fn run_fixture(root: &Path, path: &Path) -> Result<(), String> {
+fn run_fixture(path: &Path, env: &FixtureEnv) -> Result<(), String> {
     let text = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
     let mut wf: Value = serde_json::from_str(&text).map_err(|e| e.to_string())?;
     let expected = wf.as_object_mut().and_then(|o| o.remove("pinData")).unwrap_or(Value::Null);
     let trigger = wf.as_object_mut().and_then(|o| o.remove("trigger"));
-    let name = path.strip_prefix(root).unwrap_or(path).display().to_string();
     let file = path.file_name().and_then(|f| f.to_str()).unwrap_or("");
     let dir = path.parent().unwrap_or(Path::new("."));
 
@@ -257,6 +310,8 @@ fn run_fixture(root: &Path, path: &Path) -> Result<(), String> {
     let rewrite = Arc::new(Mutex::new(vec![]));
     let mut servers = vec![];
     let mut wf_text = serde_json::to_string(&wf).map_err(|e| e.to_string())?;
+    // n8n's harness: `C:\Test\…` file paths are the test's folder.
+    wf_text = wf_text.replace("C:\\\\Test\\\\", "/test/").replace("C:/Test/", "/test/");
     for (base, mocks) in mocks_for(dir, file)? {
         let server = start_mock(mocks, rewrite.clone());
         wf_text = wf_text.replace(&base, &server.base);
@@ -270,7 +325,8 @@ fn run_fixture(root: &Path, path: &Path) -> Result<(), String> {
     let mut settings = EngineSettings {
         allow_private_network: true,
         timezone: DEFAULT_TIMEZONE.into(),
-        clock: frozen_clock(&name, &timezone)?,
+        host_timezone: env.host_timezone.clone().unwrap_or_else(|| "UTC".into()),
+        clock: env.clock.as_deref().map(|wall| frozen_clock(wall, &timezone)).transpose()?,
         // a fixture that loops forever fails instead of hanging the suite
         execution_timeout: Some(std::time::Duration::from_secs(20)),
         ..Default::default()
@@ -285,7 +341,11 @@ fn run_fixture(root: &Path, path: &Path) -> Result<(), String> {
             opts.trigger_items = Some(vec![item]);
         }
     }
-    let host = Host { files: Some(Arc::new(FakeFiles)), ..Default::default() };
+    let host = Host {
+        files: Some(Arc::new(test_files(env)?)),
+        credentials: Some(Arc::new(EnvCredentials(env.credentials.clone()))),
+        ..Default::default()
+    };
     let engine = Engine::new(settings, host);
     let (state, _) = engine.run(&graph, opts).map_err(|e| e.to_string())?;
     let mut problems = vec![];
@@ -339,9 +399,11 @@ fn fixtures(dir: &Path) -> Vec<PathBuf> {
     out
 }
 
-/// Runs every fixture under `root` (filtered by `FIXTURE`): (name, result).
-fn run_root(root: &Path) -> Vec<(String, Result<(), String>)> {
+/// Runs every fixture under `root` (filtered by `FIXTURE`) in the
+/// environments listed for `env_root`: (name, result).
+fn run_root(root: &Path, env_root: &str) -> Vec<(String, Result<(), String>)> {
     process_in_utc();
+    let envs = fixture_envs().remove(env_root).unwrap_or_default();
     let files = fixtures(root);
     assert!(!files.is_empty(), "no fixtures found under {}", root.display());
     let filter = std::env::var("FIXTURE").ok();
@@ -350,7 +412,7 @@ fn run_root(root: &Path) -> Vec<(String, Result<(), String>)> {
         .map(|f| (f.strip_prefix(root).unwrap_or(f).display().to_string(), f))
         .filter(|(name, _)| filter.as_ref().is_none_or(|x| name.contains(x.as_str())))
         .map(|(name, f)| {
-            let r = run_fixture(root, f);
+            let r = run_fixture(f, envs.get(&name).unwrap_or(&FixtureEnv::default()));
             (name, r)
         })
         .collect()
@@ -358,7 +420,7 @@ fn run_root(root: &Path) -> Vec<(String, Result<(), String>)> {
 
 #[test]
 fn conformance() {
-    let results = run_root(&conformance_dir().join("n8n"));
+    let results = run_root(&conformance_dir().join("n8n"), "n8n");
     let failed: Vec<_> = results.iter().filter(|(_, r)| r.is_err()).collect();
     println!("fixtures: {} passed, {} failed", results.len() - failed.len(), failed.len());
     for (name, e) in &failed {
@@ -382,7 +444,7 @@ fn conformance_round2() {
     let root = conformance_dir().join("round2/n8n");
     let known = known_failures();
     let all: BTreeSet<String> = fixtures(&root).iter().map(|f| f.strip_prefix(&root).unwrap_or(f).display().to_string()).collect();
-    let results = run_root(&root);
+    let results = run_root(&root, "round2");
     let failed: Vec<_> = results.iter().filter(|(_, r)| r.is_err()).collect();
     println!(
         "fixtures round 2: {} passed, {} failed ({} on the known-failures list)",
@@ -411,7 +473,7 @@ fn conformance_round2() {
 /// More of n8n's fixtures, kept in this repository (`tests/fixtures/`).
 #[test]
 fn conformance_extra() {
-    let results = run_root(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/n8n"));
+    let results = run_root(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/n8n"), "extra");
     let failed: Vec<_> = results.iter().filter(|(_, r)| r.is_err()).collect();
     println!("fixtures extra: {} passed, {} failed", results.len() - failed.len(), failed.len());
     for (name, e) in &failed {

@@ -765,6 +765,45 @@ fn date_time_1_moment_format_and_calculate() {
     assert_eq!(calc["d"], "2024-01-31T10:20:30.000Z", "version 1 keeps the input fields");
 }
 
+/// Date & Time 1 in a workflow zoned America/Bahia, with the server process
+/// in `host` (n8n's `TZ`).
+fn date_time_1_on_host(host: &str, params: Value) -> Value {
+    let mut wf = workflow(DATE_TIME, 1.0, params, json!([{}]));
+    wf["settings"]["timezone"] = json!("America/Bahia");
+    let settings = EngineSettings { host_timezone: host.into(), ..Default::default() };
+    let st = Engine::new(settings, Host::default()).run(&Graph::from_json(&wf).expect("workflow"), RunOptions::default()).expect("run").0;
+    assert_eq!(st.status, ExecutionStatus::Success, "{:?}", st.error);
+    output(&st, "N", 0).into_iter().next().unwrap_or(Value::Null)["data"].clone()
+}
+
+#[test]
+fn date_time_1_reads_and_formats_zoneless_dates_in_the_process_zone() {
+    let calc = |host: &str, unit: &str, op: &str, n: u32| {
+        date_time_1_on_host(host, json!({ "action": "calculate", "value": "08/01/2022", "operation": op, "duration": n, "timeUnit": unit }))
+    };
+    // `new Date("08/01/2022")` is local midnight of the process, not of the workflow's zone.
+    assert_eq!(calc("UTC", "days", "add", 10), "2022-08-11T00:00:00.000Z");
+    assert_eq!(calc("Europe/Berlin", "days", "add", 10), "2022-08-10T22:00:00.000Z");
+    // Calendar units keep the process's wall clock across a DST change (CEST → CET).
+    assert_eq!(calc("Europe/Berlin", "quarters", "add", 2), "2023-01-31T23:00:00.000Z");
+    assert_eq!(calc("Asia/Tokyo", "months", "subtract", 2), "2022-05-31T15:00:00.000Z");
+    // A date-only ISO string is UTC for JavaScript's Date, whatever the process zone.
+    let iso = date_time_1_on_host("Europe/Berlin", json!({ "action": "calculate", "value": "2022-08-01", "duration": 1 }));
+    assert_eq!(iso, "2022-08-02T00:00:00.000Z");
+    // A format from a strict `fromFormat` also reads in the process zone.
+    let by_format = date_time_1_on_host("Asia/Tokyo", json!({ "action": "calculate", "value": "01.08.2022 09:30", "duration": 0, "options": { "fromFormat": "DD.MM.YYYY HH:mm" } }));
+    assert_eq!(by_format, "2022-08-01T00:30:00.000Z");
+
+    // Formatting without zones shows the process's local time.
+    let format = |host: &str, value: &str, options: Value| date_time_1_on_host(host, json!({ "value": value, "toFormat": "YYYY-MM-DD HH:mm", "options": options }));
+    assert_eq!(format("UTC", "1663801200000", json!({})), "2022-09-21 23:00");
+    assert_eq!(format("Europe/Berlin", "1663801200000", json!({})), "2022-09-22 01:00");
+    assert_eq!(format("Europe/Berlin", "2022-09-21T23:00:00Z", json!({})), "2022-09-22 01:00");
+    // With a zone option, moment.tz reads the text as UTC ("… UTC" appended) and shows the target zone.
+    assert_eq!(format("Europe/Berlin", "08/01/2022", json!({ "fromTimezone": "US/Hawaii" })), "2022-07-31 21:00");
+    assert_eq!(format("Asia/Tokyo", "08/01/2022", json!({ "fromTimezone": "US/Hawaii", "toTimezone": "US/Pacific" })), "2022-07-31 17:00");
+}
+
 // ---- XML ------------------------------------------------------------------
 
 const XML: &str = "n8n-nodes-base.xml";

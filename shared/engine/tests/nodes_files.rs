@@ -613,6 +613,47 @@ fn files_live_in_the_execution_scratch_folder() {
 }
 
 #[test]
+fn read_files_from_disk_per_version() {
+    let dir = Arc::new(ScratchDir::new());
+    for name in ["/d/a.txt", "/d/b.csv", "/d/r[1].txt"] {
+        dir.write(name, b"x,y", false).unwrap();
+    }
+    let host = Host { files: Some(dir.clone()), ..Default::default() };
+    let read = |version: f64, selector: &str, options: Value| {
+        run_with(start(json!([{}])), vec![node("R", "readWriteFile", version, json!({ "fileSelector": selector, "options": options }))], host.clone())
+    };
+    // each file's metadata is also the item's json; the options overwrite the entry's fields
+    let st = read(1.1, "/d/{a.txt,b.csv}", json!({ "fileExtension": "dat", "mimeType": "text/x-test" }));
+    assert_eq!(
+        jsons(&st, "R"),
+        vec![
+            json!({ "mimeType": "text/x-test", "fileType": "text", "fileName": "a.txt", "fileExtension": "dat", "fileSize": "3 B" }),
+            json!({ "mimeType": "text/x-test", "fileType": "text", "fileName": "b.csv", "fileExtension": "dat", "fileSize": "3 B" }),
+        ]
+    );
+    // brackets are literal unless the option says otherwise
+    assert_eq!(jsons(&read(1.1, "/d/r[1].txt", json!({})), "R").len(), 1);
+    assert_eq!(jsons(&read(1.1, "/d/[ab].*", json!({ "literalBrackets": false })), "R").len(), 2);
+    // nothing found: version 1 outputs nothing, 1.1 fails and says why
+    let st = read(1.0, "/d/missing.txt", json!({}));
+    assert_eq!(st.status, ExecutionStatus::Success);
+    assert!(jsons(&st, "R").is_empty());
+    let st = read(1.1, "/d/[ab].*", json!({}));
+    let e = st.error.clone().expect("an error");
+    assert_eq!(e.message, "No file(s) found");
+    assert_eq!(
+        e.description.as_deref(),
+        Some("No file matching the selector \"/d/[ab].*\" found. If [ ] and ( ) were meant as a character class or group, turn off 'Treat Brackets and Parentheses as Literal' in Options")
+    );
+
+    // Read Binary Files (legacy) runs once for all input items
+    let st = run_with(start(json!([{ "n": 1 }, { "n": 2 }])), vec![node("L", "readBinaryFiles", 1.0, json!({ "fileSelector": "/d/*.txt" }))], host);
+    let got = items(&st, "L");
+    assert_eq!(got.len(), 2, "one item per file, not per input item");
+    assert_eq!(got[0].paired_item.as_ref().map(|p| p.to_value()), Some(json!([{ "item": 0 }, { "item": 1 }])));
+}
+
+#[test]
 fn shell_and_watched_disk_are_refused() {
     let st = run(json!([{}]), vec![node("C", "executeCommand", 1.0, json!({ "command": "ls" }))]);
     assert!(error(&st).contains("Execute Command is not supported"));

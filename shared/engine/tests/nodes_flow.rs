@@ -1285,6 +1285,96 @@ fn switch_v2_has_one_output_per_rule_and_compares_strings_and_dates() {
     assert_eq!(ns_of(&st, 1), vec![json!(5), json!(9)]);
 }
 
+/// A filter condition on `$json.v` (loose type validation unless `strict`).
+fn filter_node(ty: &str, version: f64, operator: Value, right: Value, options: Value) -> Value {
+    let cond = json!({ "conditions": [{ "leftValue": "={{ $json.v }}", "rightValue": right, "operator": operator }], "combinator": "and", "options": options });
+    node("F", ty, version, json!({ "conditions": cond, "looseTypeValidation": true }))
+}
+
+fn kept(ty: &str, version: f64, operator: Value, right: Value, values: Value) -> Vec<Value> {
+    let items: Vec<Value> = values.as_array().cloned().unwrap_or_default().into_iter().map(|v| json!({ "v": v })).collect();
+    let st = run(&chain(vec![trigger(), data(Value::Array(items)), filter_node(ty, version, operator, right, json!({}))]));
+    assert_eq!(st.status, ExecutionStatus::Success, "{}", error_message(&st));
+    out(&st, "F", 0).into_iter().map(|i| i["v"].clone()).collect()
+}
+
+#[test]
+fn filter_versions_coerce_loose_values_as_n8n_does() {
+    let is_true = json!({ "type": "boolean", "operation": "true", "singleValue": true });
+    let values = json!(["false", "true", 0, "yes", ""]);
+    // If/Filter 2.0–2.1 (filter version 1): JavaScript truthiness; 2.2+ parses "false" and 0 first
+    for ty in ["n8n-nodes-base.if", "n8n-nodes-base.filter"] {
+        assert_eq!(kept(ty, 2.1, is_true.clone(), json!(""), values.clone()), vec![json!("false"), json!("true"), json!("yes")], "{ty} 2.1");
+        assert_eq!(kept(ty, 2.2, is_true.clone(), json!(""), values.clone()), vec![json!("true"), json!("yes")], "{ty} 2.2");
+    }
+    // the stored value's own `options.version` wins over the node version
+    let items = json!([{ "v": "false" }]);
+    let st = run(&chain(vec![trigger(), data(items), filter_node("n8n-nodes-base.filter", 2.2, is_true, json!(""), json!({ "version": 1 }))]));
+    assert_eq!(out(&st, "F", 0).len(), 1);
+    // version 3 (If/Filter 2.3, Switch 3.4): an empty string or list is empty, not 0
+    let is_empty = json!({ "type": "number", "operation": "empty", "singleValue": true });
+    let lt = json!({ "type": "number", "operation": "lt" });
+    assert_eq!(kept("n8n-nodes-base.filter", 2.2, is_empty.clone(), json!(""), json!(["", 1])), Vec::<Value>::new());
+    assert_eq!(kept("n8n-nodes-base.filter", 2.3, is_empty, json!(""), json!(["", 1])), vec![json!("")]);
+    assert_eq!(kept("n8n-nodes-base.if", 2.2, lt.clone(), json!(1), json!(["", " "])), vec![json!(""), json!(" ")]);
+    assert_eq!(kept("n8n-nodes-base.if", 2.3, lt, json!(1), json!(["", " "])), Vec::<Value>::new());
+}
+
+#[test]
+fn filter_type_errors_read_like_n8n() {
+    let num = json!({ "type": "number", "operation": "equals" });
+    let strict = |right: Value, left: Value| {
+        let cond = json!({ "conditions": [{ "leftValue": left, "rightValue": right, "operator": num }], "combinator": "and", "options": { "typeValidation": "strict" } });
+        run(&chain(vec![trigger(), node("F", "n8n-nodes-base.if", 2.2, json!({ "conditions": cond }))]))
+    };
+    let st = strict(json!(1), json!("a"));
+    assert_eq!(error_message(&st), "Wrong type: 'a' is a string but was expecting a number [condition 0, item 0]");
+    assert_eq!(
+        error_description(&st),
+        "\n<p>Try either:</p>\n<ol>\n  <li>Enabling 'Convert types where required'</li>\n  <li>Converting the first field to a number by adding <code>.toNumber()</code></li>\n</ol>\n\t\t\t"
+    );
+    let st = strict(json!("b"), json!("a"));
+    assert_eq!(error_message(&st), "Comparison type expects a number but both fields are a string");
+    assert_eq!(error_description(&st), "Try changing the type of comparison. Alternatively you can enable 'Convert types where required'.");
+    let st = strict(json!([1, 2]), json!(3));
+    assert_eq!(error_message(&st), "Wrong type: '1,2' is an object but was expecting a number [condition 0, item 0]");
+    // loose: a conversion error
+    let loose = run(&chain(vec![trigger(), data(json!([{ "v": "x" }])), filter_node("n8n-nodes-base.if", 2.2, num, json!(1), json!({}))]));
+    assert_eq!(error_message(&loose), "Conversion error: the string 'x' can't be converted to a number [condition 0, item 0]");
+    assert_eq!(error_description(&loose), "Try changing the type of the comparison.");
+}
+
+fn switch_v3(params: Value, on_error: Option<&str>) -> ExecutionState {
+    let mut sw = node("Switch", "n8n-nodes-base.switch", 3.2, params);
+    if let Some(e) = on_error {
+        sw["onError"] = json!(e);
+    }
+    run(&chain(vec![trigger(), data(json!([{ "n": 1 }, { "n": 5 }, { "n": 9 }])), sw]))
+}
+
+#[test]
+fn switch_v3_ranges_fallbacks_and_errors_as_n8n() {
+    let rule = |op: &str, n: i64| json!({ "conditions": { "conditions": [{ "leftValue": "={{ $json.n }}", "rightValue": n, "operator": { "type": "number", "operation": op } }], "combinator": "and", "options": {} } });
+    // a numeric fallback output routes to an existing output
+    let st = switch_v3(json!({ "rules": { "values": [rule("lt", 3), rule("lt", 6)] }, "options": { "fallbackOutput": 0 } }), None);
+    assert_eq!(ns_of(&st, 0), vec![json!(1), json!(9)]);
+    assert_eq!(ns_of(&st, 1), vec![json!(5)]);
+    // every matching output
+    let st = switch_v3(json!({ "rules": { "values": [rule("lt", 6), rule("gt", 0)] }, "options": { "allMatchingOutputs": true, "fallbackOutput": "extra" } }), None);
+    assert_eq!((ns_of(&st, 0), ns_of(&st, 1), ns_of(&st, 2)), (vec![json!(1), json!(5)], vec![json!(1), json!(5), json!(9)], vec![]));
+    // expression mode: n8n's range errors
+    let st = switch_v3(json!({ "mode": "expression", "numberOutputs": 2, "output": "={{ $json.n > 4 ? 2 : 0 }}" }), None);
+    assert_eq!(error_message(&st), "The ouput 2 is not allowed. ");
+    assert_eq!(error_description(&st), "Output indexes are zero based, if you want to use the extra output use 1");
+    let st = switch_v3(json!({ "mode": "expression", "numberOutputs": 2, "output": "={{ $json.n }}" }), None);
+    assert_eq!((error_message(&st), error_description(&st)), ("The ouput 5 is not allowed".to_string(), "It has to be between 0 and 1".to_string()));
+    // continue on fail: the error goes to the first output
+    let st = switch_v3(json!({ "mode": "expression", "numberOutputs": 2, "output": "={{ $json.n > 4 ? 7 : 1 }}" }), Some("continueRegularOutput"));
+    assert_eq!(st.status, ExecutionStatus::Success);
+    assert_eq!(out(&st, "Switch", 0), vec![json!({ "error": "The ouput 7 is not allowed" }), json!({ "error": "The ouput 7 is not allowed" })]);
+    assert_eq!(ns_of(&st, 1), vec![json!(1)]);
+}
+
 #[test]
 fn code_sets_and_reads_execution_custom_data() {
     let set = code(2.0, "runOnceForAllItems", "$execution.customData.set('user', 'u1');\n$execution.customData.setAll({ plan: 'pro', seats: 3 });\nreturn [{ json: { seen: $execution.customData.get('plan'), all: $execution.customData.getAll() } }];");

@@ -294,6 +294,17 @@ impl Instance {
         Ok(out)
     }
 
+    /// The secret of a credential of type `kind` the caller may use, for a
+    /// connection made on their behalf (an MCP server the agent calls). The
+    /// secret goes into that request only: never into a result or a log.
+    pub async fn credential_secret_for_use(&self, caller: &Caller, id: &str, kind: &str) -> Result<SecretData, InstanceError> {
+        let (c, _) = self.credential_access(caller, id).await?;
+        if c.kind != kind {
+            return Err(InstanceError::Invalid(format!("credential {:?} is of type {}, not {kind}", c.name, c.kind)));
+        }
+        Ok(self.data.credentials.decrypt_secret(id).await?)
+    }
+
     /// The credential `id` as a pick for `kind` in `project_id`: it must
     /// exist for the caller, be of that type and usable there.
     pub async fn pick_credential(&self, caller: &Caller, project_id: &str, kind: &str, id: &str) -> Result<CredentialRef, InstanceError> {

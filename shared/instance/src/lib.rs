@@ -37,6 +37,7 @@ pub mod data_tables;
 pub mod docs;
 pub mod edit_rules;
 pub mod error;
+pub mod eval_configs;
 pub mod executions;
 pub mod nodes;
 pub mod ops;

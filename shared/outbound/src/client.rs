@@ -166,3 +166,62 @@ fn connect_error(e: &reqwest::Error, url: &url::Url) -> FetchError {
     // the path and query may carry secrets: messages name the origin only
     FetchError::Connect { origin: origin(url), detail: chain.replace(url.as_str(), &origin(url)) }
 }
+
+/// One exchange whose answer is read as it arrives (a POST with a JSON
+/// body, a long-lived event stream). Redirects are not followed: a 3xx is
+/// the answer (an API that redirects a POST is misconfigured, and the
+/// target would need the guard's check anyway).
+#[derive(Debug, Clone)]
+pub struct Exchange {
+    pub method: reqwest::Method,
+    pub url: url::Url,
+    pub headers: Vec<(String, String)>,
+    pub body: Option<Vec<u8>>,
+    /// Deadline for the answer's status and headers (the body is read by
+    /// the caller, under its own deadline).
+    pub timeout: Duration,
+}
+
+/// An answer whose body is still arriving.
+#[derive(Debug)]
+pub struct Streaming {
+    pub status: u16,
+    pub url: url::Url,
+    pub headers: reqwest::header::HeaderMap,
+    inner: reqwest::Response,
+}
+
+impl Streaming {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).and_then(|v| v.to_str().ok())
+    }
+
+    /// The next piece of the body (`None` at its end).
+    pub async fn chunk(&mut self) -> Result<Option<bytes::Bytes>, FetchError> {
+        self.inner.chunk().await.map_err(|e| connect_error(&e, &self.url))
+    }
+}
+
+impl Client {
+    /// Sends `req` (the guard checks its URL, the resolver every address)
+    /// and hands back the answer once its headers arrived.
+    pub async fn open(&self, req: Exchange, abort: &CancellationToken) -> Result<Streaming, FetchError> {
+        self.policy.check(&req.url).map_err(FetchError::Refused)?;
+        let mut rb = self.http.request(req.method.clone(), req.url.clone());
+        for (k, v) in &req.headers {
+            rb = rb.header(k.as_str(), v.as_str());
+        }
+        if let Some(body) = req.body {
+            rb = rb.body(body);
+        }
+        let url = req.url.clone();
+        tokio::select! {
+            r = tokio::time::timeout(req.timeout, rb.send()) => match r {
+                Ok(Ok(resp)) => Ok(Streaming { status: resp.status().as_u16(), url, headers: resp.headers().clone(), inner: resp }),
+                Ok(Err(e)) => Err(connect_error(&e, &url)),
+                Err(_) => Err(FetchError::Timeout { origin: origin(&url), timeout: req.timeout }),
+            },
+            _ = abort.cancelled() => Err(FetchError::Cancelled),
+        }
+    }
+}

@@ -9,5 +9,5 @@
 pub mod guard;
 mod client;
 
-pub use client::{Client, FetchError, Request, Response};
+pub use client::{Client, Exchange, FetchError, Request, Response, Streaming};
 pub use guard::{is_forbidden_ip, GuardedResolver, Policy, Refusal, Resolver, SystemResolver};

@@ -2,6 +2,7 @@
 //! protocol), API request/response types, ids and the JSON error shape.
 //! No AWS and no I/O, so clients, functions and tests share one definition.
 
+pub mod attachments;
 pub mod error;
 pub mod events;
 pub mod ids;

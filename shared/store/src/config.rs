@@ -63,6 +63,7 @@ pub const VARIABLES: &[Variable] = &[
     Variable { name: "INSTANCE_AI_BRAVE_SEARCH_API_KEY", purpose: "API key of Brave's Web Search API: the agent's `research(web-search)` uses Brave when it is set (a secret: give it to the step function only)", default: None },
     Variable { name: "INSTANCE_AI_BRAVE_SEARCH_URL", purpose: "endpoint of Brave's Web Search API (a compatible stand-in for tests)", default: Some("https://api.search.brave.com/res/v1/web/search") },
     Variable { name: "INSTANCE_AI_SEARXNG_URL", purpose: "base URL of a SearXNG instance (with its JSON format enabled) that `research(web-search)` uses when no Brave key is set; neither set: web search returns no results", default: None },
+    Variable { name: "INSTANCE_AI_MCP_SERVERS", purpose: "the external MCP servers users may connect to the agent (`mcp-servers`): a JSON array of `{slug, title, description, url, transport?: \"httpStreamable\"|\"sse\", credentialType?: \"httpBearerAuth\"|\"httpHeaderAuth\", tools?: [names]}`; reached through the SSRF guard (`INSTANCE_AI_HTTP_*`)", default: None },
     Variable { name: "INSTANCE_AI_MODELS_CATALOG_URL", purpose: "the models.dev-shaped catalog `searchModels` reads (fetched through the SSRF guard, cached for an hour)", default: Some("https://models.dev/api.json") },
 ];
 

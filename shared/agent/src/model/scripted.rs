@@ -17,7 +17,8 @@
 //! is the number of assistant messages after that user message, i.e. the
 //! n-th model call of the run plays the n-th turn. An exact key match wins,
 //! then a match with surrounding whitespace trimmed (and without the host's
-//! `<past-conversations>` cue on a thread's first message).
+//! `<past-conversations>` cue on a thread's first message, and without the
+//! `[ATTACHMENTS]` list of a message's files).
 //!
 //! **Output.** Reasoning then text, each split on word boundaries into at
 //! least 3 chunks (fewer only when the text has fewer than 3 characters),
@@ -146,8 +147,9 @@ impl ScriptedProvider {
                 "internal: selected message is not a user message".into(),
             ));
         };
-        // The host's `<past-conversations>` cue is not part of what the user typed.
+        // The host's `<past-conversations>` cue and attachment list are not part of what the user typed.
         let typed = key.split("\n\n<past-conversations").next().unwrap_or(key);
+        let typed = typed.split("\n\n[ATTACHMENTS]").next().unwrap_or(typed);
         let turns = self
             .script
             .conversations

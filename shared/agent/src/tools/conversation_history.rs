@@ -52,7 +52,7 @@ excerpt, or the first/last few). Read-only."
     fn run<'a>(&'a self, ctx: &'a ToolContext<'a>, args: Value) -> BoxFuture<'a, ToolOutcome> {
         Box::pin(async move {
             let action = args.get("action").and_then(Value::as_str).unwrap_or_default().to_owned();
-            let project = match crate::history::project(ctx.rt, ctx.user_id).await {
+            let project = match crate::history::project(ctx.rt, ctx.user_id, ctx.project_id).await {
                 Ok(Some(p)) => Ok(p),
                 Ok(None) => Err("conversation history is not available in this deployment".to_owned()),
                 Err(e) => Err(e.to_string()),

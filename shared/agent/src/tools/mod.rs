@@ -7,10 +7,14 @@
 pub mod ask_user;
 pub mod build_workflow;
 pub mod load_skill;
+pub mod mcp_servers;
 pub mod executions;
 pub mod conversation_history;
 pub mod credentials;
+pub mod deferral;
+pub mod eval_config;
 pub mod nodes;
+pub mod parse_file;
 pub mod data_table_card;
 pub mod data_tables;
 pub mod n8n_docs;
@@ -35,7 +39,7 @@ use protocol::ids::{AgentId, RunId, ThreadId};
 use protocol::UserId;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use store::EventWriter;
 use tokio::sync::Mutex;
@@ -55,6 +59,10 @@ pub struct ToolContext<'a> {
     pub abort: CancellationToken,
     /// The step's event writer (tools that publish, e.g. `tasks-update`).
     pub writer: &'a Mutex<EventWriter>,
+    /// Every tool this step can reach, and what this model call offers
+    /// (`search_tools` looks through them).
+    pub toolbox: &'a Toolbox<'a>,
+    pub offer: &'a Offer,
 }
 
 impl ToolContext<'_> {
@@ -198,12 +206,43 @@ pub enum Audience {
     CheckpointAgent,
 }
 
+/// What one model call of an agent may be offered.
+#[derive(Debug, Clone, Default)]
+pub struct Offer {
+    pub orchestrator: bool,
+    pub checkpoint_task: bool,
+    /// The run's message carries attachments `parse-file` can read.
+    pub attachments: bool,
+    /// Deferred tools loaded in this run (by `load_tool`, or by a call).
+    pub loaded: BTreeSet<String>,
+}
+
+impl Offer {
+    fn admits(&self, audience: Audience) -> bool {
+        match audience {
+            Audience::All => true,
+            Audience::Orchestrator => self.orchestrator,
+            Audience::CheckpointAgent => self.checkpoint_task,
+        }
+    }
+}
+
 pub trait Tool: Send + Sync {
-    fn name(&self) -> &'static str;
-    fn description(&self) -> &'static str;
+    fn name(&self) -> &str;
+    fn description(&self) -> &str;
     fn input_schema(&self) -> Value;
     fn audience(&self) -> Audience {
         Audience::All
+    }
+    /// Whether this call's context has what the tool needs (`parse-file`:
+    /// an attachment); a tool not offered is neither listed nor callable.
+    fn offered(&self, _offer: &Offer) -> bool {
+        true
+    }
+    /// Checks the model's arguments before anything else (default: the
+    /// input schema); the error is a `tool-error` the model can correct.
+    fn check_input(&self, args: &Value) -> Result<(), String> {
+        schema::validate(&self.input_schema(), args)
     }
     /// `Ok(Some)` when this call needs a human before it runs. It may read the
     /// domain (the card names the resource); `Err` refuses the call before
@@ -285,7 +324,7 @@ pub fn denied(decision: &Decision) -> Value {
 
 #[derive(Clone, Default)]
 pub struct Registry {
-    tools: BTreeMap<&'static str, Arc<dyn Tool>>,
+    tools: BTreeMap<String, Arc<dyn Tool>>,
 }
 
 impl Registry {
@@ -322,36 +361,67 @@ impl Registry {
         r.register(Arc::new(preferences::SaveUserPreference));
         r.register(Arc::new(search_models::SearchModels));
         r.register(Arc::new(conversation_history::ConversationHistory));
+        r.register(Arc::new(parse_file::ParseFile));
+        r.register(Arc::new(mcp_servers::McpServersTool));
+        r.register(Arc::new(eval_config::EvalConfigTool));
+        r.register(Arc::new(deferral::SearchTools));
+        r.register(Arc::new(deferral::LoadTool));
         r
     }
 
     /// Adds (or replaces) a tool: domain tools are registered by their crates.
     pub fn register(&mut self, tool: Arc<dyn Tool>) {
-        self.tools.insert(tool.name(), tool);
+        self.tools.insert(tool.name().to_owned(), tool);
     }
 
     pub fn get(&self, name: &str) -> Option<&Arc<dyn Tool>> {
         self.tools.get(name)
     }
 
-    pub fn names(&self) -> Vec<&'static str> {
-        self.tools.keys().copied().collect()
+    pub fn names(&self) -> Vec<String> {
+        self.tools.keys().cloned().collect()
     }
 
-    /// The definitions the model sees for an agent.
-    pub fn definitions(&self, orchestrator: bool, checkpoint_task: bool) -> Vec<ToolDefinition> {
-        self.tools
-            .values()
-            .filter(|t| match t.audience() {
-                Audience::All => true,
-                Audience::Orchestrator => orchestrator,
-                Audience::CheckpointAgent => checkpoint_task,
-            })
-            .map(|t| ToolDefinition {
-                name: t.name().to_owned(),
-                description: t.description().to_owned(),
-                input_schema: t.input_schema(),
-            })
+    /// The definitions the model sees in a call with `offer` (deferred
+    /// tools only once loaded).
+    pub fn definitions(&self, offer: &Offer) -> Vec<ToolDefinition> {
+        Toolbox::new(self, Vec::new()).definitions(offer)
+    }
+}
+
+/// The tools one step can reach: the process's [`Registry`] plus the
+/// user's connected MCP servers' tools (read when the step starts).
+pub struct Toolbox<'a> {
+    registry: &'a Registry,
+    extra: Vec<Arc<dyn Tool>>,
+}
+
+impl<'a> Toolbox<'a> {
+    pub fn new(registry: &'a Registry, extra: Vec<Arc<dyn Tool>>) -> Toolbox<'a> {
+        Toolbox { registry, extra }
+    }
+
+    /// Every tool an agent with `offer` may use, loaded or deferred.
+    pub fn available<'s>(&'s self, offer: &'s Offer) -> impl Iterator<Item = &'s Arc<dyn Tool>> + 's {
+        self.registry.tools.values().chain(self.extra.iter()).filter(move |t| offer.admits(t.audience()) && t.offered(offer))
+    }
+
+    /// Offered in this call: always-loaded tools and the deferred ones loaded.
+    pub fn definitions(&self, offer: &Offer) -> Vec<ToolDefinition> {
+        self.available(offer)
+            .filter(|t| deferral::is_always_loaded(t.name()) || offer.loaded.contains(t.name()))
+            .map(|t| ToolDefinition { name: t.name().to_owned(), description: t.description().to_owned(), input_schema: t.input_schema() })
             .collect()
+    }
+
+    /// The tool a call names, when the agent may use it (a deferred tool
+    /// called by its exact name runs too: the name was all loading gives).
+    pub fn callable(&self, offer: &Offer, name: &str) -> Option<Arc<dyn Tool>> {
+        self.available(offer).find(|t| t.name() == name).cloned()
+    }
+
+    /// A tool by name, whoever may use it (resuming a suspended call).
+    pub fn get(&self, name: &str) -> Option<Arc<dyn Tool>> {
+        self.registry.get(name).cloned().or_else(|| self.extra.iter().find(|t| t.name() == name).cloned())
     }
 }

@@ -38,6 +38,7 @@ pub const ACTIONS: &[&str] = &[
     "research.fetch-url",
     "research.web-search",
     "mcp-servers.connect",
+    "executeMcpTool",
     "eval-config.create",
     "eval-config.update",
     "eval-config.delete",

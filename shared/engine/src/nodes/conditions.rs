@@ -141,9 +141,26 @@ enum Typed {
     Missing,
 }
 
-fn coerce(v: &Value, ty: &str, strict: bool, tz: &str) -> Option<Typed> {
+/// n8n's `parseSingleFilterValue` for filter `version` 1–3.
+fn coerce(v: &Value, ty: &str, strict: bool, tz: &str, version: u8) -> Option<Typed> {
     if v.is_null() {
         return Some(Typed::Missing);
+    }
+    if ty == "boolean" && !strict {
+        // version 1 takes JavaScript truthiness; 2 parses "false"/"0" first
+        let parsed = if version >= 2 { parse_bool(v) } else { None };
+        return Some(Typed::Bool(parsed.unwrap_or_else(|| truthy(v))));
+    }
+    if ty == "number" && version >= 3 {
+        // from version 3 `''` and `[]` are empty, not 0
+        let empty = match v {
+            Value::String(s) => s.trim().is_empty(),
+            Value::Array(a) => a.is_empty(),
+            _ => false,
+        };
+        if empty {
+            return Some(Typed::Missing);
+        }
     }
     Some(match ty {
         "string" => {
@@ -228,6 +245,8 @@ pub struct FilterOptions {
     pub case_sensitive: bool,
     pub strict: bool,
     pub timezone: String,
+    /// The filter parameter's `options.version` (1–3): how loose values coerce.
+    pub version: u8,
 }
 
 /// Evaluates one resolved filter value (`{conditions, combinator, options}`).
@@ -262,26 +281,50 @@ fn execute_condition(c: &Value, lv: Value, rv: Value, opts: &FilterOptions, inde
     let operation = op.get("operation").and_then(|t| t.as_str()).unwrap_or("equals");
     let right_ty = op.get("rightType").and_then(|t| t.as_str()).unwrap_or(ty);
     let single = op.get("singleValue").and_then(|v| v.as_bool()).unwrap_or(false);
-    let invalid = |t: &str, v: &Value| {
+    // n8n's `parseFilterConditionValues`: both operands first, then the error
+    let article = |n: &str| if n.starts_with(['a', 'e', 'i', 'o', 'u']) { format!("an {n}") } else { format!("a {n}") };
+    let plain = if opts.strict {
+        "Try changing the type of comparison. Alternatively you can enable 'Convert types where required'."
+    } else {
+        "Try changing the type of the comparison."
+    };
+    let invalid = |t: &str, v: &Value, position: &str| {
         let suffix = format!("[condition {index}, item {item_index}]");
-        let article = |n: &str| if "aeiou".contains(&n[..1]) { format!("an {n}") } else { format!("a {n}") };
+        let text = super::lodash::js_to_string(Some(v));
         let msg = if opts.strict {
-            format!("Wrong type: '{}' is {} but was expecting {} {suffix}", crate::nodes::js_string(v), article(type_name(v)), article(t))
+            format!("Wrong type: '{text}' is {} but was expecting {} {suffix}", article(type_name(v)), article(t))
         } else {
+            format!("Conversion error: the {} '{text}' can't be converted to {} {suffix}", type_name(v), article(t))
+        };
+        let conversion = match t {
+            "string" => ".toString()",
+            "number" => ".toNumber()",
+            "boolean" => ".toBoolean()",
+            _ => "",
+        };
+        let description = if opts.strict && !conversion.is_empty() {
             format!(
-                "Conversion error: the {} '{}' can't be converted to {} {suffix}",
-                type_name(v),
-                crate::nodes::js_string(v),
+                "\n<p>Try either:</p>\n<ol>\n  <li>Enabling 'Convert types where required'</li>\n  <li>Converting the {position} field to {} by adding <code>{conversion}</code></li>\n</ol>\n\t\t\t",
                 article(t)
             )
+        } else {
+            plain.to_string()
         };
-        EngineError::node_with(msg, "Try changing the type of comparison.")
+        EngineError::node_with(msg, description)
     };
-    let left = coerce(&lv, if ty == "any" { "any" } else { ty }, opts.strict, &opts.timezone).ok_or_else(|| invalid(ty, &lv))?;
-    let right = match coerce(&rv, if right_ty == "any" { "any" } else { right_ty }, opts.strict, &opts.timezone) {
-        Some(r) => r,
-        None if single => Typed::Missing,
-        None => return Err(invalid(right_ty, &rv)),
+    let left = coerce(&lv, if ty == "any" { "any" } else { ty }, opts.strict, &opts.timezone, opts.version);
+    let right = match coerce(&rv, if right_ty == "any" { "any" } else { right_ty }, opts.strict, &opts.timezone, opts.version) {
+        None if single => Some(Typed::Missing),
+        r => r,
+    };
+    let (left, right) = match (left, right) {
+        (Some(l), Some(r)) => (l, r),
+        (None, None) if type_name(&lv) == type_name(&rv) => {
+            let msg = format!("Comparison type expects {} but both fields are {}", article(ty), article(type_name(&lv)));
+            return Err(EngineError::node_with(msg, plain));
+        }
+        (None, _) => return Err(invalid(ty, &lv, "first")),
+        (_, None) => return Err(invalid(right_ty, &rv, "second")),
     };
     let exists = !matches!(left, Typed::Missing);
     match operation {

@@ -1002,12 +1002,22 @@ pub fn parse_string(s: &str, zone: &Zone) -> Option<Dt> {
     Some(p.into_dt(zone))
 }
 
-/// `new Date(string)` in a UTC process: ISO date-only and offset forms as
-/// the spec says, date-times without an offset (and legacy forms) as UTC
-/// wall clock. `None` is an Invalid Date.
+/// `new Date(string)` in a UTC process. `None` is an Invalid Date.
 pub fn js_date_parse(s: &str) -> Option<i64> {
+    js_date_parse_in(s, &Zone::Utc)
+}
+
+/// `new Date(string)` in a process whose local zone is `local`: ISO
+/// date-only forms are UTC (the spec's exception), forms with an offset are
+/// that instant, ISO date-times without one and the legacy forms
+/// (`08/01/2022`, `Aug 1 2022 10:00`) are wall clock in `local`.
+pub fn js_date_parse_in(s: &str, local: &Zone) -> Option<i64> {
     let s = s.trim();
-    parse_iso(s, false).or_else(|| parse_legacy(s)).map(|p| p.into_dt(&Zone::Utc).ms)
+    if let Some(p) = parse_iso(s, false) {
+        let date_only = !s.contains('T');
+        return Some(p.into_dt(if date_only { &Zone::Utc } else { local }).ms);
+    }
+    parse_legacy(s).map(|p| p.into_dt(local).ms)
 }
 
 /// Luxon `fromFormat(text, format)`; `None` when the text does not fit.
@@ -1289,9 +1299,11 @@ pub fn format_moment(d: &Dt, fmt: &str) -> String {
 }
 
 /// moment's string parsing without a format: ISO 8601 (wall clock in
-/// `zone` when it has no offset), RFC 2822, else `new Date(string)` (the
-/// instant, kept). `None` is an invalid moment.
-pub fn moment_parse(s: &str, zone: &Zone) -> Option<Dt> {
+/// `zone` when it has no offset), RFC 2822, else its `new Date(string)`
+/// fallback read in `fallback` (the process zone for `moment(s)`, UTC for
+/// `moment.tz(s, zone)`, which appends " UTC"), the instant kept and shown in
+/// `zone`. `None` is an invalid moment.
+pub fn moment_parse(s: &str, zone: &Zone, fallback: &Zone) -> Option<Dt> {
     let s = s.trim();
     if let Some(p) = parse_iso(s, true) {
         return Some(p.into_dt(zone));
@@ -1299,7 +1311,7 @@ pub fn moment_parse(s: &str, zone: &Zone) -> Option<Dt> {
     if let Some(p) = parse_rfc(s) {
         return Some(p.into_dt(zone));
     }
-    js_date_parse(s).map(|ms| Dt { ms, zone: zone.clone() })
+    parse_legacy(s).map(|p| Dt { ms: p.into_dt(fallback).ms, zone: zone.clone() })
 }
 
 #[cfg(test)]

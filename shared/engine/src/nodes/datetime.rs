@@ -166,10 +166,12 @@ pub fn parse_date(v: &Value, tz: Option<&Zone>, from_format: Option<&str>) -> Re
 fn execute_v1(ctx: &mut NodeContext<'_>) -> Result<NodeOutput> {
     let input = ctx.input(0);
     let wf = ctx.timezone();
+    // moment without a zone works in the server process's local time.
+    let host = v1_zone(&ctx.env.settings.host_timezone)?;
     let action = ctx.param_str("action", 0, "format")?;
     let mut out = vec![];
     for (i, item) in input.iter().enumerate() {
-        let r = if action == "calculate" { v1_calculate(ctx, i) } else { v1_format(ctx, &wf, i) };
+        let r = if action == "calculate" { v1_calculate(ctx, &host, i) } else { v1_format(ctx, &wf, &host, i) };
         match r {
             Ok(Some((field, value))) => {
                 let mut json = Value::clone(&item.json);
@@ -193,7 +195,7 @@ fn v1_zone(name: &str) -> Result<Zone> {
     Zone::parse(name).ok_or_else(|| EngineError::node(format!("Invalid timezone \"{name}\"")))
 }
 
-fn v1_format(ctx: &mut NodeContext<'_>, wf: &str, i: usize) -> Result<Option<(String, Value)>> {
+fn v1_format(ctx: &mut NodeContext<'_>, wf: &str, host: &Zone, i: usize) -> Result<Option<(String, Value)>> {
     let value = ctx.param("value", i, Value::String(String::new()))?;
     let field = ctx.param_str("dataPropertyName", i, "data")?;
     let to_format = ctx.param_str("toFormat", i, "MM/DD/YYYY")?;
@@ -211,23 +213,31 @@ fn v1_format(ctx: &mut NodeContext<'_>, wf: &str, i: usize) -> Result<Option<(St
     };
     let number = as_number.map(|n| if n.fract() != 0.0 { n * 1000.0 } else { n });
     let text = js_to_string(Some(&value));
-    let utc = Zone::Utc;
     let invalid_input = || EngineError::node("The date input format could not be recognized. Please set the \"From Format\" field");
+    // `moment(ms)` / `moment.unix(s)` / `moment(text)` are in the process's zone.
     let parsed: Option<Dt> = match number {
         Some(n) if n.fract() == 0.0 => {
             let digits = js_to_string(Some(&super::conditions::num_value(n))).len();
-            Some(Dt::new(if digits < 12 { (n * 1000.0) as i64 } else { n as i64 }, utc.clone()))
+            Some(Dt::new(if digits < 12 { (n * 1000.0) as i64 } else { n as i64 }, host.clone()))
         }
-        Some(n) => Some(Dt::new(n.round() as i64, utc.clone())),
+        Some(n) => Some(Dt::new(n.round() as i64, host.clone())),
         None => {
-            if from_format.is_none() && dates::moment_parse(&text, &utc).is_none() {
+            if from_format.is_none() && dates::moment_parse(&text, host, host).is_none() {
                 return Err(invalid_input());
             }
-            let from = if from_tz.is_some() || to_tz.is_some() { Some(v1_zone(from_tz.as_deref().unwrap_or(wf))?) } else { None };
-            let z = from.unwrap_or(Zone::Utc);
-            match from_format.as_deref().filter(|f| !f.is_empty()) {
-                Some(fmt) => dates::parse_moment_format(&text, fmt, &z, false),
-                None => dates::moment_parse(&text, &z),
+            let fmt = from_format.as_deref().filter(|f| !f.is_empty());
+            if from_tz.is_some() || to_tz.is_some() {
+                // `moment.tz(value[, fromFormat], fromTimezone || workflow zone)`
+                let z = v1_zone(from_tz.as_deref().unwrap_or(wf))?;
+                match fmt {
+                    Some(fmt) => dates::parse_moment_format(&text, fmt, &z, false),
+                    None => dates::moment_parse(&text, &z, &Zone::Utc),
+                }
+            } else {
+                match fmt {
+                    Some(fmt) => dates::parse_moment_format(&text, fmt, host, false),
+                    None => dates::moment_parse(&text, host, host),
+                }
             }
         }
     };
@@ -239,7 +249,7 @@ fn v1_format(ctx: &mut NodeContext<'_>, wf: &str, i: usize) -> Result<Option<(St
     Ok(Some((field, json!(dates::format_moment(&d, &to_format)))))
 }
 
-fn v1_calculate(ctx: &mut NodeContext<'_>, i: usize) -> Result<Option<(String, Value)>> {
+fn v1_calculate(ctx: &mut NodeContext<'_>, host: &Zone, i: usize) -> Result<Option<(String, Value)>> {
     let value = ctx.param("value", i, Value::String(String::new()))?;
     let operation = ctx.param_str("operation", i, "add")?;
     let duration = ctx.param_f64("duration", i, 0.0)?;
@@ -247,18 +257,19 @@ fn v1_calculate(ctx: &mut NodeContext<'_>, i: usize) -> Result<Option<(String, V
     let from_format = ctx.param_opt("options.fromFormat", i)?.map(|v| js_to_string(Some(&v))).filter(|f| !f.is_empty());
     let field = ctx.param_str("dataPropertyName", i, "data")?;
     let d = match from_format {
-        Some(fmt) => dates::parse_moment_format(&js_to_string(Some(&value)), &fmt, &Zone::Utc, true)
+        Some(fmt) => dates::parse_moment_format(&js_to_string(Some(&value)), &fmt, host, true)
             .ok_or_else(|| EngineError::node("Date input cannot be parsed. Please recheck the value and the \"From Format\" field."))?,
         None => {
-            // `new Date(value).toISOString()`, then moment of that.
+            // `moment(new Date(value).toISOString())`: the process's local
+            // time reads the value, the moment keeps that zone.
             let ms = match &value {
                 Value::Number(n) => n.as_f64().map(|f| f as i64),
-                Value::String(s) => dates::js_date_parse(s),
+                Value::String(s) => dates::js_date_parse_in(s, host),
                 Value::Null => Some(0),
                 _ => None,
             };
             let ms = ms.ok_or_else(|| EngineError::node("Unrecognized date input. Please specify a format in the \"From Format\" field."))?;
-            Dt::new(ms, Zone::Utc)
+            Dt::new(ms, host.clone())
         }
     };
     let amount = if operation == "subtract" { -duration } else { duration };
@@ -267,6 +278,7 @@ fn v1_calculate(ctx: &mut NodeContext<'_>, i: usize) -> Result<Option<(String, V
         Some("years" | "quarters" | "months" | "weeks" | "days") => amount.round(),
         _ => amount,
     };
+    // Calendar units keep the wall clock of the process's zone (moment's local arithmetic).
     let r = d.plus(&unit, amount).ok_or_else(|| EngineError::node(format!("Invalid time unit '{unit}'")))?;
     Ok(Some((field, json!(r.to_iso_utc()))))
 }

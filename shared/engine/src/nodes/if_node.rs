@@ -23,7 +23,25 @@ pub fn filter_options(ctx: &mut NodeContext<'_>, cond_path: &str) -> FilterOptio
     if loose {
         strict = false;
     }
-    FilterOptions { case_sensitive, strict, timezone: ctx.timezone() }
+    // the value's own `options.version`, else what n8n's editor writes for this node version
+    let version = match raw_opts.get("version").and_then(Value::as_f64) {
+        Some(v) => v.clamp(1.0, 3.0) as u8,
+        None => filter_version(&ctx.node.node_type, ctx.version()),
+    };
+    FilterOptions { case_sensitive, strict, timezone: ctx.timezone(), version }
+}
+
+/// The filter version n8n's editor stores for a node version: If and Filter
+/// 2.2 → 2, 2.3 → 3; Switch 3.2 → 2, 3.4 → 3; 1 before.
+fn filter_version(node_type: &str, v: f64) -> u8 {
+    let (two, three) = if node_type.ends_with(".switch") { (3.2, 3.4) } else { (2.2, 2.3) };
+    if v >= three {
+        3
+    } else if v >= two {
+        2
+    } else {
+        1
+    }
 }
 
 /// Evaluates the filter at `path` for every input item: (passed, failed).

@@ -19,52 +19,104 @@ pub fn execute(ctx: &mut NodeContext<'_>) -> Result<NodeOutput> {
     }
     let input = ctx.input(0);
     let mode = ctx.param_str("mode", 0, "rules")?;
-    if mode == "expression" {
-        let n = ctx.param_f64("numberOutputs", 0, 4.0)? as usize;
-        let mut outs: Vec<Vec<Item>> = vec![vec![]; n];
-        for (i, item) in input.iter().enumerate() {
-            let o = js_to_number(&ctx.param("output", i, Value::Null)?);
-            let idx = o as usize;
-            if o < 0.0 || idx >= n {
-                return Err(ctx.fail(format!("The output {o} is not allowed. It has to be between 0 and {}!", n.saturating_sub(1))));
-            }
-            outs[idx].push(with_pair(item, i));
-        }
-        return Ok(NodeOutput::many(outs));
-    }
-    let rules = ctx.raw("rules.values").and_then(|v| v.as_array()).cloned().unwrap_or_default();
-    let all_matching = ctx.raw("options.allMatchingOutputs").and_then(|v| v.as_bool()).unwrap_or(false);
-    let fallback = ctx.raw("options.fallbackOutput").cloned().unwrap_or(Value::String("none".into()));
-    let extra = fallback.as_str() == Some("extra");
-    let n = rules.len() + usize::from(extra);
-    let mut outs: Vec<Vec<Item>> = vec![vec![]; n.max(1)];
-    let mut opts = filter_options(ctx, "rules.values.0.conditions");
+    let mut outs: Vec<Vec<Item>> = vec![];
     for (i, item) in input.iter().enumerate() {
-        let mut matched = false;
-        for (r, rule) in rules.iter().enumerate() {
-            let cond = rule.get("conditions").cloned().unwrap_or(Value::Null);
-            if let Some(s) = cond.pointer("/options/caseSensitive").and_then(|v| v.as_bool()) {
-                opts.case_sensitive = s && ctx.raw("options.ignoreCase").and_then(|v| v.as_bool()) != Some(true);
-            }
-            if execute_filter_with(&cond, &opts, i, &mut |v| ctx.resolve(v, i))? {
-                outs[r].push(with_pair(item, i));
-                matched = true;
-                if !all_matching {
-                    break;
+        let routed = if mode == "expression" { by_expression(ctx, &mut outs, i) } else { by_rules(ctx, &mut outs, i) };
+        match routed {
+            Ok(targets) => {
+                for o in targets {
+                    outs[o].push(with_pair(item, i));
                 }
             }
-        }
-        if !matched {
-            if extra {
-                outs[n - 1].push(with_pair(item, i));
-            } else if let Some(f) = fallback.as_u64().or_else(|| fallback.as_str().and_then(|s| s.parse().ok())) {
-                if let Some(o) = outs.get_mut(f as usize) {
-                    o.push(with_pair(item, i));
+            // n8n puts the error on the first output, without a pairedItem
+            Err(e) if ctx.continue_on_fail() && !matches!(e, crate::error::EngineError::Canceled) => {
+                if outs.is_empty() {
+                    outs.push(vec![]);
                 }
+                outs[0].push(Item::new(serde_json::json!({ "error": e.to_string() })));
             }
+            Err(e) => return Err(e),
         }
+    }
+    if outs.is_empty() {
+        outs.push(vec![]);
     }
     Ok(NodeOutput::many(outs))
+}
+
+/// n8n's `checkIndexRange`: `index` must name one of `n` outputs.
+fn check_index(n: usize, index: &Value) -> Result<Option<usize>> {
+    if index.is_null() {
+        // `undefined` passes n8n's checks and routes nowhere
+        return Ok(None);
+    }
+    let o = js_to_number(index);
+    if o == n as f64 {
+        return Err(crate::error::EngineError::node_with(
+            format!("The ouput {} is not allowed. ", super::js_string(index)),
+            format!("Output indexes are zero based, if you want to use the extra output use {}", o - 1.0),
+        ));
+    }
+    if o < 0.0 || o > n as f64 {
+        return Err(crate::error::EngineError::node_with(
+            format!("The ouput {} is not allowed", super::js_string(index)),
+            format!("It has to be between 0 and {}", n as i64 - 1),
+        ));
+    }
+    Ok((o.fract() == 0.0).then_some(o as usize))
+}
+
+/// Expression mode: `numberOutputs` outputs (made at the first item), the
+/// item goes to `output`.
+fn by_expression(ctx: &mut NodeContext<'_>, outs: &mut Vec<Vec<Item>>, i: usize) -> Result<Vec<usize>> {
+    let n = ctx.param_f64("numberOutputs", i, 4.0)?.max(0.0) as usize;
+    if i == 0 {
+        *outs = vec![vec![]; n];
+    }
+    let o = ctx.param("output", i, Value::Null)?;
+    let o = check_index(outs.len(), &o)?;
+    Ok(o.filter(|o| *o < outs.len()).into_iter().collect())
+}
+
+/// Rules mode: one output per rule (+ the fallback output `extra`), the
+/// first matching rule's output (or every match's), else the fallback.
+fn by_rules(ctx: &mut NodeContext<'_>, outs: &mut Vec<Vec<Item>>, i: usize) -> Result<Vec<usize>> {
+    let rules = ctx.raw("rules.values").and_then(|v| v.as_array()).cloned().unwrap_or_default();
+    if rules.is_empty() {
+        return Ok(vec![]);
+    }
+    let all_matching = ctx.param_bool("options.allMatchingOutputs", i, false)?;
+    let fallback = ctx.param("options.fallbackOutput", i, Value::Null)?;
+    let extra = fallback.as_str() == Some("extra");
+    if i == 0 {
+        *outs = vec![vec![]; rules.len() + usize::from(extra)];
+    }
+    let mut opts = filter_options(ctx, "rules.values.0.conditions");
+    let mut targets = vec![];
+    for (r, rule) in rules.iter().enumerate() {
+        let cond = rule.get("conditions").cloned().unwrap_or(Value::Null);
+        if let Some(s) = cond.pointer("/options/caseSensitive").and_then(|v| v.as_bool()) {
+            opts.case_sensitive = s && ctx.raw("options.ignoreCase").and_then(|v| v.as_bool()) != Some(true);
+        }
+        if execute_filter_with(&cond, &opts, i, &mut |v| ctx.resolve(v, i))? {
+            check_index(outs.len(), rule.get("output").unwrap_or(&Value::Null))?;
+            targets.push(r);
+            if !all_matching {
+                return Ok(targets);
+            }
+        }
+    }
+    if targets.is_empty() && !fallback.is_null() && fallback.as_str() != Some("none") {
+        if extra {
+            return Ok(vec![outs.len() - 1]);
+        }
+        if let Some(f) = check_index(outs.len(), &fallback)? {
+            if f < outs.len() {
+                targets.push(f);
+            }
+        }
+    }
+    Ok(targets)
 }
 
 /// Switch v1 / v2 as n8n's SwitchV1 / SwitchV2 run.

@@ -102,7 +102,8 @@ pub struct Fixture {
 const WRITE_VERBS: &[&str] = &["create", "update", "delete", "send", "append", "upsert", "insert", "write", "clear", "post", "publish", "archive", "edit", "lock"];
 
 /// Node types that write by what they are, without an operation parameter.
-const WRITE_TYPES: &[&str] = &["n8n-nodes-base.writeBinaryFile", "n8n-nodes-base.n8nTrainingCustomerMessenger"];
+// An MCP server's tools may act on anything: verification never calls them.
+const WRITE_TYPES: &[&str] = &["n8n-nodes-base.writeBinaryFile", "n8n-nodes-base.n8nTrainingCustomerMessenger", "@n8n/n8n-nodes-langchain.mcpClientTool"];
 
 /// Verbs of operations that only read (a service node whose operation is
 /// neither one of these nor a write is simulated: a real call proves little
@@ -394,6 +395,7 @@ mod tests {
             ("n8n-nodes-base.formTrigger", (Simulate, Trigger)),
             ("n8n-nodes-base.httpRequest", (Execute, PureLogic)),
             ("n8n-nodes-base.if", (Execute, PureLogic)),
+            ("@n8n/n8n-nodes-langchain.mcpClientTool", (Simulate, WriteOperation)),
             ("n8n-nodes-base.merge", (Execute, PureLogic)),
             ("n8n-nodes-base.n8nTrainingCustomerMessenger", (Simulate, WriteOperation)),
             ("n8n-nodes-base.noOp", (Execute, PureLogic)),

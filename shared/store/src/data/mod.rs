@@ -9,13 +9,16 @@
 //! all once per process with [`InstanceData::new`].
 
 pub mod agent_records;
+pub mod attachments;
 pub mod chat_memory;
 pub mod credentials;
 pub mod data_tables;
 pub mod db;
+pub mod eval_configs;
 pub mod executions;
 pub mod folders;
 pub mod keys;
+pub mod mcp_connections;
 pub mod setup_skips;
 pub mod processed_data;
 pub mod tags;
@@ -26,11 +29,14 @@ pub mod workspace;
 pub mod work_items;
 
 pub use agent_records::AgentRecords;
+pub use attachments::Attachments;
 pub use chat_memory::ChatMemory;
 pub use credentials::Credentials;
 pub use data_tables::DataTables;
+pub use eval_configs::EvalConfigs;
 pub use executions::Executions;
 pub use folders::Folders;
+pub use mcp_connections::McpConnections;
 pub use processed_data::ProcessedData;
 pub use tags::Tags;
 pub use setup_skips::SetupSkips;
@@ -63,6 +69,7 @@ pub struct InstanceData {
     pub processed_data: ProcessedData,
     pub work_items: WorkItems,
     pub chat_memory: ChatMemory,
+    pub eval_configs: EvalConfigs,
 }
 
 impl InstanceData {
@@ -96,6 +103,7 @@ impl InstanceData {
             webhooks: Webhooks::new(instance.clone()),
             work_items: WorkItems::new(table(TableId::Agent)?),
             chat_memory: ChatMemory::new(table(TableId::Executions)?),
+            eval_configs: EvalConfigs::new(instance.clone()),
             projects,
             folders,
             tags,

@@ -123,7 +123,7 @@ fn run_item(ctx: &mut NodeContext<'_>, root: Root, item: usize) -> Result<Value>
     let tools: Vec<Tool<'_>> = if root == Root::Agent {
         let mut tools = vec![];
         for t in ctx.sub_nodes(TOOL) {
-            tools.push(ctx.with_sub_node(t, None, |c| super::tools::supply(c, t, item))?);
+            tools.extend(ctx.with_sub_node(t, None, |c| super::tools::supply_all(c, t, item))?);
         }
         tools
     } else {

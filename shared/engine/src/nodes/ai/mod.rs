@@ -15,6 +15,7 @@
 
 pub mod agent;
 pub mod calculator;
+pub mod mcp_client_tool;
 pub mod memory;
 pub mod model;
 pub mod output_parser;
@@ -43,7 +44,8 @@ pub fn sub_node_kind(node_type: &str) -> Option<&'static str> {
         | "@n8n/n8n-nodes-langchain.toolCode"
         | "@n8n/n8n-nodes-langchain.toolHttpRequest"
         | "@n8n/n8n-nodes-langchain.toolWorkflow"
-        | "n8n-nodes-base.httpRequestTool" => TOOL,
+        | "n8n-nodes-base.httpRequestTool"
+        | "@n8n/n8n-nodes-langchain.mcpClientTool" => TOOL,
         "@n8n/n8n-nodes-langchain.outputParserStructured" => OUTPUT_PARSER,
         _ => return None,
     })

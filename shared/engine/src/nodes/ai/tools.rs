@@ -19,6 +19,17 @@ pub struct Tool<'a> {
     pub spec: ToolSpec,
     /// The tool takes one free-text argument (`input`), handed on as a string.
     text_input: bool,
+    /// MCP Client Tool: the tool's name on the server.
+    mcp_tool: Option<String>,
+}
+
+/// The tools `node` supplies: one, or an MCP server's several.
+pub fn supply_all<'a>(ctx: &mut NodeContext<'_>, node: &'a Node, item: usize) -> Result<Vec<Tool<'a>>> {
+    if node.node_type == "@n8n/n8n-nodes-langchain.mcpClientTool" {
+        let specs = super::mcp_client_tool::supply(ctx, item)?;
+        return Ok(specs.into_iter().map(|spec| Tool { node, mcp_tool: Some(spec.name.clone()), spec, text_input: false }).collect());
+    }
+    Ok(vec![supply(ctx, node, item)?])
 }
 
 fn text_schema() -> Value {
@@ -160,7 +171,7 @@ pub fn supply<'a>(ctx: &mut NodeContext<'_>, node: &'a Node, item: usize) -> Res
         "n8n-nodes-base.httpRequestTool" => (tool_name(&node.name), described(ctx, "toolDescription")?, from_ai_schema(node)?, false),
         other => return Err(EngineError::node(format!("{other} is not a tool this instance supports"))),
     };
-    Ok(Tool { node, spec: ToolSpec { name, description, parameters }, text_input })
+    Ok(Tool { node, spec: ToolSpec { name, description, parameters }, text_input, mcp_tool: None })
 }
 
 fn merge_schema(into: &mut Value, other: Value) {
@@ -215,6 +226,7 @@ impl Tool<'_> {
                 run_http(ctx, &request, item)
             }
             "n8n-nodes-base.httpRequestTool" => run_http(ctx, self.node, item),
+            "@n8n/n8n-nodes-langchain.mcpClientTool" => super::mcp_client_tool::call(ctx, self.mcp_tool.as_deref().unwrap_or(&self.spec.name), args, item),
             other => Err(EngineError::node(format!("{other} is not a tool this instance supports"))),
         }
     }

@@ -120,6 +120,7 @@ pub(crate) fn form_body(params: &Map<String, Value>) -> Vec<u8> {
 }
 
 /// One part of a `multipart/form-data` body.
+#[derive(Clone)]
 pub(crate) enum Part {
     Text(String, String),
     File { name: String, file_name: Option<String>, content_type: Option<String>, bytes: Vec<u8> },

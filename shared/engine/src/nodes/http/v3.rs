@@ -54,7 +54,41 @@ struct Prepared {
     base_url: url::Url,
     /// A JSON body pagination may update (`body` parameters).
     json_body: Option<Value>,
+    /// A form body (urlencoded or multipart) pagination merges its `body`
+    /// parameters into (n8n's `applyPaginationRequestData`: `form`/`formData`).
+    form: Option<FormBody>,
     response: ResponseOptions,
+}
+
+#[derive(Clone)]
+enum FormBody {
+    Urlencoded(Map<String, Value>),
+    Multipart(Vec<Part>),
+}
+
+impl FormBody {
+    /// Sets field `name` (an existing field keeps its place).
+    fn with(&mut self, name: &str, value: &Value) {
+        match self {
+            FormBody::Urlencoded(m) => {
+                m.insert(name.to_string(), value.clone());
+            }
+            FormBody::Multipart(parts) => {
+                let text = Part::Text(name.to_string(), js_string(value));
+                match parts.iter().position(|p| matches!(p, Part::Text(n, _) | Part::File { name: n, .. } if n == name)) {
+                    Some(k) => parts[k] = text,
+                    None => parts.push(text),
+                }
+            }
+        }
+    }
+
+    fn encode(&self) -> (Vec<u8>, String) {
+        match self {
+            FormBody::Urlencoded(m) => (form_body(m), "application/x-www-form-urlencoded".into()),
+            FormBody::Multipart(parts) => multipart_body(parts),
+        }
+    }
 }
 
 fn json_parameter(v: Value) -> Result<Value> {
@@ -149,6 +183,7 @@ fn prepare(ctx: &mut NodeContext<'_>, i: usize, item: &Item) -> Result<Prepared>
     let content_type = ctx.param_str("contentType", i, "json")?;
     let specify_body = ctx.param_str("specifyBody", i, "keypair")?;
     let mut json_body: Option<Value> = None;
+    let mut form: Option<FormBody> = None;
     let mut body: Option<Vec<u8>> = None;
     let mut headers: Vec<(String, String)> = vec![];
     let body_method = matches!(method_s.as_str(), "PATCH" | "POST" | "PUT" | "GET");
@@ -178,6 +213,7 @@ fn prepare(ctx: &mut NodeContext<'_>, i: usize, item: &Item) -> Result<Prepared>
                 let (b, ct) = multipart_body(&parts);
                 body = Some(b);
                 headers.push(("content-type".into(), ct));
+                form = Some(FormBody::Multipart(parts));
             } else {
                 let mut m = Map::new();
                 for p in &parts {
@@ -217,6 +253,7 @@ fn prepare(ctx: &mut NodeContext<'_>, i: usize, item: &Item) -> Result<Prepared>
                     let m = object.and_then(|o| o.as_object().cloned()).unwrap_or_default();
                     body = Some(form_body(&m));
                     headers.push(("content-type".into(), "application/x-www-form-urlencoded".into()));
+                    form = Some(FormBody::Urlencoded(m));
                 }
                 "binaryData" if body_method => {
                     let field = ctx.param_str("inputDataFieldName", i, "")?;
@@ -305,7 +342,7 @@ fn prepare(ctx: &mut NodeContext<'_>, i: usize, item: &Item) -> Result<Prepared>
         insecure: opt("/allowUnauthorizedCerts").and_then(|v| v.as_bool()).unwrap_or(false),
         digest,
     };
-    Ok(Prepared { req, query, array_format, base_url, json_body, response: resp_opts })
+    Ok(Prepared { req, query, array_format, base_url, json_body, form, response: resp_opts })
 }
 
 fn js_type(v: &Value) -> &'static str {
@@ -559,6 +596,7 @@ fn paginate(ctx: &mut NodeContext<'_>, mut p: Prepared, pag: Pagination, item: &
         } else {
             let mut query = p.query.clone();
             let mut body = p.json_body.clone();
+            let mut form = p.form.clone();
             for (ty, name, value) in &pag.parameters {
                 let v = match page_value(ctx, value, i, &response, page, &request) {
                     Ok(v) => v,
@@ -567,10 +605,10 @@ fn paginate(ctx: &mut NodeContext<'_>, mut p: Prepared, pag: Pagination, item: &
                 };
                 match ty.as_str() {
                     "headers" => req.set_header(name, &js_string(&v)),
-                    "body" => {
-                        let b = body.get_or_insert_with(|| json!({}));
-                        crate::nodes::set_path(b, name, v);
-                    }
+                    "body" => match &mut form {
+                        Some(f) => f.with(name, &v),
+                        None => crate::nodes::set_path(body.get_or_insert_with(|| json!({})), name, v),
+                    },
                     _ => {
                         query.insert(name.clone(), v);
                     }
@@ -579,7 +617,11 @@ fn paginate(ctx: &mut NodeContext<'_>, mut p: Prepared, pag: Pagination, item: &
             let mut url = p.base_url.clone();
             super::append_query(&mut url, &query, p.array_format);
             req.url = url;
-            if let Some(b) = body {
+            if let Some(f) = form {
+                let (b, ct) = f.encode();
+                req.body = Some(b);
+                req.set_header("content-type", &ct);
+            } else if let Some(b) = body {
                 req.body = Some(serde_json::to_vec(&b).map_err(|e| req_err(e.into()))?);
                 if req.header("content-type").is_none() {
                     req.set_header("content-type", "application/json");
@@ -676,7 +718,15 @@ pub fn execute(ctx: &mut NodeContext<'_>) -> Result<NodeOutput> {
             return Err(EngineError::Canceled);
         }
         let result = match &pag {
-            Some(pg) => paginate(ctx, prepared, pg.clone(), item, i, &mut out),
+            // n8n collects every page before it makes items: a failed page leaves none
+            Some(pg) => {
+                let mut pages = vec![];
+                let r = paginate(ctx, prepared, pg.clone(), item, i, &mut pages);
+                if r.is_ok() {
+                    out.append(&mut pages);
+                }
+                r
+            }
             None => match send(ctx.env, &prepared.req) {
                 Ok(resp) if resp.status >= 400 && !prepared.response.never_error => Err(Failure::Request(super::api_error(&resp), Some(resp))),
                 Ok(resp) => response_items(&resp, &prepared, item, i, &mut out).map_err(Failure::Process),
