@@ -102,7 +102,8 @@ impl ModelProvider for Rescriptable {
 async fn cloud_playing(conversations: &Value) -> (Cloud, Arc<Rescriptable>) {
     let model = Arc::new(Rescriptable(Mutex::new(Arc::new(ScriptedProvider::from_json("{\"conversations\": {}}").unwrap()))));
     model.play(conversations);
-    let cloud = cloud_with(Setup::default(), |c| (c.clone(), ()), Some(model.clone() as Arc<dyn ModelProvider>)).await.0;
+    // The real domain tools (no stand-ins): `workflows(list)` reads what `workspace` changed.
+    let cloud = cloud_with(Setup { stubs: false, ..Setup::default() }, |c| (c.clone(), ()), Some(model.clone() as Arc<dyn ModelProvider>)).await.0;
     (cloud, model)
 }
 
@@ -203,7 +204,7 @@ async fn a_table_is_filled_in_batches_queried_updated_and_pruned_only_after_appr
     let mut script = json!({"Build the leads table": turns});
     let (cloud, model) = cloud_playing(&script).await;
     let t = thread();
-    let mut feed = cloud.events(ALICE, &t).await;
+    let mut feed = cloud.sse_events(ALICE, &t).await;
 
     // Create: asks, naming the table and its columns.
     let frames = cloud.run(&mut feed, ALICE, &t, "Build the leads table").await;
@@ -300,7 +301,7 @@ async fn a_table_is_filled_in_batches_queried_updated_and_pruned_only_after_appr
     ]);
     model.play(&script);
     let bobs = thread();
-    let mut bob_feed = cloud.events(BOB, &bobs).await;
+    let mut bob_feed = cloud.sse_events(BOB, &bobs).await;
     finished(&cloud.run(&mut bob_feed, BOB, &bobs, stranger).await);
     let refused = calls(&bob_feed.seen);
     assert_eq!(refused.len(), 2);
@@ -336,11 +337,12 @@ async fn folders_and_tags_round_trip_and_show_up_in_mcp() {
         turn(vec![tool("workspace", json!({"action": "tag-workflow", "workflowId": wf, "tags": ["Sales", "Q3"]}))]),
         turn(vec![tool("workspace", json!({"action": "list-folders"})), tool("workspace", json!({"action": "list-tags"}))]),
         turn(vec![tool("workspace", json!({"action": "cleanup-test-executions", "workflowId": wf, "workflowName": "Weekly report", "olderThanHours": 0}))]),
+        turn(vec![tool("workflows", json!({"action": "list", "folderPath": "Clients/Acme"})), tool("workflows", json!({"action": "list", "folderPath": "Clients", "recursive": false}))]),
         {"text": "Organized."}
     ]});
     model.play(&script);
     let t = thread();
-    let mut feed = cloud.events(ALICE, &t).await;
+    let mut feed = cloud.sse_events(ALICE, &t).await;
 
     let frames = cloud.run(&mut feed, ALICE, &t, organize).await;
     let c = card(&frames);
@@ -376,6 +378,11 @@ async fn folders_and_tags_round_trip_and_show_up_in_mcp() {
     assert_eq!(folders, ["Clients", "Clients/Acme"]);
     assert_eq!(ok(&run[6])["tags"].as_array().unwrap().len(), 2);
     assert_eq!(ok(&run[7])["deletedCount"], 2);
+    // The agent's own listing finds it in its folder, with the folder's path.
+    let in_acme = ok(&run[8]);
+    assert_eq!((in_acme["total"].as_u64(), in_acme["workflows"][0]["id"].as_str()), (Some(1), Some(wf.as_str())), "{in_acme}");
+    assert_eq!(in_acme["workflows"][0]["folder"], json!({"id": acme["id"], "name": "Acme", "path": "Clients/Acme"}));
+    assert_eq!(ok(&run[9])["total"], 0, "not directly in Clients: {}", ok(&run[9]));
     let asked = find(&feed.seen, EventType::ConfirmationRequest).len();
     assert_eq!(asked, 4, "create (granted for the session), move, tag, cleanup");
 
@@ -423,7 +430,7 @@ async fn folders_and_tags_round_trip_and_show_up_in_mcp() {
     ]);
     model.play(&script);
     let bobs = thread();
-    let mut bob_feed = cloud.events(BOB, &bobs).await;
+    let mut bob_feed = cloud.sse_events(BOB, &bobs).await;
     finished(&cloud.run(&mut bob_feed, BOB, &bobs, stranger).await);
     for c in calls(&bob_feed.seen) {
         assert!(c.outcome.as_ref().is_err_and(|e| e.contains("not found")), "{:?}", c.outcome);

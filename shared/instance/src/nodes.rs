@@ -745,6 +745,23 @@ mod tests {
         assert_eq!(SUGGESTIONS.len(), CATEGORIES.len());
     }
 
+    /// `type-definition` with discriminators: the requested resource and
+    /// operation are named, the union member they select is in the
+    /// TypeScript with its parameters, credentials and builder hint.
+    #[test]
+    fn type_definitions_name_the_requested_discriminators_and_carry_hints() {
+        let r: TypeRequest = serde_json::from_value(json!({"nodeType": "n8n-nodes-base.slack", "version": "v2.3", "resource": "message", "operation": "post"})).unwrap();
+        let d = type_definition(&r);
+        assert_eq!((d.version.as_deref(), d.error.as_deref()), (Some("2.3"), None));
+        for needle in ["requested resource = \"message\"", "requested operation = \"post\"", "operation: 'post'", "channelId", "slackApi"] {
+            assert!(d.content.contains(needle), "{needle} in {}", d.content);
+        }
+        let http = type_definition(&TypeRequest::plain("n8n-nodes-base.httpRequest"));
+        assert!(http.content.contains("@builderHint") && http.content.contains("genericCredentialType"), "{}", http.content);
+        let unknown = type_definition(&TypeRequest::plain("n8n-nodes-base.nope"));
+        assert!(unknown.error.is_some() && unknown.content.is_empty());
+    }
+
     #[test]
     fn nodes_without_lookup_methods_have_no_dynamic_resources() {
         assert!(dynamic_methods(node_type("n8n-nodes-base.httpRequest").unwrap()).is_empty());
