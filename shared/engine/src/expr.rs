@@ -50,9 +50,18 @@ impl<'a> DataProxy for NodeProxy<'a> {
     }
     fn paired_item(&self, target: &str, item_index: usize) -> Result<Item, String> {
         let unavailable = || format!("Paired item data for item from node '{target}' is unavailable");
-        let item = self.input.get(item_index).ok_or_else(unavailable)?;
         let src = self.source.first().and_then(|s| s.as_ref()).ok_or_else(unavailable)?;
-        self.walk_paired(target, item.clone(), src, 0)
+        // the previous node's output item as it is in the run data (the
+        // node's own input copy points at itself, n8n's re-pairing)
+        let item = self
+            .run_data
+            .get(&src.previous_node)
+            .and_then(|r| r.get(src.previous_node_run))
+            .and_then(|t| t.output(src.previous_node_output))
+            .and_then(|o| o.get(item_index).cloned())
+            .or_else(|| self.input.get(item_index).cloned())
+            .ok_or_else(unavailable)?;
+        self.walk_paired(target, item, src, 0)
     }
     fn parameters(&self) -> Value {
         self.node.parameters.clone()

@@ -343,6 +343,7 @@ impl Engine {
 
     /// Runs one stack entry and records its run data.
     fn run_entry(&self, graph: &Graph, st: &mut ExecutionState, env: &Env, expr: &mut Expr, node: &Node, mut entry: StackEntry) -> Step {
+        repair_inputs(&mut entry.inputs);
         let run_index = st.run_data.get(&node.name).map(|r| r.len()).unwrap_or(0);
         let input_lens: Vec<usize> = entry.inputs.iter().map(|i| i.as_ref().map(|v| v.len()).unwrap_or(0)).collect();
         let start = now_ms();
@@ -645,6 +646,26 @@ fn split_error_output(node: &Node, outputs: Vec<Items>, inputs: &[Option<Items>]
     }
     outputs.push(Arc::new(errors));
     outputs
+}
+
+/// n8n points every input item at its own place before a node runs
+/// (`pairedItem: {item: i, input: k}`), so items a node hands back unchanged
+/// (No Operation, Sort, Limit, Code returning its input) pair with its
+/// input, not with what their previous node paired them with. The run data
+/// keeps the previous node's items as they were (paired-item lookups walk
+/// those); only a node's own copy changes, and only when a pairing differs.
+fn repair_inputs(inputs: &mut [Option<Items>]) {
+    for (k, slot) in inputs.iter_mut().enumerate() {
+        let Some(items) = slot else { continue };
+        if items.iter().enumerate().all(|(i, it)| it.paired_item.as_ref() == Some(&PairedItem::new(i, k))) {
+            continue;
+        }
+        let mut own = Arc::unwrap_or_clone(std::mem::take(items));
+        for (i, it) in own.iter_mut().enumerate() {
+            it.paired_item = Some(PairedItem::new(i, k));
+        }
+        *items = Arc::new(own);
+    }
 }
 
 /// Sleeps up to `d`, waking early on cancel/deadline. Returns true if canceled.
