@@ -612,3 +612,24 @@ fn packed_run_data_reads_and_serializes_like_unpacked() {
     assert_eq!(out(&back, "Generate", 0), out(&plain, "Generate", 0));
 }
 
+
+#[test]
+fn a_frozen_clock_moves_on_by_the_time_waits_would_sleep() {
+    let stamp = |name: &str| node(name, "n8n-nodes-base.set", 3.4, json!({ "assignments": { "assignments": [{ "id": "1", "name": "t", "value": "={{ $now.toMillis() }}", "type": "number" }] }, "includeOtherFields": true, "options": {} }));
+    let wf = chain(vec![
+        trigger(),
+        stamp("Before"),
+        node("Wait", "n8n-nodes-base.wait", 1.1, json!({ "resume": "timeInterval", "amount": 42, "unit": "seconds" })),
+        stamp("After"),
+        node("Today", "n8n-nodes-base.dateTime", 2.0, json!({ "operation": "getCurrentDate", "options": { "timezone": "UTC" } })),
+    ]);
+    let frozen = chrono::DateTime::parse_from_rfc3339("2025-01-01T00:00:00Z").unwrap().with_timezone(&chrono::Utc);
+    let settings = EngineSettings { clock: Some(frozen), ..Default::default() };
+    let started = std::time::Instant::now();
+    let (st, _) = Engine::new(settings, Host::default()).run(&Graph::from_json(&wf).unwrap(), RunOptions::default()).unwrap();
+    assert_eq!(st.status, ExecutionStatus::Success, "{:?}", st.error);
+    assert!(started.elapsed() < std::time::Duration::from_secs(5), "the wait does not sleep");
+    assert_eq!(out(&st, "Before", 0)[0]["t"], json!(1_735_689_600_000_i64));
+    assert_eq!(out(&st, "After", 0)[0]["t"], json!(1_735_689_642_000_i64));
+    assert_eq!(out(&st, "Today", 0)[0]["currentDate"], json!("2025-01-01T00:00:42.000Z"));
+}

@@ -269,7 +269,7 @@ impl<'a> NodeContext<'a> {
 
     /// The current instant: the system clock, or `EngineSettings::clock` when frozen.
     pub fn now(&self) -> chrono::DateTime<chrono::Utc> {
-        self.env.settings.clock.unwrap_or_else(chrono::Utc::now)
+        self.env.settings.now()
     }
 
     pub fn timezone(&self) -> String {
