@@ -50,9 +50,18 @@ impl<'a> DataProxy for NodeProxy<'a> {
     }
     fn paired_item(&self, target: &str, item_index: usize) -> Result<Item, String> {
         let unavailable = || format!("Paired item data for item from node '{target}' is unavailable");
-        let item = self.input.get(item_index).ok_or_else(unavailable)?;
         let src = self.source.first().and_then(|s| s.as_ref()).ok_or_else(unavailable)?;
-        self.walk_paired(target, item.clone(), src, 0)
+        // the previous node's output item as it is in the run data (the
+        // node's own input copy points at itself, n8n's re-pairing)
+        let item = self
+            .run_data
+            .get(&src.previous_node)
+            .and_then(|r| r.get(src.previous_node_run))
+            .and_then(|t| t.output(src.previous_node_output))
+            .and_then(|o| o.get(item_index).cloned())
+            .or_else(|| self.input.get(item_index).cloned())
+            .ok_or_else(unavailable)?;
+        self.walk_paired(target, item, src, 0)
     }
     fn parameters(&self) -> Value {
         self.node.parameters.clone()
@@ -183,6 +192,18 @@ impl Expr {
         self
     }
 
+    /// Moves a frozen clock (fake timers); a no-op when it shows that time.
+    pub fn set_clock(&mut self, clock: Option<chrono::DateTime<chrono::Utc>>) {
+        let ms = clock.map(|c| c.timestamp_millis());
+        if ms == self.clock {
+            return;
+        }
+        self.clock = ms;
+        if let Some(inner) = &mut self.inner {
+            inner.set_clock(ms);
+        }
+    }
+
     fn inner(&mut self) -> Result<&mut imp::Inner> {
         if self.inner.is_none() {
             self.inner = Some(imp::Inner::new(self.limits, &self.timezone, self.clock)?);
@@ -234,6 +255,10 @@ mod imp {
             }
             Ok(Inner(e))
         }
+        pub fn set_clock(&mut self, clock: Option<i64>) {
+            // a clock the sandbox refuses stays as it was
+            let _ = self.0.set_clock(clock);
+        }
         pub fn resolve(&mut self, v: &Value, d: &dyn DataProxy) -> Result<Value, ExpressionError> {
             self.0.resolve(v, d)
         }
@@ -260,6 +285,7 @@ mod imp {
         pub fn new(_: Limits, _: &str, _: Option<i64>) -> Result<Self, ExpressionError> {
             Ok(Inner)
         }
+        pub fn set_clock(&mut self, _: Option<i64>) {}
         pub fn resolve(&mut self, v: &Value, d: &dyn DataProxy) -> Result<Value, ExpressionError> {
             match v {
                 Value::String(s) if s.starts_with('=') => template(&s[1..], d),

@@ -58,12 +58,31 @@ pub struct EngineSettings {
     /// is `<public_url>/webhook-waiting/<execution id>`); `None`: empty URLs.
     pub public_url: Option<String>,
     /// A frozen "now" for expressions, Code and nodes that read the clock
-    /// (tests that expect a fixed instant); `None`: the system clock.
+    /// (tests that expect a fixed instant); `None`: the system clock. Like
+    /// the fake timers of n8n's tests, a frozen clock moves on by the time
+    /// in-process waits would sleep, and they return at once.
     pub clock: Option<chrono::DateTime<chrono::Utc>>,
+    /// How far the frozen clock has moved on (shared by an engine's runs).
+    pub clock_advanced: ClockAdvance,
     /// Origins outbound requests are sent to instead (`https://slack.com` →
     /// `http://127.0.0.1:4000`): a service's local stand-in, a regional or
     /// proxy endpoint. The rewritten URL passes the SSRF guard like any other.
     pub origin_overrides: std::collections::BTreeMap<String, String>,
+}
+
+/// Milliseconds a frozen clock has advanced.
+#[derive(Debug, Clone, Default)]
+pub struct ClockAdvance(Arc<std::sync::atomic::AtomicI64>);
+
+impl EngineSettings {
+    /// The current instant: the system clock, or the frozen clock plus the
+    /// waits it has been through.
+    pub fn now(&self) -> chrono::DateTime<chrono::Utc> {
+        match self.clock {
+            Some(c) => c + chrono::Duration::milliseconds(self.clock_advanced.0.load(Ordering::SeqCst)),
+            None => chrono::Utc::now(),
+        }
+    }
 }
 
 impl Default for EngineSettings {
@@ -82,6 +101,7 @@ impl Default for EngineSettings {
             pack_run_data_from: 1000,
             public_url: None,
             clock: None,
+            clock_advanced: ClockAdvance::default(),
             origin_overrides: Default::default(),
         }
     }
@@ -294,6 +314,9 @@ impl Engine {
                 continue;
             }
             stats.nodes_executed += 1;
+            if env.settings.clock.is_some() {
+                expr.set_clock(Some(env.settings.now()));
+            }
             match self.run_entry(graph, st, env, &mut expr, node, entry) {
                 // No items to run on: the branch ends here.
                 Step::Skipped => {}
@@ -343,6 +366,7 @@ impl Engine {
 
     /// Runs one stack entry and records its run data.
     fn run_entry(&self, graph: &Graph, st: &mut ExecutionState, env: &Env, expr: &mut Expr, node: &Node, mut entry: StackEntry) -> Step {
+        repair_inputs(&mut entry.inputs);
         let run_index = st.run_data.get(&node.name).map(|r| r.len()).unwrap_or(0);
         let input_lens: Vec<usize> = entry.inputs.iter().map(|i| i.as_ref().map(|v| v.len()).unwrap_or(0)).collect();
         let start = now_ms();
@@ -452,7 +476,7 @@ impl Engine {
                     NodeOutput::Park(t) => (t, true),
                     NodeOutput::Data(_) => unreachable!("matched above"),
                 };
-                let remaining = (till - chrono::Utc::now()).to_std().unwrap_or(Duration::ZERO);
+                let remaining = (till - env.settings.now()).to_std().unwrap_or(Duration::ZERO);
                 if !external && remaining <= env.settings.max_inline_wait {
                     if sleep_cancellable(remaining, env) {
                         return Step::Canceled;
@@ -647,8 +671,33 @@ fn split_error_output(node: &Node, outputs: Vec<Items>, inputs: &[Option<Items>]
     outputs
 }
 
+/// n8n points every input item at its own place before a node runs
+/// (`pairedItem: {item: i, input: k}`), so items a node hands back unchanged
+/// (No Operation, Sort, Limit, Code returning its input) pair with its
+/// input, not with what their previous node paired them with. The run data
+/// keeps the previous node's items as they were (paired-item lookups walk
+/// those); only a node's own copy changes, and only when a pairing differs.
+fn repair_inputs(inputs: &mut [Option<Items>]) {
+    for (k, slot) in inputs.iter_mut().enumerate() {
+        let Some(items) = slot else { continue };
+        if items.iter().enumerate().all(|(i, it)| it.paired_item.as_ref() == Some(&PairedItem::new(i, k))) {
+            continue;
+        }
+        let mut own = Arc::unwrap_or_clone(std::mem::take(items));
+        for (i, it) in own.iter_mut().enumerate() {
+            it.paired_item = Some(PairedItem::new(i, k));
+        }
+        *items = Arc::new(own);
+    }
+}
+
 /// Sleeps up to `d`, waking early on cancel/deadline. Returns true if canceled.
 pub(crate) fn sleep_cancellable(d: Duration, env: &Env) -> bool {
+    if env.settings.clock.is_some() {
+        // fake timers: the frozen clock moves on instead
+        env.settings.clock_advanced.0.fetch_add(d.as_millis() as i64, Ordering::SeqCst);
+        return env.cancel.is_canceled();
+    }
     let end = Instant::now() + d;
     loop {
         if env.cancel.is_canceled() || env.deadline.is_some_and(|x| Instant::now() >= x) {

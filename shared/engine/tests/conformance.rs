@@ -52,7 +52,7 @@ fn process_in_utc() {
 #[serde(default, rename_all = "camelCase", deny_unknown_fields)]
 struct FixtureEnv {
     /// Fake timers: the wall time (`YYYY-MM-DDTHH:MM:SS`, the workflow's zone)
-    /// `Date.now()` is fixed at.
+    /// the clock starts at; in-process waits move it on instead of sleeping.
     clock: Option<String>,
     /// The zone of the process that recorded the fixture (n8n's `TZ`), when not UTC.
     host_timezone: Option<String>,

@@ -435,6 +435,117 @@ fn execute_workflow_gives_each_child_run_a_recorded_execution_when_the_host_reco
     assert!(st.run_data["Call"][0].metadata.is_none());
 }
 
+/// A parent calling `child` (as a JSON parameter) with `params` on items `[{a:1},{a:2},{a:3}]`.
+fn call_child(child: Value, version: f64, params: Value, on_error: Option<&str>) -> ExecutionState {
+    let mut p = json!({ "source": "parameter", "workflowJson": child.to_string(), "options": {} });
+    for (k, v) in params.as_object().cloned().unwrap_or_default() {
+        p[k] = v;
+    }
+    let mut call = node("Call", "n8n-nodes-base.executeWorkflow", version, p);
+    if let Some(e) = on_error {
+        call["onError"] = json!(e);
+    }
+    let wf = chain(vec![trigger(), data(json!([{ "a": 1 }, { "a": 2 }, { "a": 3 }])), call]);
+    let (st, _) = Engine::new(EngineSettings::default(), Host::default()).run(&Graph::from_json(&wf).unwrap(), RunOptions::default()).unwrap();
+    st
+}
+
+fn paired_of(st: &ExecutionState, node: &str, output: usize) -> Vec<Value> {
+    st.node_output(node, output).map(|items| items.iter().map(|i| i.paired_item.as_ref().map(|p| p.to_value()).unwrap_or(Value::Null)).collect()).unwrap_or_default()
+}
+
+#[test]
+fn items_handed_back_unchanged_pair_with_the_nodes_own_input() {
+    // n8n re-points input items before a node runs: No Operation's items pair
+    // with its input, and `$('Data').item` still finds each item's origin
+    let keep = node("Keep", "n8n-nodes-base.filter", 2.2, json!({ "conditions": { "conditions": [{ "leftValue": "={{ $json.a }}", "rightValue": 0, "operator": { "type": "number", "operation": "gt" } }], "combinator": "and", "options": {} } }));
+    let set = node("Set", "n8n-nodes-base.set", 3.4, json!({ "assignments": { "assignments": [{ "id": "1", "name": "from", "value": "={{ $('Data').item.json.a }}", "type": "number" }] }, "options": {} }));
+    let wf = chain(vec![trigger(), data(json!([{ "a": 0 }, { "a": 1 }, { "a": 2 }])), keep, node("Pass", "n8n-nodes-base.noOp", 1.0, json!({})), set]);
+    let (st, _) = Engine::new(EngineSettings::default(), Host::default()).run(&Graph::from_json(&wf).unwrap(), RunOptions::default()).unwrap();
+    assert_eq!(st.status, ExecutionStatus::Success, "{:?}", st.error);
+    assert_eq!(paired_of(&st, "Keep", 0), vec![json!(1), json!(2)], "the filter pairs with the items it kept");
+    assert_eq!(paired_of(&st, "Pass", 0), vec![json!(0), json!(1)]);
+    assert_eq!(out(&st, "Set", 0), vec![json!({ "from": 1 }), json!({ "from": 2 })]);
+}
+
+#[test]
+fn execute_workflow_maps_inputs_onto_items_and_the_trigger_keeps_its_schema() {
+    let start = |params: Value| node("Start", "n8n-nodes-base.executeWorkflowTrigger", 1.1, params);
+    let child = |trigger: Value| chain(vec![trigger, node("Done", "n8n-nodes-base.noOp", 1.0, json!({}))]);
+    // the caller's mapping, typed by its schema (strings converted as 1.4 does)
+    let inputs = json!({ "workflowInputs": {
+        "mappingMode": "defineBelow",
+        "value": { "n": "={{ $json.a * 10 }}", "label": "={{ $json.a }}" },
+        "schema": [
+            { "id": "n", "displayName": "n", "type": "number" },
+            { "id": "label", "displayName": "label", "type": "string" },
+            { "id": "a", "displayName": "a", "type": "number", "removed": true }
+        ]
+    } });
+    let st = call_child(child(start(json!({ "inputSource": "passthrough" }))), 1.4, inputs.clone(), None);
+    assert_eq!(st.status, ExecutionStatus::Success, "{:?}", st.error);
+    assert_eq!(out(&st, "Call", 0), vec![json!({ "n": 10, "label": "1" }), json!({ "n": 20, "label": "2" }), json!({ "n": 30, "label": "3" })]);
+    // a value its type refuses
+    let mut bad = inputs.clone();
+    bad["workflowInputs"]["value"]["n"] = json!("={{ 'x' + $json.a }}");
+    let st = call_child(child(start(json!({ "inputSource": "passthrough" }))), 1.4, bad, None);
+    let e = st.error.expect("type error");
+    assert_eq!((e.message.as_str(), e.description.as_deref()), ("Invalid input for 'n' [item 0]", Some("'n' expects a number but we got 'x1'")));
+    // the trigger keeps the fields it declares (missing ones null), in its order
+    let declared = start(json!({ "inputSource": "workflowInputs", "workflowInputs": { "values": [{ "name": "label", "type": "string" }, { "name": "other", "type": "any" }] } }));
+    let st = call_child(child(declared), 1.4, inputs.clone(), None);
+    assert_eq!(out(&st, "Call", 0)[0], json!({ "label": "1", "other": null }));
+    let from_example = start(json!({ "inputSource": "jsonExample", "jsonExample": "{ \"n\": 1, \"more\": null }" }));
+    let st = call_child(child(from_example), 1.4, inputs, None);
+    assert_eq!(out(&st, "Call", 0)[2], json!({ "n": 30, "more": null }));
+}
+
+#[test]
+fn execute_workflow_pairs_results_with_the_items_they_came_from() {
+    // the child drops the first item and reverses the rest
+    let child = chain(vec![
+        node("Start", "n8n-nodes-base.executeWorkflowTrigger", 1.1, json!({ "inputSource": "passthrough" })),
+        node("Keep", "n8n-nodes-base.filter", 2.2, json!({ "conditions": { "conditions": [{ "leftValue": "={{ $json.a }}", "rightValue": 1, "operator": { "type": "number", "operation": "gt" } }], "combinator": "and", "options": {} } })),
+        node("Flip", "n8n-nodes-base.sort", 1.0, json!({ "sortFieldsUi": { "sortField": [{ "fieldName": "a", "order": "descending" }] } })),
+    ]);
+    let st = call_child(child.clone(), 1.2, json!({ "mode": "once" }), None);
+    assert_eq!(st.status, ExecutionStatus::Success, "{:?}", st.error);
+    assert_eq!(out(&st, "Call", 0), vec![json!({ "a": 3 }), json!({ "a": 2 })]);
+    assert_eq!(paired_of(&st, "Call", 0), vec![json!(2), json!(1)]);
+    // per item: each result pairs with its item; an If's second output is the node's second output
+    let split = chain(vec![
+        node("Start", "n8n-nodes-base.executeWorkflowTrigger", 1.1, json!({})),
+        node("Odd", "n8n-nodes-base.if", 2.2, json!({ "conditions": { "conditions": [{ "leftValue": "={{ $json.a % 2 }}", "rightValue": 1, "operator": { "type": "number", "operation": "equals" } }], "combinator": "and", "options": {} } })),
+    ]);
+    let st = call_child(split, 1.2, json!({ "mode": "each" }), None);
+    assert_eq!(out(&st, "Call", 0), vec![json!({ "a": 1 }), json!({ "a": 3 })]);
+    assert_eq!(out(&st, "Call", 1), vec![json!({ "a": 2 })]);
+    assert_eq!(paired_of(&st, "Call", 1), vec![json!(1)]);
+}
+
+#[test]
+fn execute_workflow_errors_per_mode_and_version() {
+    let failing = chain(vec![
+        node("Start", "n8n-nodes-base.executeWorkflowTrigger", 1.1, json!({})),
+        node("Stop", "n8n-nodes-base.stopAndError", 1.0, json!({ "errorMessage": "={{ 'bad ' + $json.a }}" })),
+    ]);
+    let st = call_child(failing.clone(), 1.2, json!({ "mode": "each" }), None);
+    let e = st.error.expect("error");
+    assert_eq!((e.message.as_str(), e.description.as_deref()), ("Error executing workflow with item at index 0", Some("bad 1")));
+    // continue on fail: before 1.3 item i's error is on output i, from 1.3 all on output 0
+    let st = call_child(failing.clone(), 1.2, json!({ "mode": "each" }), Some("continueRegularOutput"));
+    assert_eq!((out(&st, "Call", 0), out(&st, "Call", 2)), (vec![json!({ "error": "bad 1" })], vec![json!({ "error": "bad 3" })]));
+    let st = call_child(failing.clone(), 1.3, json!({ "mode": "each" }), Some("continueRegularOutput"));
+    assert_eq!(out(&st, "Call", 0).len(), 3);
+    // once: one error item paired with every input item
+    let st = call_child(failing, 1.3, json!({ "mode": "once" }), Some("continueRegularOutput"));
+    assert_eq!(out(&st, "Call", 0), vec![json!({ "error": "bad 1" })]);
+    assert_eq!(paired_of(&st, "Call", 0), vec![json!([{ "item": 0 }, { "item": 1 }, { "item": 2 }])]);
+    // a local file is refused
+    let st = call_child(json!({}), 1.1, json!({ "source": "localFile", "workflowPath": "/tmp/x.json" }), None);
+    assert!(st.error.expect("refused").message.contains("\"Local File\" source is not supported"));
+}
+
 /// Run data packed once consumed reads, compares and serializes exactly as
 /// unpacked run data. Packed: outputs no child holds any more whose values
 /// nothing else keeps; outputs sharing values with a leaf stay.
@@ -499,4 +610,26 @@ fn packed_run_data_reads_and_serializes_like_unpacked() {
     // A packed state survives the round trip the executor makes through storage.
     let back: ExecutionState = serde_json::from_value(serde_json::to_value(&packed).unwrap()).unwrap();
     assert_eq!(out(&back, "Generate", 0), out(&plain, "Generate", 0));
+}
+
+
+#[test]
+fn a_frozen_clock_moves_on_by_the_time_waits_would_sleep() {
+    let stamp = |name: &str| node(name, "n8n-nodes-base.set", 3.4, json!({ "assignments": { "assignments": [{ "id": "1", "name": "t", "value": "={{ $now.toMillis() }}", "type": "number" }] }, "includeOtherFields": true, "options": {} }));
+    let wf = chain(vec![
+        trigger(),
+        stamp("Before"),
+        node("Wait", "n8n-nodes-base.wait", 1.1, json!({ "resume": "timeInterval", "amount": 42, "unit": "seconds" })),
+        stamp("After"),
+        node("Today", "n8n-nodes-base.dateTime", 2.0, json!({ "operation": "getCurrentDate", "options": { "timezone": "UTC" } })),
+    ]);
+    let frozen = chrono::DateTime::parse_from_rfc3339("2025-01-01T00:00:00Z").unwrap().with_timezone(&chrono::Utc);
+    let settings = EngineSettings { clock: Some(frozen), ..Default::default() };
+    let started = std::time::Instant::now();
+    let (st, _) = Engine::new(settings, Host::default()).run(&Graph::from_json(&wf).unwrap(), RunOptions::default()).unwrap();
+    assert_eq!(st.status, ExecutionStatus::Success, "{:?}", st.error);
+    assert!(started.elapsed() < std::time::Duration::from_secs(5), "the wait does not sleep");
+    assert_eq!(out(&st, "Before", 0)[0]["t"], json!(1_735_689_600_000_i64));
+    assert_eq!(out(&st, "After", 0)[0]["t"], json!(1_735_689_642_000_i64));
+    assert_eq!(out(&st, "Today", 0)[0]["currentDate"], json!("2025-01-01T00:00:42.000Z"));
 }

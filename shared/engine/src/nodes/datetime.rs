@@ -63,7 +63,7 @@ fn v2_item(ctx: &mut NodeContext<'_>, operation: &str, wf: &Zone, i: usize) -> R
             let field = ctx.param_str("outputFieldName", i, "currentDate")?;
             let tz = ctx.param_str("options.timezone", i, "")?;
             let z = if tz.is_empty() { wf.clone() } else { zone(&tz)? };
-            let now = Dt::now(z);
+            let now = Dt::new(ctx.now().timestamp_millis(), z);
             let now = if include_time { now } else { now.start_of("day").unwrap_or(now) };
             (field, json!(now.to_iso()))
         }

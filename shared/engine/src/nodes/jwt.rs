@@ -97,7 +97,7 @@ fn sign(ctx: &mut NodeContext<'_>, i: usize, creds: &Value, alg: &str) -> Result
     };
     if let Value::Object(p) = &mut payload {
         if !p.contains_key("iat") {
-            p.insert("iat".into(), json!(chrono::Utc::now().timestamp()));
+            p.insert("iat".into(), json!(ctx.now().timestamp()));
         }
     }
     let mut header = Map::new();
@@ -252,7 +252,7 @@ fn verify(ctx: &mut NodeContext<'_>, i: usize, creds: &Value, alg: &str) -> Resu
         return Err(EngineError::node("invalid signature"));
     }
     let tolerance = ctx.param_f64("options.clockTolerance", i, 0.0)? as i64;
-    let now = chrono::Utc::now().timestamp();
+    let now = ctx.now().timestamp();
     if !ctx.param_bool("options.ignoreNotBefore", i, false)? {
         if let Some(nbf) = payload.get("nbf").and_then(Value::as_i64) {
             if nbf > now + tolerance {

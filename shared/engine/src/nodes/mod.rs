@@ -31,6 +31,7 @@ pub mod dates;
 pub mod datetime;
 pub mod dedupe_history;
 pub mod execute_workflow;
+pub mod field_type;
 pub mod html;
 pub mod http;
 pub mod if_node;
@@ -83,8 +84,8 @@ pub fn get(node_type: &str) -> Option<NodeFn> {
     let f: NodeFn = match node_type {
         "n8n-nodes-base.manualTrigger"
         | "@n8n/n8n-nodes-langchain.chatTrigger"
-        | "n8n-nodes-base.executeWorkflowTrigger"
         | "n8n-nodes-base.start" => misc::trigger,
+        "n8n-nodes-base.executeWorkflowTrigger" => execute_workflow::trigger,
         "n8n-nodes-base.webhook"
         | "n8n-nodes-base.scheduleTrigger"
         | "n8n-nodes-base.formTrigger"
@@ -268,7 +269,7 @@ impl<'a> NodeContext<'a> {
 
     /// The current instant: the system clock, or `EngineSettings::clock` when frozen.
     pub fn now(&self) -> chrono::DateTime<chrono::Utc> {
-        self.env.settings.clock.unwrap_or_else(chrono::Utc::now)
+        self.env.settings.now()
     }
 
     pub fn timezone(&self) -> String {

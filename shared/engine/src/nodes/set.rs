@@ -5,7 +5,7 @@
 
 use serde_json::{Map, Value};
 
-use super::conditions::{js_to_number, num_value, parse_bool, truthy};
+use super::conditions::{js_to_number, num_value, truthy};
 use super::lodash::{self, js_to_string};
 use super::{NodeContext, NodeOutput};
 use crate::data::{item_from, Item, Json};
@@ -239,7 +239,7 @@ fn parse_json_parameter(data: Value, i: usize, entry: Option<&str>) -> Result<Ma
         Value::String(s) => match serde_json::from_str::<Value>(&s) {
             Ok(v) => v,
             Err(_) => {
-                let recovered = repair_json(&s);
+                let recovered = super::field_type::repair_json(&s);
                 serde_json::from_str::<Value>(&recovered).map_err(|_| {
                     let description = if recovered == s { s.clone() } else { format!("{recovered};\n Original input: {s}") };
                     EngineError::node_with(format!("The {location} in item {i} contains invalid JSON"), description)
@@ -251,28 +251,6 @@ fn parse_json_parameter(data: Value, i: usize, entry: Option<&str>) -> Result<Ma
     match parsed {
         Value::Object(m) => Ok(m),
         _ => Err(EngineError::node(format!("The {location} in item {i} does not contain a valid JSON object"))),
-    }
-}
-
-/// The repairs n8n tries on JSON that does not parse (and `jsonParse`'s
-/// `acceptJSObject`): `'` → `"`, bare keys quoted, trailing commas dropped.
-fn repair_json(s: &str) -> String {
-    static KEYS: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
-    static TRAILING: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
-    let keys = KEYS.get_or_init(|| regex::Regex::new(r#"(['"])?([a-zA-Z0-9_]+)(['"])?:"#).expect("static regex"));
-    let trailing = TRAILING.get_or_init(|| regex::Regex::new(r",\s*([\]}])").expect("static regex"));
-    let t = s.replace('\'', "\"");
-    let t = keys.replace_all(&t, "\"$2\":");
-    let t = trailing.replace_all(&t, "$1");
-    t.trim_end_matches(',').to_string()
-}
-
-fn describe(v: &Value) -> String {
-    match v {
-        Value::Null => "'null'".into(),
-        Value::Array(_) => "array".into(),
-        Value::Object(_) => "object".into(),
-        other => format!("'{}'", js_to_string(Some(other))),
     }
 }
 
@@ -301,37 +279,10 @@ fn validate_entry(name: &str, ty: &str, value: Value, i: usize, ignore: bool, ve
     if value.is_null() {
         return Ok(Value::Null);
     }
-    let converted = match ty {
-        "string" => Some(value.clone()),
-        "number" => {
-            let n = js_to_number(&value);
-            (!n.is_nan()).then(|| num_value(n))
-        }
-        "boolean" => parse_bool(&value).map(Value::Bool),
-        "array" => match &value {
-            Value::Array(_) => Some(value.clone()),
-            other => {
-                let s = js_to_string(Some(other));
-                serde_json::from_str::<Value>(&s).or_else(|_| serde_json::from_str(&s.replace('\'', "\""))).ok().filter(Value::is_array)
-            }
-        },
-        "object" => match &value {
-            Value::Object(_) => Some(value.clone()),
-            Value::Array(_) => None,
-            other => {
-                let s = js_to_string(Some(other));
-                serde_json::from_str::<Value>(&s)
-                    .or_else(|_| serde_json::from_str::<Value>(&repair_json(&s)))
-                    .ok()
-                    .filter(|v| v.is_object() || v.is_null())
-            }
-        },
-        _ => Some(value.clone()),
-    };
-    match converted {
-        Some(v) => Ok(v),
-        None if ignore => Ok(value),
-        None => Err(EngineError::node_with(format!("'{name}' expects a {ty} but we got {} [item {i}]", describe(&value)), description())),
+    match super::field_type::validate(name, &value, ty, false, false, "UTC") {
+        Ok(v) => Ok(v),
+        Err(_) if ignore => Ok(value),
+        Err(e) => Err(EngineError::node_with(format!("{e} [item {i}]"), description())),
     }
 }
 

@@ -30,7 +30,7 @@ pub fn execute(ctx: &mut NodeContext<'_>) -> Result<NodeOutput> {
         _ => 30.0,
     };
     let secret = base32(creds.get("secret").and_then(Value::as_str).unwrap_or(""))?;
-    let now_ms = chrono::Utc::now().timestamp_millis();
+    let now_ms = ctx.now().timestamp_millis();
     let token = code(&secret, &algorithm, digits, (now_ms as f64 / 1000.0 / period).floor() as u64)?;
     let remaining = (period * (1.0 - ((now_ms as f64 / 1000.0 / period) % 1.0))) as i64;
     let mut out = Vec::with_capacity(input.len());

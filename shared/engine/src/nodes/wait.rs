@@ -36,7 +36,7 @@ pub fn execute(ctx: &mut NodeContext<'_>) -> Result<NodeOutput> {
         "timeInterval" => {
             let amount = ctx.param_f64("amount", 0, 1.0)?;
             let unit = ctx.param_str("unit", 0, "hours")?;
-            Ok(NodeOutput::Wait(Utc::now() + Duration::milliseconds((seconds(amount, &unit)? * 1000.0) as i64)))
+            Ok(NodeOutput::Wait(ctx.now() + Duration::milliseconds((seconds(amount, &unit)? * 1000.0) as i64)))
         }
         "specificTime" => {
             let v = ctx.param("dateTime", 0, Value::Null)?;
@@ -78,7 +78,7 @@ fn limit(ctx: &mut NodeContext<'_>) -> Result<Option<chrono::DateTime<Utc>>> {
     let till = if limit_type == "afterTimeInterval" {
         let amount = ctx.param_f64(&format!("{prefix}resumeAmount"), 0, 1.0)?;
         let unit = ctx.param_str(&format!("{prefix}resumeUnit"), 0, "hours")?;
-        Utc::now() + Duration::milliseconds((seconds(amount, &unit)? * 1000.0) as i64)
+        ctx.now() + Duration::milliseconds((seconds(amount, &unit)? * 1000.0) as i64)
     } else {
         let v = ctx.param(&format!("{prefix}maxDateAndTime"), 0, Value::Null)?;
         date(ctx, &v).map_err(|e| EngineError::node_with("Could not configure Limit Wait Time", e.to_string()))?
