@@ -110,6 +110,9 @@ pub enum CredentialTest {
     /// access token in the answer passes.
     #[serde(rename = "oauth2ClientCredentials")]
     OAuth2ClientCredentials,
+    /// A connection with the credential over the service's own protocol
+    /// (SMTP, a database): connected and logged in passes.
+    Connection,
 }
 
 /// Values may reference the credential's own fields: `={{$credentials.testUrl}}`.
