@@ -251,10 +251,11 @@ pub(crate) fn transport(env: &Env, credential: &Value, allow_unauthorized: bool)
 /// An SMTP failure as the node reports it (what the server said, no secrets).
 pub(crate) fn smtp_error(e: lettre::transport::smtp::Error) -> EngineError {
     let detail = e.to_string();
-    let message = if e.is_permanent() || e.is_transient() {
-        "The mail server refused the message".to_owned()
-    } else if detail.to_lowercase().contains("authentication") || detail.contains("535") {
+    let code = e.status().map(|c| c.to_string()).unwrap_or_default();
+    let message = if code.starts_with("535") || code.starts_with("534") || code.starts_with("530") || detail.to_lowercase().contains("authentication") {
         "The mail server refused the login".to_owned()
+    } else if e.is_permanent() || e.is_transient() {
+        "The mail server refused the message".to_owned()
     } else if detail.to_lowercase().contains("certificate") || detail.to_lowercase().contains("tls") {
         "The mail server's certificate could not be verified (turn on 'Ignore SSL Issues' to accept it)".to_owned()
     } else if detail.to_lowercase().contains("refused") {

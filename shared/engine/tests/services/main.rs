@@ -7,6 +7,7 @@ mod support;
 
 mod airtable;
 mod discord;
+mod email;
 mod github;
 mod hubspot;
 mod jira;
