@@ -8,6 +8,7 @@ mod support;
 mod airtable;
 mod discord;
 mod email;
+mod sql;
 mod github;
 mod hubspot;
 mod jira;

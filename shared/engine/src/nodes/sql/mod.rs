@@ -46,13 +46,23 @@ struct Inner {
     rt: tokio::runtime::Runtime,
     pg: HashMap<String, sqlx::PgPool>,
     my: HashMap<String, sqlx::MySqlPool>,
+    /// The connection each pool last lent, kept for the execution's next
+    /// node (nodes run one at a time, so one is enough).
+    held: HashMap<String, Conn>,
 }
 
 impl Drop for Pools {
     fn drop(&mut self) {
         let Some(inner) = self.0.get_mut().ok().and_then(Option::take) else { return };
         // a graceful goodbye to each server; a pool dropped unclosed just cuts its sockets
+        let held: Vec<Conn> = inner.held.into_values().collect();
         inner.rt.block_on(async {
+            for c in held {
+                let _ = match c {
+                    Conn::Pg(c) => c.close().await,
+                    Conn::My(c) => c.close().await,
+                };
+            }
             for p in inner.pg.values() {
                 p.close().await;
             }
@@ -82,11 +92,29 @@ impl Pools {
         let mut guard = self.0.lock().map_err(|_| EngineError::Host("database pools unavailable".into()))?;
         if guard.is_none() {
             let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| EngineError::Host(format!("cannot start the database runtime: {e}")))?;
-            *guard = Some(Inner { rt, pg: HashMap::new(), my: HashMap::new() });
+            *guard = Some(Inner { rt, pg: HashMap::new(), my: HashMap::new(), held: HashMap::new() });
         }
         let inner = guard.as_mut().ok_or_else(|| EngineError::Host("database pools unavailable".into()))?;
         let key = pool_key(kind, credential, options);
-        let mut conn = match kind {
+        // a pool belongs to the runtime it is made in
+        let handle = inner.rt.handle().clone();
+        let _entered = handle.enter();
+        let mut conn = match inner.held.remove(&key) {
+            Some(c) => c,
+            None => Self::lend(env, inner, kind, &key, credential, options)?,
+        };
+        let out = f(&inner.rt, &mut conn);
+        // after a failure the pool has it back (and checks it before lending it again)
+        if out.is_ok() {
+            inner.held.insert(key, conn);
+        }
+        out
+    }
+
+    /// A connection from the credential's pool (made on first use).
+    fn lend(env: &Env, inner: &mut Inner, kind: &str, key: &str, credential: &Value, options: &Value) -> Result<Conn> {
+        let key = key.to_owned();
+        Ok(match kind {
             "postgres" => {
                 if !inner.pg.contains_key(&key) {
                     let pool = postgres::pool(env, credential, options)?;
@@ -103,8 +131,7 @@ impl Pools {
                 let pool = inner.my.get(&key).cloned().ok_or_else(|| EngineError::Host("no pool".into()))?;
                 Conn::My(block(env, &inner.rt, async move { pool.acquire().await })?)
             }
-        };
-        f(&inner.rt, &mut conn)
+        })
     }
 }
 
@@ -231,7 +258,7 @@ pub(crate) fn test(env: &Env, cred_type: &str, data: &Value) -> std::result::Res
 /// A resource locator's value (or a plain value) as text.
 fn locator(v: &Value) -> String {
     match v {
-        Value::Object(o) if o.contains_key("__rl") => o.get("value").map(js_string).unwrap_or_default(),
+        Value::Object(o) if o.contains_key("__rl") || o.contains_key("value") => o.get("value").map(js_string).unwrap_or_default(),
         other => js_string(other),
     }
 }
@@ -401,30 +428,96 @@ fn returning(ctx: &mut NodeContext<'_>, i: usize) -> Result<String> {
     Ok(format!(" RETURNING {}", cols.iter().map(|c| format::pg_name(c)).collect::<Vec<_>>().join(",")))
 }
 
-/// Query parameters of Execute Query: n8n's comma-separated list (each entry
-/// may be an expression of its own), or a list.
-fn query_values(ctx: &mut NodeContext<'_>, i: usize) -> Result<Vec<Value>> {
+/// `{{ … }}` chunks of a text (n8n's `getResolvables`).
+fn resolvables(text: &str) -> Vec<String> {
+    let re = regex::Regex::new(r"\{\{[\s\S]*?\}\}").expect("a valid pattern");
+    re.find_iter(text).map(|m| m.as_str().to_owned()).collect()
+}
+
+/// n8n's `stringToArray`: comma-separated, trimmed, empty entries dropped.
+fn string_to_array(s: &str) -> Vec<Value> {
+    s.split(',').filter(|e| !e.is_empty()).map(|e| Value::String(e.trim().to_owned())).collect()
+}
+
+/// The query of Execute Query: an expression, or text whose `{{ … }}` chunks are resolved.
+fn query_text(ctx: &mut NodeContext<'_>, i: usize) -> Result<String> {
+    let mut query = ctx.param_str("query", i, "")?;
+    for r in resolvables(&query) {
+        let v = ctx.resolve(&Value::String(format!("={r}")), i)?;
+        query = query.replacen(&r, &js_string(&v), 1);
+    }
+    Ok(query)
+}
+
+/// Query parameters of Execute Query, as each node reads them. Postgres:
+/// before 2.5 the raw list split at commas, an entry with `{{ … }}` its
+/// resolved value; from 2.5 each `{{ … }}` resolved to text, which is one
+/// value when it is JSON and else split at commas (values are text). MySQL:
+/// the resolved option split at commas (or a list); from 2.3 numeric text as numbers.
+fn query_values(ctx: &mut NodeContext<'_>, dialect: Dialect, version: f64, i: usize) -> Result<Vec<Value>> {
+    if dialect == Dialect::MySql {
+        let values = match ctx.param("options.queryReplacement", i, json!([]))? {
+            Value::String(s) if s.is_empty() => vec![],
+            Value::String(s) => s.split(',').map(|e| Value::String(e.trim().to_owned())).collect(),
+            Value::Array(a) => a,
+            Value::Null => vec![],
+            _ => return Err(EngineError::node("Query Replacement must be a string of comma-separated values, or an array of values")),
+        };
+        if version >= 2.3 {
+            return Ok(values
+                .into_iter()
+                .map(|v| {
+                    let n = crate::nodes::conditions::js_to_number(&v);
+                    if n != 0.0 && !n.is_nan() { crate::nodes::conditions::num_value(n) } else { v }
+                })
+                .collect());
+        }
+        return Ok(values);
+    }
     let raw = ctx.node.parameters.pointer("/options/queryReplacement").cloned();
     match raw {
         None | Some(Value::Null) => Ok(vec![]),
+        Some(Value::Number(n)) => Ok(vec![Value::String(n.to_string())]),
+        Some(Value::String(s)) if s.is_empty() => Ok(vec![]),
+        Some(Value::String(s)) if version >= 2.5 => {
+            let text = s.trim_start_matches('=');
+            let found = resolvables(text);
+            if found.is_empty() {
+                return Ok(string_to_array(text));
+            }
+            let mut out = vec![];
+            for r in found {
+                let v = ctx.resolve(&Value::String(format!("={r}")), i)?;
+                let text = match &v {
+                    Value::Null => "null".to_owned(),
+                    Value::String(s) => s.clone(),
+                    Value::Object(_) | Value::Array(_) => v.to_string(),
+                    other => js_string(other),
+                };
+                if serde_json::from_str::<Value>(text.trim()).is_ok() {
+                    out.push(Value::String(text));
+                } else {
+                    out.extend(string_to_array(&text));
+                }
+            }
+            Ok(out)
+        }
         Some(Value::String(s)) => {
             let text = s.trim_start_matches('=');
             let mut out = vec![];
-            for entry in text.split(',').map(str::trim).filter(|e| !e.is_empty()) {
-                if entry.contains("{{") {
-                    out.push(ctx.resolve(&Value::String(format!("={entry}")), i)?);
-                } else {
+            for entry in text.split(',').filter(|e| !e.is_empty()).map(str::trim) {
+                let found = resolvables(entry);
+                if found.is_empty() {
                     out.push(Value::String(entry.to_owned()));
+                }
+                for r in found {
+                    out.push(ctx.resolve(&Value::String(format!("={r}")), i)?);
                 }
             }
             Ok(out)
         }
         Some(Value::Array(a)) => a.iter().map(|v| ctx.resolve(v, i)).collect(),
-        // the older MySQL fixedCollection: {values: [{value}]}
-        Some(v) => {
-            let resolved = ctx.resolve(&v, i)?;
-            Ok(resolved.get("values").and_then(Value::as_array).into_iter().flatten().map(|e| e.get("value").cloned().unwrap_or(Value::Null)).collect())
-        }
+        Some(_) => Err(EngineError::node("Query Parameters must be a string of comma-separated values or an array of values")),
     }
 }
 
@@ -462,8 +555,8 @@ fn build_queries(ctx: &mut NodeContext<'_>, dialect: Dialect, operation: &str, i
         let target = if pg { format!("{}.{}", format::pg_name(&schema), format::pg_name(&table)) } else { format::my_name(&table) };
         let q = match operation {
             "executeQuery" => {
-                let query = ctx.param_str("query", i, "")?;
-                let values = query_values(ctx, i)?;
+                let query = query_text(ctx, i)?;
+                let values = query_values(ctx, dialect, version, i)?;
                 if pg {
                     // `'$1'` as text: the quotes go, the value is written as a string
                     let (query, values) = if ctx.param_bool("options.treatQueryParametersInSingleQuotesAsText", i, false)? { quoted_as_text(&query, values) } else { (query, values) };

@@ -83,9 +83,11 @@ fn typed(ty: &str, bytes: &[u8], numbers: Numbers, version: f64) -> Value {
     let text = String::from_utf8_lossy(bytes);
     let base = ty.trim_end_matches(" UNSIGNED");
     match base {
-        "TINYINT" | "SMALLINT" | "MEDIUMINT" | "INT" | "INTEGER" | "YEAR" => text.parse::<i64>().map(Value::from).unwrap_or_else(|_| json!(text)),
+        // TINYINT(1) is reported as BOOLEAN; mysql2 gives its number
+        "TINYINT" | "BOOLEAN" | "BOOL" | "SMALLINT" | "MEDIUMINT" | "INT" | "INTEGER" | "YEAR" => text.parse::<i64>().map(Value::from).unwrap_or_else(|_| json!(text)),
+        // mysql2 without big number support: a JavaScript number, precision as its
         "BIGINT" => match numbers {
-            Numbers::Numbers => text.parse::<i64>().map(Value::from).unwrap_or_else(|_| json!(text)),
+            Numbers::Numbers => text.parse::<f64>().map(crate::nodes::conditions::num_value).unwrap_or_else(|_| json!(text)),
             Numbers::Text => json!(text),
         },
         "FLOAT" | "DOUBLE" | "REAL" => text.parse::<f64>().ok().and_then(serde_json::Number::from_f64).map(Value::Number).unwrap_or_else(|| json!(text)),

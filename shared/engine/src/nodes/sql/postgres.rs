@@ -89,12 +89,13 @@ fn typed(ty: &str, text: &str, numbers: Numbers) -> Value {
     match ty {
         "BOOL" => json!(text == "t" || text == "true"),
         "INT2" | "INT4" | "OID" | "SMALLINT" | "INTEGER" => text.parse::<i64>().map(Value::from).unwrap_or_else(|_| json!(text)),
+        // node-postgres' parseInt / parseFloat: JavaScript numbers, precision as theirs
         "INT8" | "BIGINT" => match numbers {
-            Numbers::Numbers => text.parse::<i64>().map(Value::from).unwrap_or_else(|_| json!(text)),
+            Numbers::Numbers => text.parse::<f64>().map(crate::nodes::conditions::num_value).unwrap_or_else(|_| json!(text)),
             Numbers::Text => json!(text),
         },
         "NUMERIC" => match numbers {
-            Numbers::Numbers => text.parse::<f64>().ok().and_then(|f| serde_json::Number::from_f64(f)).map(Value::Number).unwrap_or_else(|| json!(text)),
+            Numbers::Numbers => text.parse::<f64>().map(crate::nodes::conditions::num_value).unwrap_or_else(|_| json!(text)),
             Numbers::Text => json!(text),
         },
         "FLOAT4" | "FLOAT8" | "REAL" | "DOUBLE PRECISION" => text.parse::<f64>().ok().and_then(serde_json::Number::from_f64).map(Value::Number).unwrap_or_else(|| json!(text)),
