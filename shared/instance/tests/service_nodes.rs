@@ -135,3 +135,28 @@ fn n8n_exported_service_nodes_validate_clean() {
     let report = instance::validate::validate(&wf, true);
     assert!(report.findings.is_empty(), "validates clean: {:?}", report.findings);
 }
+
+/// nodes(search) / MCP search_nodes find the service nodes by name and by
+/// what they are called in passing.
+#[test]
+fn search_finds_the_service_nodes() {
+    for (query, node) in [
+        ("notion", "n8n-nodes-base.notion"),
+        ("jira", "n8n-nodes-base.jira"),
+        ("hubspot", "n8n-nodes-base.hubspot"),
+        ("stripe", "n8n-nodes-base.stripe"),
+        ("openai", "n8n-nodes-base.openAi"),
+        ("send email", "n8n-nodes-base.emailSend"),
+        ("smtp", "n8n-nodes-base.emailSend"),
+        ("postgres", "n8n-nodes-base.postgres"),
+        ("postgresql", "n8n-nodes-base.postgres"),
+        ("mysql", "n8n-nodes-base.mySql"),
+        ("mariadb", "n8n-nodes-base.mySql"),
+        ("slack", "n8n-nodes-base.slack"),
+    ] {
+        let (hits, _) = instance::nodes::search(Some(query), None, Some(3)).unwrap();
+        assert!(hits.iter().any(|h| h.name == node), "{query}: {:?}", hits.iter().map(|h| &h.name).collect::<Vec<_>>());
+    }
+    let text = instance::catalog::search_text(&["slack".into()]);
+    assert!(text.contains("file (get | getAll | upload)") && text.contains("reaction (add | get | remove)") && text.contains("userGroup ("), "{text}");
+}
