@@ -51,7 +51,8 @@ fn stripe() -> Server {
                 let id = p.trim_start_matches("/v1/customers/");
                 Reply::json(404, json!({"error": {"code": "resource_missing", "message": format!("No such customer: '{id}'"), "param": "id", "type": "invalid_request_error"}}))
             }
-            ("POST", "/v1/customers/cus_1/sources") => Reply::json(200, json!({"id": "card_1", "object": "card", "customer": "cus_1", "last4": "4242"})),
+            ("POST", "/v1/customers/cus_1/sources") => Reply::json(200, json!({"id": f["source"].replace("tok_", "card_"), "object": "card", "customer": "cus_1", "last4": "4242"})),
+            ("POST", "/v1/sources") => Reply::json(200, json!({"id": "src_1", "object": "source", "type": f["type"], "amount": f["amount"].parse::<u64>().unwrap(), "currency": f["currency"]})),
             ("POST", "/v1/charges") => Reply::json(200, json!({"id": "ch_1", "object": "charge", "amount": 1999, "currency": f["currency"], "customer": f["customer"], "source": {"id": f["source"]}})),
             ("GET", "/v1/charges") => page(&[json!({"id": "ch_1", "object": "charge"}), json!({"id": "ch_2", "object": "charge"})], r, "/v1/charges"),
             ("GET", "/v1/charges/ch_1") => Reply::json(200, json!({"id": "ch_1", "object": "charge", "amount": 1999})),
@@ -206,9 +207,13 @@ fn charges_coupons_cards_tokens_and_balance() {
         assert_eq!((r.method.as_str(), r.path.as_str(), form(r)), (method, path, body), "{params}");
         assert_eq!(output(&st).len(), 1, "{params}");
     }
-    // Creating a source takes two requests: refused with a way around it, nothing sent.
-    let st = run_node(&engine, node(json!({"resource": "source", "operation": "create", "customerId": "cus_1", "amount": 100, "currency": "usd"})), json!([{}]));
-    assert_eq!(st.status, ExecutionStatus::Error);
-    assert!(st.error.unwrap().message.contains("not supported"));
-    assert!(server.take().is_empty());
+    // Creating a source takes two requests: create it, then attach it to the customer; the source is the output.
+    let st = run_node(&engine, node(json!({"resource": "source", "operation": "create", "customerId": "cus_1", "type": "wechat", "amount": 100, "currency": "usd", "additionalFields": {"statement_descriptor": "Shop"}})), json!([{}]));
+    assert_eq!(st.status, ExecutionStatus::Success, "{:?}", st.error);
+    let seen = server.take();
+    assert_eq!(seen.iter().map(|r| (r.method.as_str(), r.path.as_str(), form(r))).collect::<Vec<_>>(), [
+        ("POST", "/v1/sources", pairs(&[("type", "wechat"), ("amount", "100"), ("currency", "usd"), ("statement_descriptor", "Shop")])),
+        ("POST", "/v1/customers/cus_1/sources", pairs(&[("source", "src_1")])),
+    ]);
+    assert_eq!(output(&st), [json!({"id": "src_1", "object": "source", "type": "wechat", "amount": 100, "currency": "usd"})]);
 }
