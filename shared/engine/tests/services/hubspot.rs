@@ -28,6 +28,7 @@ fn hubspot() -> Server {
                 }
                 Reply::json(200, json!({"vid": 501, "isNew": true}))
             }
+            ("GET", "/account-info/v3/details") => Reply::json(200, json!({"portalId": 62515, "accountType": "STANDARD", "timeZone": "US/Eastern", "companyCurrency": "USD", "uiDomain": "app.hubspot.com"})),
             ("PUT", "/crm-associations/v1/associations/create-batch") => Reply::empty(204),
             ("GET", "/contacts/v1/contact/vid/501/profile") => Reply::json(200, contact(501)),
             ("DELETE", "/contacts/v1/contact/vid/501") => Reply::json(200, json!({"vid": 501, "deleted": true, "reason": "OK"})),
@@ -180,4 +181,17 @@ fn deals_create_update_list_delete() {
     assert_eq!(st.status, ExecutionStatus::Success, "{:?}", st.error);
     assert_eq!(output(&st), vec![json!({"vid": "9", "deleted": true})]);
     server.take();
+}
+
+#[test]
+fn the_credential_tests_read_the_account_details() {
+    let (server, engine) = setup();
+    for t in ["hubspotAppToken", "hubspotApi"] {
+        let ok = engine.test_credential(t, &json!({"id": "h1"}));
+        assert!(ok.success, "{t}: {}", ok.message);
+        assert_eq!(server.take()[0].path, "/account-info/v3/details");
+    }
+    let wrong = crate::support::engine(&[("hubspotAppToken", json!({"appToken": "nope"}))], &[("https://api.hubapi.com", server.base.as_str())]);
+    let refused = wrong.test_credential("hubspotAppToken", &json!({"id": "h1"}));
+    assert!(!refused.success && refused.message.contains("401"), "{}", refused.message);
 }

@@ -32,6 +32,7 @@ fn jira() -> Server {
                 }
                 Reply::json(201, json!({"id": "10001", "key": "PRJ-1", "self": "https://jira.example/rest/api/2/issue/10001"}))
             }
+            ("GET", "/rest/api/2/myself") => Reply::json(200, json!({"accountId": "5b10a2844c20165700ede21g", "emailAddress": "ada@example.com", "displayName": "Ada", "active": true})),
             ("GET", "/rest/api/2/issue/PRJ-1") => Reply::json(200, json!({
                 "id": "10001", "key": "PRJ-1", "self": "https://jira.example/rest/api/2/issue/10001", "expand": "names",
                 "fields": {"summary": "Login fails", "status": {"name": "To Do"}, "customfield_10010": 5},
@@ -205,4 +206,21 @@ fn comments_in_document_format_on_cloud_and_text_on_server() {
     assert_eq!(st.status, ExecutionStatus::Success, "{:?}", st.error);
     assert_eq!(server.take()[0].method, "DELETE");
     assert_eq!(output(&st), vec![json!({"success": true})]);
+}
+
+#[test]
+fn the_credential_tests_ask_who_is_logged_in() {
+    let server = jira();
+    let engine = crate::support::engine(
+        &[("jiraSoftwareCloudApi", json!({"email": "ada@example.com", "apiToken": "api-token", "domain": server.base})), ("jiraSoftwareServerApi", json!({"email": "ada", "password": "pw", "domain": server.base}))],
+        &[],
+    );
+    for t in ["jiraSoftwareCloudApi", "jiraSoftwareServerApi"] {
+        let ok = engine.test_credential(t, &json!({"id": "j1"}));
+        assert!(ok.success, "{t}: {}", ok.message);
+        assert_eq!(server.take()[0].path, "/rest/api/2/myself");
+    }
+    let wrong = crate::support::engine(&[("jiraSoftwareServerApi", json!({"email": "ada", "password": "nope", "domain": server.base}))], &[]);
+    let refused = wrong.test_credential("jiraSoftwareServerApi", &json!({"id": "j1"}));
+    assert!(!refused.success && refused.message.contains("401"), "{}", refused.message);
 }

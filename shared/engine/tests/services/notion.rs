@@ -49,6 +49,7 @@ fn notion() -> Server {
                 let name = b["properties"]["title"]["title"][0]["text"]["content"].as_str().unwrap_or_default();
                 Reply::json(200, db_page("new-1", name, b["properties"]["Status"]["select"]["name"].as_str().unwrap_or("")))
             }
+            ("GET", "/v1/users/me") => Reply::json(200, json!({"object": "user", "id": "bot-1", "type": "bot", "name": "n8n", "bot": {"owner": {"type": "workspace", "workspace": true}}})),
             ("GET", p) if p == format!("/v1/pages/{PAGE}") => Reply::json(200, db_page(PAGE, "Existing", "Done")),
             ("PATCH", p) if p == format!("/v1/pages/{PAGE}") => {
                 let mut page = db_page(PAGE, "Existing", b["properties"]["Status"]["select"]["name"].as_str().unwrap_or("Done"));
@@ -211,4 +212,16 @@ fn page_create_under_a_page_and_archive() {
     let r = &server.take()[0];
     assert_eq!((r.method.as_str(), r.json()), ("PATCH", json!({"archived": true})));
     assert_eq!(output(&st)[0]["archived"], true);
+}
+
+#[test]
+fn the_credential_test_asks_who_the_integration_is() {
+    let (server, engine) = setup();
+    let ok = engine.test_credential("notionApi", &json!({"id": "n1"}));
+    assert!(ok.success, "{}", ok.message);
+    let seen = server.take();
+    assert_eq!((seen[0].method.as_str(), seen[0].path.as_str(), seen[0].header("notion-version")), ("GET", "/v1/users/me", Some("2022-02-22")));
+    let wrong = crate::support::engine(&[("notionApi", json!({"apiKey": "nope"}))], &[("https://api.notion.com", server.base.as_str())]);
+    let refused = wrong.test_credential("notionApi", &json!({"id": "n1"}));
+    assert!(!refused.success && refused.message.contains("401"), "{}", refused.message);
 }

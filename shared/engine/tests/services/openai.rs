@@ -28,6 +28,7 @@ fn openai() -> Server {
                     .collect();
                 Reply::json(200, json!({"id": "chatcmpl-1", "object": "chat.completion", "created": 1700000000, "model": b["model"], "choices": choices, "usage": usage}))
             }
+            ("GET", "/v1/models") => Reply::json(200, json!({"object": "list", "data": [{"id": "gpt-4o-mini", "object": "model", "owned_by": "openai"}]})),
             ("POST", "/v1/completions") => Reply::json(200, json!({"id": "cmpl-1", "object": "text_completion", "model": b["model"], "choices": [{"text": "\n\nThis is a test. ", "index": 0, "logprobs": null, "finish_reason": "length"}], "usage": usage})),
             ("POST", "/v1/edits") => Reply::json(200, json!({"object": "edit", "created": 1700000000, "choices": [{"text": " What day of the week is it?\n", "index": 0}], "usage": usage})),
             ("POST", "/v1/moderations") => Reply::json(200, json!({"id": "modr-1", "model": b["model"], "results": [{"flagged": false, "categories": {"hate": false}, "category_scores": {"hate": 0.0001}}]})),
@@ -156,4 +157,18 @@ fn api_errors_fail_the_node_or_become_items() {
     let st = run_node(&engine, n, json!([{}]));
     assert_eq!(st.status, ExecutionStatus::Success, "{:?}", st.error);
     assert!(output(&st)[0]["error"]["message"].as_str().unwrap().contains("too short"), "{:?}", output(&st));
+}
+
+#[test]
+fn the_credential_test_lists_the_models_at_the_base_url_or_openai() {
+    let (server, engine) = setup("");
+    let ok = engine.test_credential("openAiApi", &json!({"id": "o1"}));
+    assert!(ok.success, "{}", ok.message);
+    assert_eq!(server.take().iter().map(|r| (r.method.clone(), r.path.clone())).collect::<Vec<_>>(), [("GET".to_owned(), "/v1/models".to_owned())]);
+    // no base URL: OpenAI's own
+    let default = crate::support::engine(&[("openAiApi", json!({"apiKey": "sk-test", "url": ""}))], &[("https://api.openai.com", server.base.as_str())]);
+    assert!(default.test_credential("openAiApi", &json!({"id": "o1"})).success);
+    let wrong = crate::support::engine(&[("openAiApi", json!({"apiKey": "sk-nope", "url": format!("{}/v1", server.base)}))], &[]);
+    let refused = wrong.test_credential("openAiApi", &json!({"id": "o1"}));
+    assert!(!refused.success && refused.message.contains("401"), "{}", refused.message);
 }

@@ -217,3 +217,15 @@ fn charges_coupons_cards_tokens_and_balance() {
     ]);
     assert_eq!(output(&st), [json!({"id": "src_1", "object": "source", "type": "wechat", "amount": 100, "currency": "usd"})]);
 }
+
+#[test]
+fn the_credential_test_lists_one_charge() {
+    let (server, engine) = setup();
+    let ok = engine.test_credential("stripeApi", &json!({"id": "s1"}));
+    assert!(ok.success, "{}", ok.message);
+    let seen = server.take();
+    assert_eq!((seen[0].method.as_str(), seen[0].path.as_str(), seen[0].query.get("limit").map(String::as_str)), ("GET", "/v1/charges", Some("1")));
+    let wrong = crate::support::engine(&[("stripeApi", json!({"secretKey": "sk_test_nope"}))], &[("https://api.stripe.com", server.base.as_str())]);
+    let refused = wrong.test_credential("stripeApi", &json!({"id": "s1"}));
+    assert!(!refused.success && refused.message.contains("401"), "{}", refused.message);
+}
