@@ -97,6 +97,14 @@ fn run_item(ctx: &mut NodeContext<'_>, desc: &'static NodeDescription, item: &It
     let params = ctx.resolve(&ctx.node.parameters.clone(), i)?;
     let mut values = display::with_defaults(&desc.properties, &params, version);
     display::with_nested_defaults(&desc.properties, &mut values, version);
+    // a resource or operation the description lacks would send the bare request defaults
+    for p in display::shown_properties(&desc.properties, &values, version).into_iter().filter(|p| matches!(p.name.as_str(), "resource" | "operation") && p.prop_type == "options") {
+        let (Some(value), Some(options)) = (values.get(&p.name), p.options.as_ref()) else { continue };
+        if !options.iter().any(|o| o.get("value") == Some(value)) {
+            let known: Vec<String> = options.iter().filter_map(|o| o.get("value")).map(js_string).collect();
+            return Err(Failed(EngineError::node_with(format!("The {} '{}' is not supported yet", p.display_name.to_lowercase(), js_string(value)), format!("{} here supports: {}", desc.display_name, known.join(", "))), None));
+        }
+    }
     let cred = credential(ctx, desc, &values)?;
     let credentials = cred.as_ref().map(|(_, d)| d.clone());
     // `$parameter`: locators keep their mode but carry the extracted value (a URL mode's id)

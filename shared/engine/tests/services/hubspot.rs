@@ -195,3 +195,15 @@ fn the_credential_tests_read_the_account_details() {
     let refused = wrong.test_credential("hubspotAppToken", &json!({"id": "h1"}));
     assert!(!refused.success && refused.message.contains("401"), "{}", refused.message);
 }
+
+#[test]
+fn a_resource_or_operation_not_described_is_refused_before_any_request() {
+    let (server, engine) = setup();
+    let st = run_node(&engine, node(json!({"resource": "company", "operation": "get", "companyId": "5"})), json!([{}]));
+    let e = st.error.unwrap();
+    assert_eq!(e.message, "The resource 'company' is not supported yet");
+    assert!(e.description.unwrap().contains("contact, deal"));
+    let st = run_node(&engine, node(json!({"resource": "deal", "operation": "merge"})), json!([{}]));
+    assert_eq!(st.error.unwrap().message, "The operation 'merge' is not supported yet");
+    assert!(server.take().is_empty());
+}
