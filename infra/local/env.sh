@@ -61,6 +61,8 @@ fi
 MOTO_PID=$!
 # Whatever the scripts start is stopped when they end, however they end.
 CLEANUP_PIDS=("$MOTO_PID")
+# Temp dirs of what they started (databases.sh), removed after.
+CLEANUP_DIRS=()
 # Newest first, each waited for: the stack stops writing before moto makes
 # its final save, and that save is on disk before the script returns.
 cleanup() {
@@ -69,6 +71,7 @@ cleanup() {
     kill "${CLEANUP_PIDS[i]}" 2>/dev/null || true
     wait "${CLEANUP_PIDS[i]}" 2>/dev/null || true
   done
+  rm -rf "${CLEANUP_DIRS[@]}"
 }
 trap cleanup EXIT
 trap 'exit 130' INT

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Sets up what the tests need (Python venv with moto, cfn-lint, aws-sam-cli,
-# cargo-lambda; moto_server on a free port) and runs every test: the
+# cargo-lambda; moto_server on a free port; PostgreSQL and MariaDB) and runs every test: the
 # template checks, then the whole workspace (unit, moto integration,
 # end-to-end, conformance).
 source "$(dirname "$0")/env.sh"
+# PostgreSQL and MariaDB for the database nodes' tests.
+source "$(dirname "$0")/databases.sh"
 cd "$REPO_ROOT"
 
 log "checking infra/template.yaml (cfn-lint, sam validate --lint)"

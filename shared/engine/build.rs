@@ -28,6 +28,10 @@ fn collect(dir: &str, constant: &str, what: &str, out: &mut String) {
 }
 
 fn main() {
+    // Checkouts that share one target dir share this script's output: a list
+    // written for another checkout (other files) must not be reused here, so
+    // the list is made again whenever cargo runs from another directory.
+    println!("cargo:rerun-if-env-changed=PWD");
     let out_dir = std::env::var("OUT_DIR").expect("OUT_DIR");
     let mut nodes = String::new();
     collect("src/catalog/nodes", "FILES", "node description", &mut nodes);

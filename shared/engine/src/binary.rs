@@ -102,6 +102,22 @@ pub fn pretty_bytes(n: usize) -> String {
     format!("{s} {}", UNITS[exp as usize])
 }
 
+/// The MIME type the leading bytes of common image and document formats
+/// announce (what n8n's file-type detection finds when none is given).
+pub fn sniff_mime(bytes: &[u8]) -> Option<&'static str> {
+    const SIGNATURES: [(&[u8], &str); 5] = [
+        (b"\x89PNG\r\n\x1a\n", "image/png"),
+        (b"\xff\xd8\xff", "image/jpeg"),
+        (b"GIF8", "image/gif"),
+        (b"%PDF-", "application/pdf"),
+        (b"PK\x03\x04", "application/zip"),
+    ];
+    if bytes.len() >= 12 && &bytes[..4] == b"RIFF" && &bytes[8..12] == b"WEBP" {
+        return Some("image/webp");
+    }
+    SIGNATURES.iter().find(|(sig, _)| bytes.starts_with(sig)).map(|(_, mime)| *mime)
+}
+
 /// A binary entry for `bytes` as `prepareBinaryData(bytes, filePath, mimeType)`
 /// builds it: the MIME type from the argument, else from the file name, else
 /// `text/plain`; the extension from the file name, else from the MIME type.

@@ -68,6 +68,13 @@ impl Engine {
                 Ok(o) => o,
                 Err(e) => TestOutcome::failed(e),
             },
+            CredentialTest::Connection => {
+                let env = self.standalone_env(TEST_TIMEOUT);
+                match crate::nodes::connection_test(&env, cred_type, &data) {
+                    Ok(m) => TestOutcome::passed(m),
+                    Err(m) => TestOutcome::failed(m),
+                }
+            }
             CredentialTest::OAuth2ClientCredentials => {
                 let env = self.standalone_env(TEST_TIMEOUT);
                 match oauth2_client_credentials_token(&env, &data) {
@@ -156,6 +163,7 @@ impl Engine {
             cancel: Default::default(),
             deadline: Some(std::time::Instant::now() + timeout),
             http: Default::default(),
+            sql: Default::default(),
         }
     }
 }

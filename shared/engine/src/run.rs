@@ -130,6 +130,8 @@ pub struct Env {
     pub cancel: CancelToken,
     pub deadline: Option<Instant>,
     pub(crate) http: OnceLock<crate::nodes::http::HttpClient>,
+    /// This execution's database pools, closed when it ends.
+    pub(crate) sql: crate::nodes::sql::Pools,
 }
 
 /// Options of one run.
@@ -213,6 +215,7 @@ impl Engine {
             cancel: cancel.unwrap_or_default(),
             deadline: t.map(|t| Instant::now() + t),
             http: OnceLock::new(),
+            sql: Default::default(),
         }
     }
 

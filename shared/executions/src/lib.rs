@@ -247,6 +247,9 @@ pub struct ExecutorSettings {
     pub progress_interval: Option<Duration>,
     /// Where webhooks are served (`$execution.resumeUrl`, error data URLs).
     pub public_url: Option<String>,
+    /// Service origins answered elsewhere, as the engine's setting of that
+    /// name (`https://slack.com` → a local stand-in); empty in production.
+    pub origin_overrides: std::collections::BTreeMap<String, String>,
 }
 
 impl Default for ExecutorSettings {
@@ -260,6 +263,7 @@ impl Default for ExecutorSettings {
             retention_secs: None,
             progress_interval: Some(Duration::from_secs(1)),
             public_url: None,
+            origin_overrides: Default::default(),
         }
     }
 }
@@ -798,6 +802,7 @@ impl Executor {
             max_inline_wait: settings.inline_wait,
             mode: mode_str(exec.mode),
             public_url: settings.public_url.clone(),
+            origin_overrides: settings.origin_overrides.clone(),
             ..EngineSettings::default()
         };
         settings.http.apply(&mut engine_settings);

@@ -1254,3 +1254,88 @@ async fn remove_duplicates_remembers_values_across_executions() {
     let stored = c.data.processed_data.load(&wf, "n:Dedupe").await.unwrap();
     assert!(stored.is_some_and(|(_, version)| version == 1), "one write: the second run added nothing");
 }
+
+/// Issue 19's first workflow as n8n exports it (Schedule → HTTP GET weather
+/// → Set → Slack post message), published and fired by a schedule tick: the
+/// executor decrypts the Slack credential and the stand-ins for Open-Meteo
+/// and Slack's Web API (their origins sent there) see the requests.
+#[tokio::test]
+async fn a_scheduled_weather_to_slack_workflow_posts_the_message() {
+    type Seen = Arc<Mutex<Vec<(String, String, Value)>>>;
+    let seen: Seen = Arc::default();
+    let log = seen.clone();
+    let app = axum::Router::new().fallback(move |uri: axum::http::Uri, headers: axum::http::HeaderMap, body: axum::body::Bytes| {
+        let log = log.clone();
+        async move {
+            let auth = headers.get("authorization").and_then(|v| v.to_str().ok()).unwrap_or("").to_owned();
+            let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+            log.lock().unwrap().push((uri.to_string(), auth.clone(), body.clone()));
+            axum::Json(match uri.path() {
+                "/v1/forecast" => json!({"latitude": 52.52, "longitude": 13.419998, "current_units": {"temperature_2m": "°C"}, "current": {"time": "2026-12-01T10:05", "temperature_2m": 3.4, "wind_speed_10m": 11.2}}),
+                "/api/chat.postMessage" if auth == "Bearer xoxb-e2e-secret" => json!({"ok": true, "channel": body["channel"], "ts": "1796205900.000200", "message": {"type": "message", "text": body["text"], "ts": "1796205900.000200"}}),
+                _ => json!({"ok": false, "error": "invalid_auth"}),
+            })
+        }
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+
+    let origins = [("https://api.open-meteo.com".to_owned(), base.clone()), ("https://slack.com".to_owned(), base)].into();
+    let c = ctx_with(executions::ExecutorSettings { origin_overrides: origins, ..settings() }).await;
+    let cred = c
+        .data
+        .credentials
+        .create(store::data::credentials::NewCredential {
+            name: "Slack account".into(),
+            kind: "slackApi".into(),
+            description: None,
+            project_id: c.project.id.clone(),
+            is_managed: false,
+            is_global: false,
+            secret: store::data::credentials::SecretData::new(json!({"accessToken": "xoxb-e2e-secret"})),
+        })
+        .await
+        .unwrap();
+    let wf: Value = serde_json::from_str(&r#"{
+      "name": "Weather to Slack",
+      "nodes": [
+        {"parameters": {"rule": {"interval": [{"field": "hours", "triggerAtMinute": 5}]}}, "id": "3f1c2a9e-0b7d-4c55-9a61-1d2e3f4a5b6c", "name": "Schedule Trigger", "type": "n8n-nodes-base.scheduleTrigger", "typeVersion": 1.2, "position": [0, 0]},
+        {"parameters": {"url": "https://api.open-meteo.com/v1/forecast", "sendQuery": true, "queryParameters": {"parameters": [{"name": "latitude", "value": "52.52"}, {"name": "longitude", "value": "13.41"}, {"name": "current", "value": "temperature_2m,wind_speed_10m"}]}, "options": {}}, "id": "8a0e4c1b-2d3f-4e5a-8b6c-7d8e9f0a1b2c", "name": "Get Weather", "type": "n8n-nodes-base.httpRequest", "typeVersion": 4.2, "position": [220, 0]},
+        {"parameters": {"assignments": {"assignments": [{"id": "b1f2c3d4-e5f6-4a7b-8c9d-0e1f2a3b4c5d", "name": "summary", "value": "=Berlin at {{ $('Schedule Trigger').item.json.Hour }}:05: {{ $json.current.temperature_2m }} °C, wind {{ $json.current.wind_speed_10m }} km/h", "type": "string"}]}, "options": {}}, "id": "c2d3e4f5-a6b7-4c8d-9e0f-1a2b3c4d5e6f", "name": "Summarize", "type": "n8n-nodes-base.set", "typeVersion": 3.4, "position": [440, 0]},
+        {"parameters": {"select": "channel", "channelId": {"__rl": true, "value": "C05WEATHER", "mode": "list", "cachedResultName": "weather"}, "text": "={{ $json.summary }}", "otherOptions": {"includeLinkToWorkflow": false}}, "id": "d3e4f5a6-b7c8-4d9e-8f0a-2b3c4d5e6f7a", "name": "Post to Slack", "type": "n8n-nodes-base.slack", "typeVersion": 2.3, "position": [660, 0], "webhookId": "e4f5a6b7-c8d9-4e0f-9a1b-3c4d5e6f7a8b", "credentials": {"slackApi": {"id": "CRED_ID", "name": "Slack account"}}}
+      ],
+      "connections": {
+        "Schedule Trigger": {"main": [[{"node": "Get Weather", "type": "main", "index": 0}]]},
+        "Get Weather": {"main": [[{"node": "Summarize", "type": "main", "index": 0}]]},
+        "Summarize": {"main": [[{"node": "Post to Slack", "type": "main", "index": 0}]]}
+      },
+      "settings": {"executionOrder": "v1"}
+    }"#.replace("CRED_ID", &cred.id))
+    .unwrap();
+    let id = c.workflow(&wf).await;
+    let version = c.data.workflows.publish(&id, None).await.unwrap();
+    let tick = executions::ScheduleTick {
+        workflow_id: id.clone(),
+        version_id: version,
+        node: "Schedule Trigger".into(),
+        rule: 0,
+        scheduled_time: "2026-12-01T09:05:00Z".into(),
+        timezone: "Europe/Berlin".into(),
+        offsets: vec![],
+        offset: None,
+    };
+    let executions::TickOutcome::Started(exec) = c.executor.handle_tick(&tick).await.unwrap() else { panic!("the tick started no execution") };
+    let o = c.executor.outcome(exec.as_str()).await.unwrap();
+    assert_eq!(o.status, ExecutionStatus::Success, "{o:?}");
+
+    let text = "Berlin at 10:05: 3.4 °C, wind 11.2 km/h";
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 2, "{seen:?}");
+    assert_eq!(seen[0].0, "/v1/forecast?latitude=52.52&longitude=13.41&current=temperature_2m%2Cwind_speed_10m");
+    assert_eq!((seen[1].0.as_str(), seen[1].1.as_str()), ("/api/chat.postMessage", "Bearer xoxb-e2e-secret"));
+    assert_eq!(seen[1].2, json!({"channel": "C05WEATHER", "text": text}));
+    let doc = c.run_data(exec.as_str()).await;
+    assert_eq!(output(&doc, "Post to Slack", 0), vec![json!({"ok": true, "channel": "C05WEATHER", "message": {"type": "message", "text": text, "ts": "1796205900.000200"}, "message_timestamp": "1796205900.000200"})]);
+    assert!(!doc.to_string().contains("xoxb-e2e-secret"), "run data holds no token");
+}

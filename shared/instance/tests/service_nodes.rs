@@ -111,9 +111,22 @@ fn n8n_exported_service_nodes_validate_clean() {
         {"parameters": {"authentication": "webhook", "content": "Deployed", "options": {}}, "name": "Discord", "type": "n8n-nodes-base.discord", "typeVersion": 2, "position": [400, 0], "webhookId": "1b2c", "credentials": {"discordWebhookApi": {"id": "d1", "name": "Discord Webhook account"}}},
         {"parameters": {"resource": "message", "guildId": {"__rl": true, "value": "77", "mode": "list", "cachedResultName": "srv"}, "channelId": {"__rl": true, "value": "55", "mode": "list", "cachedResultName": "general"}, "content": "hi", "options": {}}, "name": "Discord Bot", "type": "n8n-nodes-base.discord", "typeVersion": 2, "position": [600, 0], "webhookId": "2c3d", "credentials": {"discordBotApi": {"id": "d2", "name": "Discord Bot account"}}},
         {"parameters": {"owner": {"__rl": true, "value": "acme", "mode": "list", "cachedResultName": "acme"}, "repository": {"__rl": true, "value": "app", "mode": "list", "cachedResultName": "app"}, "title": "Bug", "body": "x", "labels": [], "assignees": []}, "name": "GitHub", "type": "n8n-nodes-base.github", "typeVersion": 1.1, "position": [800, 0], "credentials": {"githubApi": {"id": "g1", "name": "GitHub account"}}},
-        {"parameters": {"operation": "search", "base": {"__rl": true, "value": "appX", "mode": "list", "cachedResultName": "Base"}, "table": {"__rl": true, "value": "tblY", "mode": "list", "cachedResultName": "Tasks"}, "filterByFormula": "{Done} = 0", "options": {}}, "name": "Airtable", "type": "n8n-nodes-base.airtable", "typeVersion": 2.1, "position": [1000, 0], "credentials": {"airtableTokenApi": {"id": "a1", "name": "Airtable account"}}}
+        {"parameters": {"operation": "search", "base": {"__rl": true, "value": "appX", "mode": "list", "cachedResultName": "Base"}, "table": {"__rl": true, "value": "tblY", "mode": "list", "cachedResultName": "Tasks"}, "filterByFormula": "{Done} = 0", "options": {}}, "name": "Airtable", "type": "n8n-nodes-base.airtable", "typeVersion": 2.1, "position": [1000, 0], "credentials": {"airtableTokenApi": {"id": "a1", "name": "Airtable account"}}},
+        {"parameters": {"resource": "databasePage", "databaseId": {"__rl": true, "value": "d9824bdc-8445-4327-be8b-5b47500af6ce", "mode": "list", "cachedResultName": "Tasks", "cachedResultUrl": "https://www.notion.so/d98248bdc84454327be8b5b47500af6ce"}, "title": "={{ $json.summary }}", "propertiesUi": {"propertyValues": [{"key": "Status|status", "statusValue": "Open"}, {"key": "Due|date", "date": "2025-01-02"}]}, "options": {}}, "name": "Notion", "type": "n8n-nodes-base.notion", "typeVersion": 2.2, "position": [1200, 0], "credentials": {"notionApi": {"id": "n1", "name": "Notion account"}}},
+        {"parameters": {"project": {"__rl": true, "value": "10000", "mode": "list", "cachedResultName": "Ops"}, "issueType": {"__rl": true, "value": "10001", "mode": "list", "cachedResultName": "Task"}, "summary": "={{ $json.summary }}", "additionalFields": {"labels": ["weather"], "priority": {"__rl": true, "value": "3", "mode": "list", "cachedResultName": "Medium"}}}, "name": "Jira", "type": "n8n-nodes-base.jira", "typeVersion": 1, "position": [1400, 0], "credentials": {"jiraSoftwareCloudApi": {"id": "j1", "name": "Jira SW Cloud account"}}},
+        {"parameters": {"resource": "issueComment", "issueKey": "OPS-1", "comment": "Done", "options": {}}, "name": "Jira Comment", "type": "n8n-nodes-base.jira", "typeVersion": 1, "position": [1400, 200], "credentials": {"jiraSoftwareCloudApi": {"id": "j1", "name": "Jira SW Cloud account"}}},
+        {"parameters": {"authentication": "appToken", "email": "={{ $json.email }}", "additionalFields": {"firstName": "Ada", "lifeCycleStage": "lead"}, "options": {}}, "name": "HubSpot", "type": "n8n-nodes-base.hubspot", "typeVersion": 2.1, "position": [1600, 0], "credentials": {"hubspotAppToken": {"id": "h1", "name": "HubSpot App Token account"}}},
+        {"parameters": {"authentication": "appToken", "resource": "deal", "stage": "appointmentscheduled", "additionalFields": {"dealName": "Big one", "amount": 1200}}, "name": "HubSpot Deal", "type": "n8n-nodes-base.hubspot", "typeVersion": 2.1, "position": [1600, 200], "credentials": {"hubspotAppToken": {"id": "h1", "name": "HubSpot App Token account"}}},
+        {"parameters": {"resource": "customer", "operation": "create", "name": "Ada", "additionalFields": {"email": "ada@example.com", "metadata": {"metadataProperties": [{"key": "plan", "value": "pro"}]}}}, "name": "Stripe", "type": "n8n-nodes-base.stripe", "typeVersion": 1, "position": [1800, 0], "credentials": {"stripeApi": {"id": "s1", "name": "Stripe account"}}},
+        {"parameters": {"resource": "chat", "model": "gpt-4o-mini", "prompt": {"messages": [{"role": "system", "content": "Be brief"}, {"content": "={{ $json.summary }}"}]}, "options": {"temperature": 0.2}}, "name": "OpenAI", "type": "n8n-nodes-base.openAi", "typeVersion": 1.1, "position": [2000, 0], "credentials": {"openAiApi": {"id": "o1", "name": "OpenAi account"}}},
+        {"parameters": {"resource": "file", "options": {"channelIds": ["C05WEATHER"], "fileName": "report.csv", "initialComment": "Today"}}, "name": "Slack File", "type": "n8n-nodes-base.slack", "typeVersion": 2.3, "position": [2200, 0], "webhookId": "3d4e", "credentials": {"slackApi": {"id": "s2", "name": "Slack account"}}},
+        {"parameters": {"resource": "reaction", "channelId": {"__rl": true, "value": "C05WEATHER", "mode": "list", "cachedResultName": "weather"}, "timestamp": "={{ $json.message_timestamp }}", "name": "white_check_mark"}, "name": "Slack Reaction", "type": "n8n-nodes-base.slack", "typeVersion": 2.3, "position": [2200, 200], "webhookId": "4e5f", "credentials": {"slackApi": {"id": "s2", "name": "Slack account"}}},
+        {"parameters": {"fromEmail": "bot@example.com", "toEmail": "ops@example.com", "subject": "Weather", "emailFormat": "text", "text": "={{ $json.summary }}", "options": {"attachments": "data"}}, "name": "Send Email", "type": "n8n-nodes-base.emailSend", "typeVersion": 2.1, "position": [2400, 0], "webhookId": "5f6a", "credentials": {"smtp": {"id": "e1", "name": "SMTP account"}}},
+        {"parameters": {"schema": {"__rl": true, "value": "public", "mode": "list", "cachedResultName": "public"}, "table": {"__rl": true, "value": "readings", "mode": "list", "cachedResultName": "readings"}, "columns": {"mappingMode": "defineBelow", "value": {"city": "Berlin", "temp": "={{ $json.current.temperature_2m }}"}, "matchingColumns": [], "schema": [{"id": "city", "displayName": "city", "required": false, "defaultMatch": false, "display": true, "type": "string", "canBeUsedToMatch": true}, {"id": "temp", "displayName": "temp", "required": false, "defaultMatch": false, "display": true, "type": "number", "canBeUsedToMatch": true}], "attemptToConvertTypes": false, "convertFieldsToString": false}, "options": {}}, "name": "Postgres", "type": "n8n-nodes-base.postgres", "typeVersion": 2.6, "position": [2600, 0], "credentials": {"postgres": {"id": "p1", "name": "Postgres account"}}},
+        {"parameters": {"operation": "executeQuery", "query": "SELECT * FROM readings WHERE city = $1", "options": {"queryReplacement": "Berlin"}}, "name": "Postgres Query", "type": "n8n-nodes-base.postgres", "typeVersion": 2.6, "position": [2600, 200], "credentials": {"postgres": {"id": "p1", "name": "Postgres account"}}},
+        {"parameters": {"operation": "select", "table": {"__rl": true, "value": "readings", "mode": "list", "cachedResultName": "readings"}, "limit": 10, "where": {"values": [{"column": "city", "value": "Berlin"}]}, "sort": {"values": [{"column": "id", "direction": "DESC"}]}, "options": {}}, "name": "MySQL", "type": "n8n-nodes-base.mySql", "typeVersion": 2.5, "position": [2800, 0], "credentials": {"mySql": {"id": "m1", "name": "MySQL account"}}}
     ]);
-    let names = ["Telegram", "Discord", "Discord Bot", "GitHub", "Airtable"];
+    let names: Vec<String> = nodes.as_array().unwrap().iter().skip(1).map(|n| n["name"].as_str().unwrap().to_owned()).collect();
     let mut connections = json!({"Start": {"main": [[]]}});
     for n in names {
         connections["Start"]["main"][0].as_array_mut().unwrap().push(json!({"node": n, "type": "main", "index": 0}));
@@ -121,4 +134,29 @@ fn n8n_exported_service_nodes_validate_clean() {
     let wf = json!({"name": "Services", "nodes": nodes, "connections": connections, "settings": {"executionOrder": "v1"}});
     let report = instance::validate::validate(&wf, true);
     assert!(report.findings.is_empty(), "validates clean: {:?}", report.findings);
+}
+
+/// nodes(search) / MCP search_nodes find the service nodes by name and by
+/// what they are called in passing.
+#[test]
+fn search_finds_the_service_nodes() {
+    for (query, node) in [
+        ("notion", "n8n-nodes-base.notion"),
+        ("jira", "n8n-nodes-base.jira"),
+        ("hubspot", "n8n-nodes-base.hubspot"),
+        ("stripe", "n8n-nodes-base.stripe"),
+        ("openai", "n8n-nodes-base.openAi"),
+        ("send email", "n8n-nodes-base.emailSend"),
+        ("smtp", "n8n-nodes-base.emailSend"),
+        ("postgres", "n8n-nodes-base.postgres"),
+        ("postgresql", "n8n-nodes-base.postgres"),
+        ("mysql", "n8n-nodes-base.mySql"),
+        ("mariadb", "n8n-nodes-base.mySql"),
+        ("slack", "n8n-nodes-base.slack"),
+    ] {
+        let (hits, _) = instance::nodes::search(Some(query), None, Some(3)).unwrap();
+        assert!(hits.iter().any(|h| h.name == node), "{query}: {:?}", hits.iter().map(|h| &h.name).collect::<Vec<_>>());
+    }
+    let text = instance::catalog::search_text(&["slack".into()]);
+    assert!(text.contains("file (get | getAll | upload)") && text.contains("reaction (add | get | remove)") && text.contains("userGroup ("), "{text}");
 }

@@ -57,6 +57,9 @@ pub enum Refusal {
     /// The host is not allowed, or names a non-public address.
     #[error("request to {0} refused: the address is not allowed")]
     Forbidden(String),
+    /// The name resolves to no address.
+    #[error("the host {0} cannot be found")]
+    Unresolved(String),
 }
 
 /// The text the guarded resolver's refusal carries, so callers can tell it
@@ -97,6 +100,34 @@ impl Policy {
             return Err(Refusal::Forbidden(origin(url)));
         }
         Ok(())
+    }
+}
+
+impl Policy {
+    /// The checked addresses of `host` for a connection that is not HTTP (a
+    /// database, a mail server): the host list, then every address the name
+    /// resolves to. The caller connects to these addresses, never to the
+    /// name again, so a second DNS answer cannot slip past the check.
+    pub fn resolve(&self, resolver: &dyn Resolver, host: &str, port: u16) -> Result<Vec<IpAddr>, Refusal> {
+        let host = host.trim().trim_start_matches('[').trim_end_matches(']');
+        let shown = format!("{host}:{port}");
+        if !self.allowed_hosts.is_empty() && !self.allowed_hosts.iter().any(|h| h.eq_ignore_ascii_case(host)) {
+            return Err(Refusal::Forbidden(shown));
+        }
+        if !self.allow_private && (host.eq_ignore_ascii_case("localhost") || host.ends_with(".localhost")) {
+            return Err(Refusal::Forbidden(shown));
+        }
+        let ips = match host.parse::<IpAddr>() {
+            Ok(ip) => vec![ip],
+            Err(_) => resolver.resolve(host, port).map_err(|_| Refusal::Unresolved(host.to_owned()))?,
+        };
+        if ips.is_empty() {
+            return Err(Refusal::Unresolved(host.to_owned()));
+        }
+        if !self.allow_private && ips.iter().any(|ip| is_forbidden_ip(*ip)) {
+            return Err(Refusal::Forbidden(shown));
+        }
+        Ok(ips)
     }
 }
 
@@ -159,6 +190,28 @@ mod tests {
         }
         assert_eq!(p.check(&url("https://example.com/a")), Ok(()));
         assert_eq!(p.check(&url("file:///etc/passwd")), Err(Refusal::Scheme("file".into())));
+    }
+
+    struct Fixed(Vec<IpAddr>);
+    impl Resolver for Fixed {
+        fn resolve(&self, _host: &str, _port: u16) -> std::io::Result<Vec<IpAddr>> {
+            Ok(self.0.clone())
+        }
+    }
+
+    #[test]
+    fn hosts_of_other_protocols_are_checked_at_every_address() {
+        let public = Fixed(vec!["93.184.216.34".parse().unwrap()]);
+        let rebinding = Fixed(vec!["93.184.216.34".parse().unwrap(), "10.0.0.5".parse().unwrap()]);
+        let p = Policy::default();
+        assert_eq!(p.resolve(&public, "db.example.com", 5432), Ok(vec!["93.184.216.34".parse().unwrap()]));
+        assert_eq!(p.resolve(&rebinding, "db.example.com", 5432), Err(Refusal::Forbidden("db.example.com:5432".into())));
+        assert!(p.resolve(&public, "127.0.0.1", 25).is_err());
+        assert!(p.resolve(&public, "localhost", 25).is_err());
+        assert!(matches!(p.resolve(&Fixed(vec![]), "nowhere.example", 25), Err(Refusal::Unresolved(_))));
+        let local = Policy { allow_private: true, allowed_hosts: vec!["127.0.0.1".into()] };
+        assert_eq!(local.resolve(&public, "127.0.0.1", 25), Ok(vec!["127.0.0.1".parse().unwrap()]));
+        assert!(local.resolve(&public, "db.example.com", 25).is_err());
     }
 
     #[test]

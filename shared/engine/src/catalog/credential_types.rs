@@ -110,6 +110,9 @@ pub enum CredentialTest {
     /// access token in the answer passes.
     #[serde(rename = "oauth2ClientCredentials")]
     OAuth2ClientCredentials,
+    /// A connection with the credential over the service's own protocol
+    /// (SMTP, a database): connected and logged in passes.
+    Connection,
 }
 
 /// Values may reference the credential's own fields: `={{$credentials.testUrl}}`.
@@ -274,8 +277,9 @@ impl CredentialType {
 
 /// Resolves `$credentials` references in a test request value: a string
 /// starting with `=` has each `{{ $credentials.<field> }}` replaced by that
-/// field's value; anything else is taken literally. Other expressions are
-/// refused (a test request is data, not code).
+/// field's value (`$credentials.<field> || 'fallback'` when it is empty);
+/// anything else is taken literally. Other expressions are refused (a test
+/// request is data, not code).
 pub fn resolve_credential_refs(template: &Value, data: &Value) -> Result<String, String> {
     let text = match template {
         Value::String(s) => s.as_str(),
@@ -288,15 +292,22 @@ pub fn resolve_credential_refs(template: &Value, data: &Value) -> Result<String,
         out.push_str(&rest[..start]);
         let end = rest[start..].find("}}").ok_or("unclosed {{ in a test request")? + start;
         let inner = rest[start + 2..end].trim();
-        let field = inner
-            .strip_prefix("$credentials.")
-            .filter(|f| f.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
-            .ok_or_else(|| format!("a test request may only reference $credentials fields, not {inner:?}"))?;
-        match data.get(field) {
-            None | Some(Value::Null) => {}
-            Some(Value::String(s)) => out.push_str(s),
-            Some(v) => out.push_str(&v.to_string()),
-        }
+        let refused = || format!("a test request may only reference $credentials fields, not {inner:?}");
+        let (reference, fallback) = match inner.split_once("||") {
+            Some((r, f)) => {
+                let f = f.trim();
+                let quoted = f.len() >= 2 && ((f.starts_with('\'') && f.ends_with('\'')) || (f.starts_with('"') && f.ends_with('"')));
+                (r.trim(), Some(if quoted { &f[1..f.len() - 1] } else { return Err(refused()) }))
+            }
+            None => (inner, None),
+        };
+        let field = reference.strip_prefix("$credentials.").filter(|f| f.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')).ok_or_else(refused)?;
+        let value = match data.get(field) {
+            None | Some(Value::Null) => String::new(),
+            Some(Value::String(s)) => s.clone(),
+            Some(v) => v.to_string(),
+        };
+        out.push_str(if value.is_empty() { fallback.unwrap_or("") } else { &value });
         rest = &rest[end + 2..];
     }
     out.push_str(rest);
@@ -375,5 +386,9 @@ mod tests {
         assert_eq!(resolve_credential_refs(&json!("={{$credentials.missing}}"), &data).unwrap(), "");
         assert_eq!(resolve_credential_refs(&json!("literal"), &data).unwrap(), "literal");
         assert!(resolve_credential_refs(&json!("={{ $env.HOME }}"), &data).is_err());
+        let fallback = json!("={{$credentials.url || 'https://api.openai.com/v1'}}/models");
+        assert_eq!(resolve_credential_refs(&fallback, &json!({"url": ""})).unwrap(), "https://api.openai.com/v1/models");
+        assert_eq!(resolve_credential_refs(&fallback, &json!({"url": "http://127.0.0.1:9/v1"})).unwrap(), "http://127.0.0.1:9/v1/models");
+        assert!(resolve_credential_refs(&json!("={{$credentials.url || $env.X}}"), &data).is_err());
     }
 }

@@ -67,6 +67,40 @@ pub fn with_defaults(properties: &[NodeProperty], params: &Value, version: f64) 
     values
 }
 
+/// Fills the defaults of each entry of a shown fixedCollection, as n8n
+/// does when it reads parameters (an entry saved without a field that has
+/// its default leaves it out). Expression defaults are left alone: they are
+/// the editor's, not values.
+pub fn with_nested_defaults(properties: &[NodeProperty], values: &mut Map<String, Value>, version: f64) {
+    for p in properties.iter().filter(|p| p.prop_type == "fixedCollection") {
+        if !shown(p.display_options.as_ref(), values, version) {
+            continue;
+        }
+        let Some(groups) = values.get_mut(&p.name).and_then(Value::as_object_mut) else { continue };
+        for option in p.options.iter().flatten() {
+            let (Some(name), Some(fields)) = (option.get("name").and_then(Value::as_str), option.get("values").and_then(Value::as_array)) else { continue };
+            let Some(group) = groups.get_mut(name) else { continue };
+            let entries: Vec<&mut Value> = match group {
+                Value::Array(a) => a.iter_mut().collect(),
+                v @ Value::Object(_) => vec![v],
+                _ => continue,
+            };
+            for entry in entries {
+                let Some(e) = entry.as_object_mut() else { continue };
+                for f in fields {
+                    let (Some(key), Some(default)) = (f.get("name").and_then(Value::as_str), f.get("default")) else { continue };
+                    if e.contains_key(key) || default.as_str().is_some_and(|d| d.starts_with('=')) {
+                        continue;
+                    }
+                    if shown(f.get("displayOptions"), e, version) {
+                        e.insert(key.to_owned(), default.clone());
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// The properties that apply, the first of each name (n8n repeats a name
 /// with other displayOptions per operation).
 pub fn shown_properties<'d>(properties: &'d [NodeProperty], values: &Map<String, Value>, version: f64) -> Vec<&'d NodeProperty> {

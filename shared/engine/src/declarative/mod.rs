@@ -9,11 +9,15 @@
 //! contributes its routing — `request` (method, url, qs, body, headers),
 //! `send` (the value into query, body or a header, `preSend` steps),
 //! `output` (`postReceive` steps, `maxResults`) and `operations.pagination`.
-//! The credential's `authenticate` goes on last; the request goes through the
+//! An operation that takes several requests lists the ones after the first
+//! under `then` (our extension). The credential's `authenticate` goes on
+//! last; the request goes through the
 //! HTTP Request node's transport (SSRF guard, redirects); a 429 is retried
 //! after its `Retry-After`, bounded. Expressions in routing see `$value` (the
 //! property's value), `$parameter` (resolved), `$credentials` and, after the answer,
-//! `$response` / `$responseItem`.
+//! `$response` / `$responseItem` (and `$responses`, every answer of the item's
+//! requests in order). A body goes out as JSON, or as a form when the
+//! request's content type is `application/x-www-form-urlencoded`.
 
 pub mod display;
 mod routing;
@@ -91,7 +95,16 @@ fn credential(ctx: &NodeContext<'_>, desc: &NodeDescription, values: &Map<String
 fn run_item(ctx: &mut NodeContext<'_>, desc: &'static NodeDescription, item: &Item, i: usize, out: &mut Vec<Item>) -> std::result::Result<(), Failed> {
     let version = ctx.version();
     let params = ctx.resolve(&ctx.node.parameters.clone(), i)?;
-    let values = display::with_defaults(&desc.properties, &params, version);
+    let mut values = display::with_defaults(&desc.properties, &params, version);
+    display::with_nested_defaults(&desc.properties, &mut values, version);
+    // a resource or operation the description lacks would send the bare request defaults
+    for p in display::shown_properties(&desc.properties, &values, version).into_iter().filter(|p| matches!(p.name.as_str(), "resource" | "operation") && p.prop_type == "options") {
+        let (Some(value), Some(options)) = (values.get(&p.name), p.options.as_ref()) else { continue };
+        if !options.iter().any(|o| o.get("value") == Some(value)) {
+            let known: Vec<String> = options.iter().filter_map(|o| o.get("value")).map(js_string).collect();
+            return Err(Failed(EngineError::node_with(format!("The {} '{}' is not supported yet", p.display_name.to_lowercase(), js_string(value)), format!("{} here supports: {}", desc.display_name, known.join(", "))), None));
+        }
+    }
     let cred = credential(ctx, desc, &values)?;
     let credentials = cred.as_ref().map(|(_, d)| d.clone());
     // `$parameter`: locators keep their mode but carry the extracted value (a URL mode's id)
@@ -134,12 +147,18 @@ fn run_item(ctx: &mut NodeContext<'_>, desc: &'static NodeDescription, item: &It
             spec.set_param(in_body, &offset_parameter, json!(offset));
         }
         let req = spec.build(ctx.env.settings.http_timeout)?;
-        let resp = send_retrying(ctx, &req)?;
-        let response = response_value(&resp);
+        let mut resp = send_retrying(ctx, &req)?;
+        let mut response = response_value(&resp);
         if resp.status >= 400 && !spec.ignore_http_status_errors {
             return Err(Failed(http::api_error(&resp), Some(Box::new(resp))));
         }
-        let page_bind = Bindings { response: Some(&response), ..bind };
+        // the follow-up requests of an operation that takes several (not with paging)
+        let mut answers = vec![response.clone()];
+        if !spec.then.is_empty() && !paginate {
+            (resp, response) = follow_ups(ctx, desc, &spec, cred.as_ref(), item, i, &bind, resp, &mut answers)?;
+        }
+        let answers = Value::Array(answers);
+        let page_bind = Bindings { response: Some(&response), responses: Some(&answers), ..bind };
         // a refused answer (an `errorWhen`) is the service's error, not a failed status
         let page = spec.post_receive(ctx, &resp, &response, i, &page_bind)?;
         // entries the service returned (before filters), for the offset paging's full-page test
@@ -181,6 +200,56 @@ fn run_item(ctx: &mut NodeContext<'_>, desc: &'static NodeDescription, item: &It
         out.push(Item { paired_item: Some(crate::data::paired_ref(i, 0)), ..r });
     }
     Ok(())
+}
+
+/// Runs an operation's follow-up requests (our `then` extension: n8n's
+/// programmatic nodes make several requests where its declarative format
+/// has one), each built like the first (request defaults, the step's
+/// `request` and `preSend`, the credential unless `authenticate` is false)
+/// with `$response` the answer before it and `$responses` every answer so
+/// far. An answer the node's checks refuse (`errorWhen`) stops the chain.
+/// Returns the last answer.
+#[allow(clippy::too_many_arguments)]
+fn follow_ups(
+    ctx: &mut NodeContext<'_>,
+    desc: &NodeDescription,
+    spec: &RequestSpec,
+    cred: Option<&(String, Value)>,
+    item: &Item,
+    i: usize,
+    bind: &Bindings<'_>,
+    mut resp: Response,
+    answers: &mut Vec<Value>,
+) -> std::result::Result<(Response, Value), Failed> {
+    for step in &spec.then {
+        let previous = Value::Array(answers.clone());
+        let last = answers.last().cloned().unwrap_or(Value::Null);
+        let b = Bindings { response: Some(&last), responses: Some(&previous), ..*bind };
+        // the answer so far must pass the node's checks before the next request
+        spec.refusal(ctx, &resp, &last, i, &b)?;
+        if let Some(enabled) = step.get("enabled") {
+            if !crate::nodes::conditions::truthy(&resolve_bound(ctx, enabled, i, &b)?) {
+                continue;
+            }
+        }
+        let mut next = RequestSpec::default();
+        if let Some(defaults) = &desc.request_defaults {
+            next.apply_request(ctx, defaults, i, &b)?;
+        }
+        next.apply_routing(ctx, step, &Value::Null, i, &b)?;
+        if let Some((t, data)) = cred.filter(|_| step.get("authenticate") != Some(&Value::Bool(false))) {
+            next.authenticate(t, data)?;
+        }
+        next.pre_send(item, i)?;
+        let req = next.build(ctx.env.settings.http_timeout)?;
+        resp = send_retrying(ctx, &req)?;
+        if resp.status >= 400 {
+            return Err(Failed(http::api_error(&resp), Some(Box::new(resp))));
+        }
+        answers.push(response_value(&resp));
+    }
+    let last = answers.last().cloned().unwrap_or(Value::Null);
+    Ok((resp, last))
 }
 
 /// `$response`: the answer as the routing expressions see it.
@@ -234,8 +303,16 @@ impl RequestSpec {
             headers.retain(|(k, _)| !k.eq_ignore_ascii_case("content-type"));
             headers.push(("content-type".into(), content_type.clone()));
             Some(bytes.clone())
+        } else if let Some(raw) = &self.raw_body {
+            if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("content-type")) {
+                headers.push(("content-type".into(), "application/json".into()));
+            }
+            Some(serde_json::to_vec(raw)?)
         } else if self.body.is_empty() {
             None
+        } else if headers.iter().any(|(k, v)| k.eq_ignore_ascii_case("content-type") && v.starts_with("application/x-www-form-urlencoded")) {
+            // a form body: nested values in qs' bracket notation (`metadata[key]=v`, `a[0]=x`)
+            Some(http::form_body(&self.body))
         } else {
             if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("content-type")) {
                 headers.push(("content-type".into(), "application/json".into()));
@@ -310,6 +387,7 @@ mod tests {
             cancel: Default::default(),
             deadline: None,
             http: Default::default(),
+            sql: Default::default(),
         };
         let (run_data, contexts) = (Default::default(), Default::default());
         let mut expr = crate::expr::Expr::new(Default::default(), "UTC".into());

@@ -21,6 +21,8 @@ pub struct Bindings<'a> {
     pub value: Option<&'a Value>,
     pub credentials: Option<&'a Value>,
     pub response: Option<&'a Value>,
+    /// Every answer of the item's requests so far (an operation with `then`).
+    pub responses: Option<&'a Value>,
     pub response_item: Option<&'a Value>,
 }
 
@@ -33,7 +35,7 @@ pub fn resolve_bound(ctx: &mut NodeContext<'_>, v: &Value, i: usize, b: &Binding
         return Ok(v.clone());
     }
     static BOUND: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
-    let re = BOUND.get_or_init(|| regex::Regex::new(r"\$(parameter|value|credentials|responseItem|response)\b").expect("a valid pattern"));
+    let re = BOUND.get_or_init(|| regex::Regex::new(r"\$(parameter|value|credentials|responseItem|responses|response)\b").expect("a valid pattern"));
     let mut uses_credentials = false;
     let bound = map_strings(v, &mut |s| {
         if !s.starts_with('=') {
@@ -48,6 +50,7 @@ pub fn resolve_bound(ctx: &mut NodeContext<'_>, v: &Value, i: usize, b: &Binding
                     b.credentials
                 }
                 "response" => b.response,
+                "responses" => b.responses,
                 _ => b.response_item,
             };
             format!("({})", value.map(js_literal).unwrap_or_else(|| "undefined".into()))
@@ -144,27 +147,47 @@ pub struct RequestSpec {
     pub pagination: Option<Pagination>,
     /// A `send.paginate` said yes (Return All).
     pub paginate: bool,
+    /// Follow-up requests (routing `then`), in order.
+    pub then: Vec<Value>,
+    /// A request body that is not an object (`request.body` an array).
+    pub raw_body: Option<Value>,
 }
 
 impl RequestSpec {
     /// Merges a `request` object (`requestDefaults` or a routing's).
     pub fn apply_request(&mut self, ctx: &mut NodeContext<'_>, r: &Value, i: usize, b: &Bindings<'_>) -> Result<()> {
-        let r = resolve_bound(ctx, r, i, b)?;
         let Some(r) = r.as_object() else { return Ok(()) };
-        for (k, v) in r {
+        for (k, raw) in r {
             match k.as_str() {
-                "method" => self.method = js_string(v),
-                "baseURL" => self.base_url = js_string(v),
-                "url" => self.url = js_string(v),
-                "ignoreHttpStatusErrors" => self.ignore_http_status_errors = v.as_bool().unwrap_or(false),
+                // a body that is not an object (a JSON array) goes out as it is
+                "body" if !raw.is_object() => {
+                    let v = resolve_bound(ctx, raw, i, b)?;
+                    if !v.is_null() {
+                        self.raw_body = Some(v);
+                    }
+                }
                 "qs" | "headers" | "body" => {
-                    let target = match k.as_str() {
-                        "qs" => &mut self.qs,
-                        "headers" => &mut self.headers,
-                        _ => &mut self.body,
-                    };
-                    for (name, x) in v.as_object().into_iter().flatten() {
-                        target.insert(name.clone(), x.clone());
+                    for (name, x) in raw.as_object().into_iter().flatten() {
+                        let v = resolve_bound(ctx, x, i, b)?;
+                        // an expression that comes to undefined leaves the key out, as in n8n
+                        if v.is_null() && crate::expr::has_expression(x) {
+                            continue;
+                        }
+                        let target = match k.as_str() {
+                            "qs" => &mut self.qs,
+                            "headers" => &mut self.headers,
+                            _ => &mut self.body,
+                        };
+                        target.insert(name.clone(), v);
+                    }
+                }
+                "method" | "baseURL" | "url" | "ignoreHttpStatusErrors" => {
+                    let v = resolve_bound(ctx, raw, i, b)?;
+                    match k.as_str() {
+                        "method" => self.method = js_string(&v),
+                        "baseURL" => self.base_url = js_string(&v),
+                        "url" => self.url = js_string(&v),
+                        _ => self.ignore_http_status_errors = v.as_bool().unwrap_or(false),
                     }
                 }
                 _ => {}
@@ -196,6 +219,10 @@ impl RequestSpec {
                 self.max_results = Some(resolve_bound(ctx, m, i, &b)?);
             }
         }
+        if let Some(steps) = r.get("then").and_then(Value::as_array) {
+            // raw: each is built over the answer before it
+            self.then.extend(steps.iter().cloned());
+        }
         if let Some(p) = r.pointer("/operations/pagination") {
             // raw: `continue` and the next request are over each answer's `$response`
             self.pagination = Some(Pagination::parse(p)?);
@@ -209,6 +236,12 @@ impl RequestSpec {
         }
         // resolved now, while `$value` is this property's; run once the request is complete
         for step in send.get("preSend").and_then(Value::as_array).into_iter().flatten() {
+            // a step with `enabled` runs only when it holds
+            if let Some(enabled) = step.get("enabled") {
+                if !crate::nodes::conditions::truthy(&resolve_bound(ctx, enabled, i, b)?) {
+                    continue;
+                }
+            }
             let mut step = step.clone();
             if let Some(props) = step.get("properties") {
                 step["properties"] = resolve_bound(ctx, props, i, b)?;
@@ -263,10 +296,9 @@ impl RequestSpec {
             }
             "collection" | "fixedCollection" => {
                 for (k, v) in value.as_object().into_iter().flatten() {
-                    let Some(sub) = options.clone().find(|o| o.get("name").and_then(Value::as_str) == Some(k)) else { continue };
-                    if !super::display::shown(sub.get("displayOptions"), values, ctx.version()) {
-                        continue;
-                    }
+                    // the first entry of that name that is shown (a name may repeat with other displayOptions)
+                    let named = |o: &&Value| o.get("name").and_then(Value::as_str) == Some(k);
+                    let Some(sub) = options.clone().filter(named).find(|o| super::display::shown(o.get("displayOptions"), values, ctx.version())) else { continue };
                     let v = locator_value(sub.get("modes"), v);
                     if let Some(r) = sub.get("routing") {
                         self.apply_routing(ctx, r, &v, i, b)?;
@@ -318,11 +350,22 @@ impl RequestSpec {
             let props = step.get("properties").cloned().unwrap_or(json!({}));
             match step.get("type").and_then(Value::as_str) {
                 // The JSON body as multipart form fields plus one file from the item's binary.
+                // With `text` the file is that text (`fileName`) instead of the item's binary.
                 Some("multipartBinary") => {
                     let field = props.get("field").map(js_string).unwrap_or_else(|| "file".into());
                     let property = props.get("binaryProperty").map(js_string).unwrap_or_else(|| "data".into());
-                    let binary = item.binary.as_ref().ok_or_else(|| EngineError::node_with("No binary data exists on item!", format!("item {i}")))?;
-                    let entry = binary.get(&property).ok_or_else(|| EngineError::node(format!("The item has no binary field '{property}' [item {i}]")))?;
+                    let text_file;
+                    let entry = match props.get("text").filter(|t| !t.is_null()) {
+                        Some(text) => {
+                            let name = props.get("fileName").map(js_string).unwrap_or_else(|| "file.txt".into());
+                            text_file = crate::binary::entry(js_string(text).as_bytes(), Some(&name), Some("text/plain"));
+                            &text_file
+                        }
+                        None => {
+                            let binary = item.binary.as_ref().ok_or_else(|| EngineError::node_with("No binary data exists on item!", format!("item {i}")))?;
+                            binary.get(&property).ok_or_else(|| EngineError::node(format!("The item has no binary field '{property}' [item {i}]")))?
+                        }
+                    };
                     let fields = std::mem::take(&mut self.body);
                     // The JSON body as one part (Discord's `payload_json`), or one part per field.
                     let mut parts: Vec<Part> = match props.get("jsonField").map(js_string) {
@@ -343,6 +386,13 @@ impl RequestSpec {
             }
         }
         Ok(())
+    }
+
+    /// The answer's `errorWhen` checks alone (an intermediate answer of an
+    /// operation with follow-up requests must pass them too).
+    pub fn refusal(&self, ctx: &mut NodeContext<'_>, resp: &Response, response: &Value, i: usize, b: &Bindings<'_>) -> Result<()> {
+        let checks = RequestSpec { post_receive: self.post_receive.iter().filter(|(s, _)| s.get("type").and_then(Value::as_str) == Some("errorWhen")).cloned().collect(), ..RequestSpec::default() };
+        checks.post_receive(ctx, resp, response, i, b).map(|_| ())
     }
 
     /// The answer's items after the `postReceive` steps (n8n's: an array
@@ -430,6 +480,22 @@ impl RequestSpec {
                             std::cmp::Ordering::Equal
                         }
                     });
+                }
+                // Our extension: `sourceProperty` turns each item's base64 field into a
+                // file of its own (an API that answers files inside JSON).
+                Some("binaryData") if props.get("sourceProperty").is_some() => {
+                    let property = Some(prop(ctx, "destinationProperty")?).filter(|p| !p.is_empty()).unwrap_or_else(|| "data".into());
+                    let source = prop(ctx, "sourceProperty")?;
+                    let mut files = vec![];
+                    for it in &items {
+                        let b64 = get_path(&it.json, &source).and_then(Value::as_str).ok_or_else(|| EngineError::node(format!("The answer has no base64 field '{source}'")))?;
+                        use base64::Engine as _;
+                        let bytes = base64::engine::general_purpose::STANDARD.decode(b64.trim()).map_err(|e| EngineError::node(format!("The answer's '{source}' is not base64: {e}")))?;
+                        let mut binary = Map::new();
+                        binary.insert(property.clone(), crate::binary::entry(&bytes, Some(&property), crate::binary::sniff_mime(&bytes)));
+                        files.push(Item { json: json!({}).into(), binary: Some(Value::Object(binary).into()), paired_item: None });
+                    }
+                    items = files;
                 }
                 Some("binaryData") => {
                     let property = Some(prop(ctx, "destinationProperty")?).filter(|p| !p.is_empty()).unwrap_or_else(|| "data".into());

@@ -56,6 +56,9 @@ pub mod xml;
 pub mod markdown;
 pub mod debug_helper;
 pub mod ai;
+pub mod email_send;
+pub(crate) mod net;
+pub mod sql;
 
 /// What a node run produced.
 pub enum NodeOutput {
@@ -138,6 +141,9 @@ pub fn get(node_type: &str) -> Option<NodeFn> {
         "n8n-nodes-base.markdown" => markdown::execute,
         "n8n-nodes-base.debugHelper" => debug_helper::execute,
         "n8n-nodes-base.executionData" => misc::execution_data,
+        "n8n-nodes-base.emailSend" => email_send::execute,
+        "n8n-nodes-base.postgres" => sql::postgres_node,
+        "n8n-nodes-base.mySql" => sql::mysql_node,
         "@n8n/n8n-nodes-langchain.agent" => ai::agent::agent,
         "@n8n/n8n-nodes-langchain.chainLlm" => ai::agent::chain_llm,
         t if ai::sub_node_kind(t).is_some() => ai::sub_node,
@@ -145,6 +151,16 @@ pub fn get(node_type: &str) -> Option<NodeFn> {
         _ => return None,
     };
     Some(f)
+}
+
+/// A credential type's connection test over its own protocol
+/// (`CredentialTest::Connection`): a message when it passes.
+pub(crate) fn connection_test(env: &Env, cred_type: &str, data: &Value) -> std::result::Result<String, String> {
+    match cred_type {
+        "smtp" => email_send::test(env, data),
+        "postgres" | "mySql" => sql::test(env, cred_type, data),
+        other => Err(format!("{other} credentials have no connection test")),
+    }
 }
 
 /// Node types that never execute (canvas annotations).

@@ -7,16 +7,40 @@ mod support;
 
 mod airtable;
 mod discord;
+mod email;
+mod sql;
 mod github;
+mod hubspot;
+mod jira;
+mod notion;
+mod openai;
 mod slack;
+mod slack_more;
+mod stripe;
 mod telegram;
 
 #[test]
 fn the_services_are_in_the_catalog_searchable_by_name_and_alias() {
-    for (query, node) in [("slack", "n8n-nodes-base.slack"), ("telegram", "n8n-nodes-base.telegram"), ("discord", "n8n-nodes-base.discord"), ("github", "n8n-nodes-base.github"), ("airtable", "n8n-nodes-base.airtable")] {
-        assert_eq!(engine::catalog::search(query, 3)[0].name, node);
+    for (query, node) in [
+        ("slack", "n8n-nodes-base.slack"),
+        ("telegram", "n8n-nodes-base.telegram"),
+        ("discord", "n8n-nodes-base.discord"),
+        ("github", "n8n-nodes-base.github"),
+        ("airtable", "n8n-nodes-base.airtable"),
+        ("notion", "n8n-nodes-base.notion"),
+        ("jira", "n8n-nodes-base.jira"),
+        ("hubspot", "n8n-nodes-base.hubspot"),
+        ("stripe", "n8n-nodes-base.stripe"),
+        ("openai", "n8n-nodes-base.openAi"),
+    ] {
+        assert_eq!(engine::catalog::search(query, 3).first().map(|s| s.name.as_str()), Some(node), "{query}");
         assert!(engine::catalog::describe_exact(node).unwrap().is_declarative());
         assert!(engine::nodes::get(node).is_some(), "{node} runs");
+    }
+    // by what people ask for rather than the product's name
+    for (query, node) in [("crm deal", "n8n-nodes-base.hubspot"), ("payment customer", "n8n-nodes-base.stripe"), ("ticket issue", "n8n-nodes-base.jira"), ("wiki page", "n8n-nodes-base.notion"), ("chatgpt", "n8n-nodes-base.openAi")] {
+        let hits: Vec<String> = engine::catalog::search(query, 5).into_iter().map(|s| s.name).collect();
+        assert!(hits.contains(&node.to_owned()), "{query}: {hits:?}");
     }
     let chat: Vec<String> = engine::catalog::search("chat message", 20).into_iter().map(|s| s.name).collect();
     for node in ["n8n-nodes-base.slack", "n8n-nodes-base.telegram", "n8n-nodes-base.discord"] {

@@ -101,6 +101,12 @@ pub struct Fixture {
 /// `removeDuplicateInputItems`).
 const WRITE_VERBS: &[&str] = &["create", "update", "delete", "send", "append", "upsert", "insert", "write", "clear", "post", "publish", "archive", "edit", "lock"];
 
+/// Verbs that write when a service does them (a reaction added, a file
+/// uploaded, a user group disabled); the logic nodes use some of them for
+/// pure operations (dateTime `addToDate`), so only nodes that call a
+/// service with a credential count them.
+const SERVICE_WRITE_VERBS: &[&str] = &["add", "remove", "upload", "enable", "disable"];
+
 /// Node types that write by what they are, without an operation parameter.
 // An MCP server's tools may act on anything: verification never calls them.
 const WRITE_TYPES: &[&str] = &["n8n-nodes-base.writeBinaryFile", "n8n-nodes-base.n8nTrainingCustomerMessenger", "@n8n/n8n-nodes-langchain.mcpClientTool"];
@@ -122,6 +128,15 @@ fn first_word(op: &str) -> String {
 /// Whether an operation value is a write.
 pub fn is_write_operation(op: &str) -> bool {
     WRITE_VERBS.contains(&first_word(op).as_str())
+}
+
+/// Whether a (literal) SQL text is nothing but SELECT statements.
+fn only_selects(sql: &str) -> bool {
+    if sql.starts_with('=') {
+        return false;
+    }
+    let statements: Vec<String> = sql.split(';').map(|s| s.lines().filter(|l| !l.trim_start().starts_with("--")).collect::<Vec<_>>().join(" ").trim().to_lowercase()).filter(|s| !s.is_empty()).collect();
+    !statements.is_empty() && statements.iter().all(|s| (s.starts_with("select") || s.starts_with("with")) && ![" into ", "insert ", "update ", "delete ", " for update"].iter().any(|w| s.contains(w)))
 }
 
 fn is_expression(v: &Value) -> bool {
@@ -194,6 +209,14 @@ fn decide(desc: Option<&NodeDescription>, ty: &str, params: &Value, node: &Value
     // update, delete or send is simulated because it writes).
     if let Some(op) = operation {
         if is_expression(op) || op.as_str().is_some_and(is_write_operation) {
+            return (S, Reason::WriteOperation);
+        }
+        let service = desc.is_some_and(|d| d.credentials.iter().any(|c| c.get("required").and_then(Value::as_bool) == Some(true)));
+        if service && op.as_str().is_some_and(|o| SERVICE_WRITE_VERBS.contains(&first_word(o).as_str())) {
+            return (S, Reason::WriteOperation);
+        }
+        // SQL may write whatever the operation is called; only a query of SELECTs reads
+        if op.as_str() == Some("executeQuery") && !param(desc, params, "query").and_then(Value::as_str).is_some_and(only_selects) {
             return (S, Reason::WriteOperation);
         }
     }
@@ -545,6 +568,17 @@ mod tests {
         assert_eq!(mode_of("n8n-nodes-base.googleSheets", json!({"operation": "read"}), true).0, Mode::Execute);
         assert_eq!(mode_of("n8n-nodes-base.dataTable", json!({"operation": "get"}), true).0, Mode::Execute);
         assert_eq!(mode_of("n8n-nodes-base.dataTable", json!({"operation": "={{ 'insert' }}"}), true).0, Mode::Simulate);
+        // Service verbs write in service nodes only; SQL writes unless it only selects.
+        assert_eq!(mode_of("n8n-nodes-base.slack", json!({"resource": "reaction", "operation": "add"}), true), (Mode::Simulate, Reason::WriteOperation));
+        assert_eq!(mode_of("n8n-nodes-base.slack", json!({"resource": "reaction", "operation": "get"}), true), (Mode::Simulate, Reason::Credentials));
+        assert_eq!(mode_of("n8n-nodes-base.slack", json!({"resource": "file", "operation": "upload"}), true), (Mode::Simulate, Reason::WriteOperation));
+        assert_eq!(mode_of("n8n-nodes-base.dateTime", json!({"operation": "addToDate"}), true).0, Mode::Execute);
+        for (query, reason) in [("SELECT * FROM t WHERE id = $1", Reason::Credentials), ("-- report\nselect 1; SELECT 2", Reason::Credentials), ("DELETE FROM t", Reason::WriteOperation),
+            ("SELECT 1; DROP TABLE t", Reason::WriteOperation), ("SELECT * INTO copy FROM t", Reason::WriteOperation), ("={{ $json.sql }}", Reason::WriteOperation)] {
+            assert_eq!(mode_of("n8n-nodes-base.postgres", json!({"operation": "executeQuery", "query": query}), true), (Mode::Simulate, reason), "{query}");
+        }
+        assert_eq!(mode_of("n8n-nodes-base.mySql", json!({"operation": "select"}), true), (Mode::Simulate, Reason::Credentials));
+        assert_eq!(mode_of("n8n-nodes-base.emailSend", json!({}), true), (Mode::Simulate, Reason::WriteOperation));
         // The respond node's JWT credential only applies when it responds with a JWT.
         assert_eq!(mode_of("n8n-nodes-base.respondToWebhook", json!({"respondWith": "jwt"}), true).1, Reason::Credentials);
     }

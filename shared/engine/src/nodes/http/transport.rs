@@ -36,6 +36,7 @@ fn check_literal(url: &url::Url, allow_private: bool, allowed_hosts: &[String]) 
     policy.check(url).map_err(|r| match r {
         outbound::Refusal::Scheme(s) => EngineError::node(format!("Unsupported URL scheme '{s}'")),
         outbound::Refusal::Forbidden(o) => EngineError::Forbidden(o),
+        outbound::Refusal::Unresolved(h) => EngineError::node(format!("The host {h} cannot be found")),
     })
 }
 
