@@ -34,6 +34,7 @@
 //! (its effects are unknown).
 
 mod children;
+mod connect;
 mod document;
 pub mod error;
 mod error_workflow;
@@ -247,6 +248,9 @@ pub struct ExecutorSettings {
     pub progress_interval: Option<Duration>,
     /// Where webhooks are served (`$execution.resumeUrl`, error data URLs).
     pub public_url: Option<String>,
+    /// Service origins sent elsewhere (`INSTANCE_AI_SERVICE_ORIGIN_OVERRIDES`:
+    /// local stand-ins of a service in development and tests).
+    pub origin_overrides: std::collections::BTreeMap<String, String>,
 }
 
 impl Default for ExecutorSettings {
@@ -260,6 +264,7 @@ impl Default for ExecutorSettings {
             retention_secs: None,
             progress_interval: Some(Duration::from_secs(1)),
             public_url: None,
+            origin_overrides: Default::default(),
         }
     }
 }
@@ -274,9 +279,28 @@ impl ExecutorSettings {
             progress_interval: config.execution_progress_ms.map(Duration::from_millis),
             retention_secs: config.execution_retention_secs,
             public_url: config.public_url.clone(),
+            origin_overrides: origin_overrides(config.var(ORIGIN_OVERRIDES)),
             ..ExecutorSettings::default()
         }
     }
+
+    /// What the engine may reach: the HTTP policy and the origin overrides.
+    pub fn apply_http(&self, settings: &mut EngineSettings) {
+        self.http.apply(settings);
+        settings.origin_overrides = self.origin_overrides.clone();
+    }
+}
+
+/// `origin=replacement` pairs, comma-separated (`https://sheets.googleapis.com=http://127.0.0.1:9001`).
+pub const ORIGIN_OVERRIDES: &str = "INSTANCE_AI_SERVICE_ORIGIN_OVERRIDES";
+
+fn origin_overrides(v: Option<&str>) -> std::collections::BTreeMap<String, String> {
+    v.unwrap_or_default()
+        .split(',')
+        .filter_map(|pair| pair.split_once('='))
+        .map(|(from, to)| (from.trim().trim_end_matches('/').to_owned(), to.trim().trim_end_matches('/').to_owned()))
+        .filter(|(from, to)| !from.is_empty() && !to.is_empty())
+        .collect()
 }
 
 /// A Runs queue message.
@@ -800,7 +824,7 @@ impl Executor {
             public_url: settings.public_url.clone(),
             ..EngineSettings::default()
         };
-        settings.http.apply(&mut engine_settings);
+        settings.apply_http(&mut engine_settings);
         let secrets = host::Secrets::default();
         let responder = start
             .respond

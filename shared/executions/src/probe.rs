@@ -18,7 +18,7 @@ impl Executor {
     /// value the test decrypted.
     pub async fn test_credential(&self, credential: &Credential) -> Result<TestOutcome> {
         let mut settings = EngineSettings::default();
-        self.settings().http.apply(&mut settings);
+        self.settings().apply_http(&mut settings);
         let secrets = host::Secrets::default();
         let host = host::credentials_only(host::Scope {
             data: self.data().clone(),

@@ -55,6 +55,7 @@ pub mod xml;
 pub mod markdown;
 pub mod debug_helper;
 pub mod ai;
+pub mod google;
 
 /// What a node run produced.
 pub enum NodeOutput {
@@ -77,6 +78,12 @@ impl NodeOutput {
 }
 
 pub type NodeFn = fn(&mut NodeContext<'_>) -> Result<NodeOutput>;
+
+/// The code a declarative service description names for what its routing
+/// cannot say (`routing.run`), by name.
+pub(crate) fn service_code(name: &str) -> Option<crate::declarative::Run> {
+    google::code(name)
+}
 
 /// The implementation of an n8n node type, `None` if the engine has none.
 pub fn get(node_type: &str) -> Option<NodeFn> {

@@ -88,7 +88,13 @@ pub struct Fixture {
 /// (`deleteRows`, `appendOrUpdate`, `sendAndWait`); `add`/`remove` are not
 /// listed because the logic nodes use them (dateTime `add`,
 /// `removeDuplicateInputItems`).
-const WRITE_VERBS: &[&str] = &["create", "update", "delete", "send", "append", "upsert", "insert", "write", "clear", "post", "publish", "archive", "edit", "lock"];
+const WRITE_VERBS: &[&str] = &[
+    "create", "update", "delete", "send", "append", "upsert", "insert", "write", "clear", "post", "publish", "archive", "edit", "lock", "share", "upload", "reply",
+    "mark", "move", "copy", "trash", "untrash",
+];
+
+/// Writes whose verb the logic nodes also use (`add`, `remove`), by node type.
+const WRITE_OPERATIONS: &[(&str, &[&str])] = &[("n8n-nodes-base.gmail", &["addLabels", "removeLabels"]), ("n8n-nodes-base.googleSheets", &["remove"])];
 
 /// Node types that write by what they are, without an operation parameter.
 const WRITE_TYPES: &[&str] = &["n8n-nodes-base.writeBinaryFile", "n8n-nodes-base.n8nTrainingCustomerMessenger"];
@@ -173,7 +179,8 @@ fn decide(desc: Option<&NodeDescription>, ty: &str, params: &Value, node: &Value
     // A write says so before its credentials do (a service node's post,
     // update, delete or send is simulated because it writes).
     if let Some(op) = operation {
-        if is_expression(op) || op.as_str().is_some_and(is_write_operation) {
+        let listed = WRITE_OPERATIONS.iter().any(|(t, ops)| *t == ty && op.as_str().is_some_and(|o| ops.contains(&o)));
+        if is_expression(op) || listed || op.as_str().is_some_and(is_write_operation) {
             return (S, Reason::WriteOperation);
         }
     }
@@ -304,6 +311,9 @@ mod tests {
             ("n8n-nodes-base.formTrigger", (Simulate, Trigger)),
             ("n8n-nodes-base.function", (Execute, PureLogic)),
             ("n8n-nodes-base.github", (Simulate, WriteOperation)),
+            ("n8n-nodes-base.gmail", (Simulate, WriteOperation)),
+            ("n8n-nodes-base.googleDrive", (Simulate, WriteOperation)),
+            ("n8n-nodes-base.googleSheets", (Simulate, Credentials)),
             ("n8n-nodes-base.functionItem", (Execute, PureLogic)),
             ("n8n-nodes-base.html", (Execute, PureLogic)),
             ("n8n-nodes-base.htmlExtract", (Execute, PureLogic)),
@@ -375,7 +385,9 @@ mod tests {
     fn every_catalog_operation_is_classified_by_its_verb() {
         let simulated: &[&str] = &[
             "insert", "update", "deleteRows", "upsert", "write", "clearDeduplicationHistory", "post", "delete", "create", "send", "sendMessage", "sendPhoto",
-            "sendDocument", "sendLegacy", "createComment", "edit", "lock", "deleteRecord",
+            "sendDocument", "sendLegacy", "createComment", "edit", "lock", "deleteRecord", "appendOrUpdate", "append", "clear", "remove", "deleteSpreadsheet",
+            "addLabels", "removeLabels", "markAsRead", "markAsUnread", "reply", "trash", "untrash", "copy", "createFromText", "deleteFile", "move", "share", "upload",
+            "deleteFolder", "deleteDrive",
         ];
         for d in engine::catalog::all() {
             for p in d.properties.iter().filter(|p| p.name == "operation") {
@@ -392,7 +404,9 @@ mod tests {
                     }
                     let (mode, reason) = mode_of(&d.name, params, true);
                     let needs_credentials = d.credentials.iter().any(|c| c.get("required").and_then(Value::as_bool) == Some(true));
-                    if simulated.contains(&op) {
+                    if op == "sendAndWait" {
+                        assert_eq!((mode, reason), (Mode::Simulate, Reason::SendAndWait), "{} {op}", d.name);
+                    } else if simulated.contains(&op) {
                         assert_eq!((mode, reason), (Mode::Simulate, Reason::WriteOperation), "{} {op}", d.name);
                     } else if needs_credentials {
                         // a read that calls a service with the person's credential
@@ -425,7 +439,13 @@ mod tests {
         assert_eq!(mode_of("n8n-nodes-base.telegram", json!({"operation": "sendPhoto"}), true), (Mode::Simulate, Reason::WriteOperation));
         assert_eq!(mode_of("n8n-nodes-base.discord", json!({"authentication": "webhook"}), true), (Mode::Simulate, Reason::WriteOperation));
         assert_eq!(mode_of("n8n-nodes-base.googleSheets", json!({"operation": "appendOrUpdate"}), true).0, Mode::Simulate);
-        assert_eq!(mode_of("n8n-nodes-base.googleSheets", json!({"operation": "read"}), true).0, Mode::Execute);
+        // a read still calls Google with the person's credential
+        assert_eq!(mode_of("n8n-nodes-base.googleSheets", json!({"operation": "read"}), true), (Mode::Simulate, Reason::Credentials));
+        for (ty, op) in [("n8n-nodes-base.googleSheets", "remove"), ("n8n-nodes-base.gmail", "addLabels"), ("n8n-nodes-base.gmail", "markAsRead"), ("n8n-nodes-base.googleDrive", "share"), ("n8n-nodes-base.googleDrive", "upload")] {
+            assert_eq!(mode_of(ty, json!({"operation": op}), true), (Mode::Simulate, Reason::WriteOperation), "{ty} {op}");
+        }
+        // dateTime's add stays a transform
+        assert_eq!(mode_of("n8n-nodes-base.dateTime", json!({"operation": "addToDate"}), true).0, Mode::Execute);
         assert_eq!(mode_of("n8n-nodes-base.dataTable", json!({"operation": "get"}), true).0, Mode::Execute);
         assert_eq!(mode_of("n8n-nodes-base.dataTable", json!({"operation": "={{ 'insert' }}"}), true).0, Mode::Simulate);
         // The respond node's JWT credential only applies when it responds with a JWT.
