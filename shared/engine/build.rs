@@ -28,11 +28,11 @@ fn collect(dir: &str, constant: &str, what: &str, out: &mut String) {
 }
 
 fn main() {
-    // Checkouts that share one target dir share this script's output: a list
-    // written for another checkout (other files) must not be reused here, so
-    // the list is made again whenever cargo runs from another directory.
-    println!("cargo:rerun-if-env-changed=PWD");
-    let out_dir = std::env::var("OUT_DIR").expect("OUT_DIR");
+    // Under a directory of this checkout's own: checkouts at different paths
+    // share the target dir, and their runs of this script the same OUT_DIR.
+    let manifest = std::env::var("CARGO_MANIFEST_DIR").expect("CARGO_MANIFEST_DIR");
+    let out_dir = format!("{}{manifest}", std::env::var("OUT_DIR").expect("OUT_DIR"));
+    std::fs::create_dir_all(&out_dir).expect("create the checkout's output directory");
     let mut nodes = String::new();
     collect("src/catalog/nodes", "FILES", "node description", &mut nodes);
     std::fs::write(Path::new(&out_dir).join("catalog_files.rs"), nodes).expect("write catalog_files.rs");

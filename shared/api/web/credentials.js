@@ -3,7 +3,8 @@
 // secret goes straight to the credentials REST API (`POST
 // /instance-ai/credentials`) and never into the chat or the model's context:
 // the card only tells the agent which credential to use. A server without
-// that API (it answers 404) gets a plain key field and a clear message.
+// that API (it answers 404) gets a plain key field and a clear message. An
+// OAuth2 credential, once saved, is connected at the provider (Connect).
 
 import { ApiError } from './api.js';
 import { h } from './dom.js';
@@ -16,6 +17,28 @@ export async function saveCredential(api, { type, name, data }) {
     return await api.request('POST', '/instance-ai/credentials', { type, name, data });
   } catch (e) {
     if (e.status === 404 || e.status === 405) throw new ApiError(e.status, 'not_available', NOT_AVAILABLE);
+    throw e;
+  }
+}
+
+/**
+ * Connects an OAuth2 credential: the provider's page opens in a new window
+ * (opened at the click, so no popup blocker stops it) at the start route's
+ * link; the provider sends the person back to the callback, which stores
+ * the tokens. Nothing secret passes through this page.
+ */
+export async function connectCredential(api, id) {
+  const w = window.open('', '_blank');
+  try {
+    const start = await api.request('GET', `/instance-ai/credentials/${encodeURIComponent(id)}/oauth2/auth`);
+    if (w) {
+      w.opener = null;
+      w.location.href = start.authorizationUrl;
+    } else {
+      window.location.href = start.authorizationUrl;
+    }
+  } catch (e) {
+    if (w) w.close();
     throw e;
   }
 }
@@ -72,6 +95,7 @@ export function credentialPicker(api, request, onChosen) {
   const save = h('button', { class: 'btn', type: 'button', text: 'Save credential' });
   const fieldsBox = h('div', { class: 'cred-fields' }, h('p', { class: 'hint', text: 'Loading the form…' }));
   let inputs = [];
+  let typeInfo = null;
   function render(fields) {
     inputs = fields.map((f, k) => ({ f, el: fieldInput(`${id}-f${k}`, f) }));
     fieldsBox.replaceChildren(...inputs.flatMap(({ f, el }, k) => [
@@ -86,7 +110,10 @@ export function credentialPicker(api, request, onChosen) {
     else if (t === null) {
       fieldsBox.replaceChildren(h('p', { class: 'hint', text: `This server has no ${type} credential type; pick a saved credential or ask the assistant for another type.` }));
       save.disabled = true;
-    } else render(t.fields || []);
+    } else {
+      typeInfo = t;
+      render(t.fields || []);
+    }
   }).catch((e) => show(e.message));
   const form = h('div', { class: 'cred-new' },
     h('label', { class: 'label', attrs: { for: `${id}-name` }, text: 'Credential name' }), nameInput,
@@ -111,6 +138,12 @@ export function credentialPicker(api, request, onChosen) {
       save.textContent = 'Saved';
       message.hidden = true;
       onChosen(saved && saved.id);
+      if (typeInfo && typeInfo.connect && saved && saved.id) {
+        // OAuth2: the account is connected at the provider
+        const connect = h('button', { class: 'btn', type: 'button', text: 'Connect' });
+        connect.addEventListener('click', () => connectCredential(api, saved.id).catch((e) => show(e.message)));
+        form.append(h('p', { class: 'hint', text: 'Connect the account at the provider before the workflow runs.' }), connect);
+      }
     } catch (e) {
       save.disabled = false;
       save.textContent = 'Save credential';

@@ -1,17 +1,15 @@
 //! Credentials at work: a type's connection test (run as the HTTP Request
 //! node would make the request, so the SSRF guard, auth application and
-//! error messages are the node's own) and the OAuth2 client credentials
-//! exchange the HTTP Request node and the test share.
+//! error messages are the node's own; OAuth2 grants through [`crate::oauth2`]),
+//! and the OAuth2 connect flow's entry points for the host.
 
 use std::time::Duration;
 
-use base64::Engine as _;
 use serde_json::{json, Value};
 
 use crate::catalog::credential_types::{credential_type, resolve_credential_refs, CredentialTest, CredentialType};
 use crate::data::ExecutionStatus;
-use crate::error::{EngineError, Result};
-use crate::nodes::http;
+use crate::error::EngineError;
 use crate::run::{Env, RunOptions};
 use crate::{Engine, Graph};
 
@@ -75,10 +73,27 @@ impl Engine {
                     Err(m) => TestOutcome::failed(m),
                 }
             }
-            CredentialTest::OAuth2ClientCredentials => {
+            CredentialTest::OAuth2ClientCredentials => match crate::oauth2::Settings::of(cred_type, &data) {
+                // a connected credential's tokens came from the provider itself
+                Some(s) if s.connects() => match data.pointer("/oauthTokenData/access_token").and_then(Value::as_str) {
+                    Some(t) if !t.is_empty() => TestOutcome::passed("Connected: the provider issued this credential's tokens"),
+                    _ => TestOutcome::failed("Not connected yet: connect the credential (its Connect link) first"),
+                },
+                _ => {
+                    let env = self.standalone_env(TEST_TIMEOUT);
+                    match crate::oauth2::client_credentials_token(&env, &data) {
+                        Ok(_) => TestOutcome::passed("Connection successful: the token URL issued an access token"),
+                        Err(e) => TestOutcome::failed(message(&e)),
+                    }
+                }
+            },
+            CredentialTest::JwtBearer => {
                 let env = self.standalone_env(TEST_TIMEOUT);
-                match oauth2_client_credentials_token(&env, &data) {
-                    Ok(_) => TestOutcome::passed("Connection successful: the token URL issued an access token"),
+                let Some(crate::catalog::credential_types::Authenticate::JwtBearer { token_url, test_scopes }) = &t.authenticate else {
+                    return TestOutcome::untestable(format!("{} has no token exchange to test", t.display_name));
+                };
+                match crate::oauth2::jwt_bearer_token(&env, token_url, &data, test_scopes) {
+                    Ok(_) => TestOutcome::passed("Connection successful: the token URL accepted the signed assertion"),
                     Err(e) => TestOutcome::failed(message(&e)),
                 }
             }
@@ -177,67 +192,19 @@ fn message(e: &EngineError) -> String {
     }
 }
 
-/// RFC 6749 §4.4: exchanges the client id and secret for an access token at
-/// `accessTokenUrl`, through the HTTP Request node's client (SSRF guard
-/// included). The credentials travel as a Basic header or in the body, as
-/// the credential's `authentication` says.
-pub(crate) fn oauth2_client_credentials_token(env: &Env, data: &Value) -> Result<String> {
-    let s = |k: &str| data.get(k).and_then(Value::as_str).unwrap_or_default().trim().to_owned();
-    let grant = data.get("grantType").and_then(Value::as_str).unwrap_or("clientCredentials");
-    if grant != "clientCredentials" {
-        return Err(EngineError::node(format!("OAuth2 grant type {grant:?} is not supported here; use client credentials")));
+impl Engine {
+    /// Where a person connects a credential of `cred_type` (its decrypted
+    /// `data`): the provider's authorization URL with `state` and the PKCE
+    /// challenge. The messages name fields, never values.
+    pub fn oauth2_authorization_url(cred_type: &str, data: &Value, redirect_uri: &str, state: &str, code_challenge: &str) -> std::result::Result<String, String> {
+        let s = crate::oauth2::Settings::of(cred_type, data).ok_or_else(|| format!("{cred_type} is not an OAuth2 credential type"))?;
+        crate::oauth2::authorization_url(&s, redirect_uri, state, code_challenge).map_err(|e| message(&e))
     }
-    let token_url = s("accessTokenUrl");
-    let url = url::Url::parse(&token_url).map_err(|_| EngineError::node("The OAuth2 credential has no valid Access Token URL"))?;
-    let (id, secret) = (s("clientId"), s("clientSecret"));
-    if id.is_empty() || secret.is_empty() {
-        return Err(EngineError::node("The OAuth2 credential needs a Client ID and a Client Secret"));
+
+    /// The callback's code exchanged for token data (through the SSRF guard).
+    pub fn oauth2_exchange_code(&self, cred_type: &str, data: &Value, code: &str, verifier: &str, redirect_uri: &str) -> std::result::Result<Value, String> {
+        let s = crate::oauth2::Settings::of(cred_type, data).filter(crate::oauth2::Settings::connects).ok_or_else(|| format!("{cred_type} credentials are not connected through an authorization"))?;
+        let env = self.standalone_env(TEST_TIMEOUT);
+        crate::oauth2::exchange_code(&env, &s, code, verifier, redirect_uri).map_err(|e| message(&e))
     }
-    let mut form = url::form_urlencoded::Serializer::new(String::new());
-    form.append_pair("grant_type", "client_credentials");
-    let scope = s("scope");
-    if !scope.is_empty() {
-        form.append_pair("scope", &scope);
-    }
-    let mut headers = vec![
-        ("content-type".to_owned(), "application/x-www-form-urlencoded".to_owned()),
-        ("accept".to_owned(), "application/json".to_owned()),
-    ];
-    if data.get("authentication").and_then(Value::as_str) == Some("body") {
-        form.append_pair("client_id", &id);
-        form.append_pair("client_secret", &secret);
-    } else {
-        let basic = base64::engine::general_purpose::STANDARD.encode(format!("{id}:{secret}"));
-        headers.push(("authorization".to_owned(), format!("Basic {basic}")));
-    }
-    let resp = http::send(
-        env,
-        &http::Request {
-            method: reqwest::Method::POST,
-            url,
-            headers,
-            body: Some(form.finish().into_bytes()),
-            timeout: env.settings.http_timeout.min(TEST_TIMEOUT),
-            // A token endpoint answers directly; a redirect is not followed with the secret.
-            redirects: http::Redirects::NONE,
-            insecure: false,
-            digest: None,
-        },
-    )?;
-    let body: Value = serde_json::from_slice(&resp.body).unwrap_or(Value::Null);
-    if resp.status >= 400 {
-        // RFC 6749 §5.2 error codes are meant to be shown; descriptions too.
-        let code = body.get("error").and_then(Value::as_str).unwrap_or("request failed");
-        let detail = body.get("error_description").and_then(Value::as_str).map(|d| format!(": {d}")).unwrap_or_default();
-        return Err(EngineError::Node {
-            message: format!("The token URL refused the client credentials ({code}{detail})"),
-            description: None,
-            http_code: Some(resp.status.to_string()),
-        });
-    }
-    body.get("access_token")
-        .and_then(Value::as_str)
-        .filter(|t| !t.is_empty())
-        .map(str::to_owned)
-        .ok_or_else(|| EngineError::node("The token URL answered without an access_token"))
 }

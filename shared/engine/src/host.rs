@@ -13,6 +13,13 @@ use crate::run::ProgressHook;
 pub trait CredentialsProvider: Send + Sync {
     /// `cred_type` is e.g. `httpHeaderAuth`; `reference` is the node's `{id, name}`.
     fn get(&self, cred_type: &str, reference: &Value) -> Result<Value, String>;
+
+    /// Stores refreshed OAuth2 token data of a connected credential (the
+    /// `oauthTokenData` later `get`s return); `replaced` is the access token
+    /// they replace, so a host can keep the fresher of two racing refreshes.
+    fn save_oauth_tokens(&self, _cred_type: &str, _reference: &Value, _replaced: &str, _tokens: &Value) -> Result<(), String> {
+        Err("this host does not store refreshed OAuth2 tokens".into())
+    }
 }
 
 /// Workflows that Execute Workflow can call by id.

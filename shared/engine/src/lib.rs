@@ -7,7 +7,8 @@
 //! parameters), `expr` (DataProxy over run data), `nodes/*` (one node each),
 //! `catalog` (node descriptions, credential types, search, TypeScript types),
 //! `declarative` (service nodes described as data, n8n's routing),
-//! `credentials` (connection tests, OAuth2 client credentials), `host` (traits
+//! `credentials` (connection tests), `oauth2` (OAuth2 grants, connect flow,
+//! token refresh, service-account JWTs), `host` (traits
 //! the host implements: credentials, sub-workflows, data tables, files, DNS).
 
 pub mod binary;
@@ -20,6 +21,7 @@ pub mod expr;
 pub mod form;
 pub mod host;
 pub mod nodes;
+pub mod oauth2;
 mod pack;
 pub mod partial;
 pub mod run;

@@ -15,6 +15,7 @@ use serde_json::{json, Map, Value};
 use std::sync::{Arc, Mutex};
 use store::data::data_tables::{Condition, Filter, FilterKind, Op, RowQuery};
 use store::data::executions::ExecutionMode;
+use store::data::credentials::SecretData;
 use store::data::InstanceData;
 use tokio::runtime::Handle;
 
@@ -87,7 +88,7 @@ const MIN_SECRET_LEN: usize = 6;
 const REDACTED: &str = "[redacted]";
 
 impl Secrets {
-    fn remember(&self, v: &Value) {
+    pub(crate) fn remember(&self, v: &Value) {
         let mut found = Vec::new();
         collect(v, None, &mut found);
         // Basic auth travels base64-encoded.
@@ -288,6 +289,28 @@ impl CredentialsProvider for StoreCredentials {
         s.secrets.remember(&secret);
         Ok(secret)
     }
+
+    fn save_oauth_tokens(
+        &self,
+        cred_type: &str,
+        reference: &Value,
+        replaced: &str,
+        tokens: &Value,
+    ) -> Result<(), String> {
+        let s = &self.0;
+        s.secrets.remember(tokens);
+        // the same access check as reading it
+        s.handle.block_on(project_credential(&s.data, &s.project_id, cred_type, reference))?;
+        let id = reference.get("id").and_then(Value::as_str).unwrap_or_default();
+        let stored = s
+            .handle
+            .block_on(s.data.credentials.refresh_tokens(id, replaced, &SecretData::new(tokens.clone())))
+            .map_err(|e| format!("credential {id}: {e}"))?;
+        if !stored {
+            tracing::info!(credentialId = %id, "another run refreshed the credential's token first");
+        }
+        Ok(())
+    }
 }
 
 /// The decrypted data of the credential a node's reference (`{id, name}`)
@@ -327,7 +350,19 @@ pub async fn project_credential(
         .decrypt_secret(id)
         .await
         .map_err(|e| format!("credential {id}: {e}"))?;
-    Ok(secret.expose().clone())
+    let mut value = secret.expose().clone();
+    // a connected OAuth2 credential's tokens, as n8n hands them to nodes
+    if engine::oauth2::may_connect(cred_type) {
+        let tokens = data
+            .credentials
+            .decrypt_tokens(id)
+            .await
+            .map_err(|e| format!("credential {id}: {e}"))?;
+        if let (Some(t), Some(obj)) = (tokens, value.as_object_mut()) {
+            obj.insert("oauthTokenData".into(), t.expose().clone());
+        }
+    }
+    Ok(value)
 }
 
 struct StoreWorkflows(Arc<Scope>);

@@ -34,6 +34,7 @@
 //! (its effects are unknown).
 
 mod children;
+mod connect;
 mod document;
 pub mod error;
 mod error_workflow;
@@ -247,8 +248,8 @@ pub struct ExecutorSettings {
     pub progress_interval: Option<Duration>,
     /// Where webhooks are served (`$execution.resumeUrl`, error data URLs).
     pub public_url: Option<String>,
-    /// Service origins answered elsewhere, as the engine's setting of that
-    /// name (`https://slack.com` → a local stand-in); empty in production.
+    /// Service origins sent elsewhere (`INSTANCE_AI_SERVICE_ORIGIN_OVERRIDES`:
+    /// local stand-ins of a service in development and tests).
     pub origin_overrides: std::collections::BTreeMap<String, String>,
 }
 
@@ -278,9 +279,28 @@ impl ExecutorSettings {
             progress_interval: config.execution_progress_ms.map(Duration::from_millis),
             retention_secs: config.execution_retention_secs,
             public_url: config.public_url.clone(),
+            origin_overrides: origin_overrides(config.var(ORIGIN_OVERRIDES)),
             ..ExecutorSettings::default()
         }
     }
+
+    /// What the engine may reach: the HTTP policy and the origin overrides.
+    pub fn apply_http(&self, settings: &mut EngineSettings) {
+        self.http.apply(settings);
+        settings.origin_overrides = self.origin_overrides.clone();
+    }
+}
+
+/// `origin=replacement` pairs, comma-separated (`https://sheets.googleapis.com=http://127.0.0.1:9001`).
+pub const ORIGIN_OVERRIDES: &str = "INSTANCE_AI_SERVICE_ORIGIN_OVERRIDES";
+
+fn origin_overrides(v: Option<&str>) -> std::collections::BTreeMap<String, String> {
+    v.unwrap_or_default()
+        .split(',')
+        .filter_map(|pair| pair.split_once('='))
+        .map(|(from, to)| (from.trim().trim_end_matches('/').to_owned(), to.trim().trim_end_matches('/').to_owned()))
+        .filter(|(from, to)| !from.is_empty() && !to.is_empty())
+        .collect()
 }
 
 /// A Runs queue message.
@@ -802,10 +822,9 @@ impl Executor {
             max_inline_wait: settings.inline_wait,
             mode: mode_str(exec.mode),
             public_url: settings.public_url.clone(),
-            origin_overrides: settings.origin_overrides.clone(),
             ..EngineSettings::default()
         };
-        settings.http.apply(&mut engine_settings);
+        settings.apply_http(&mut engine_settings);
         let secrets = host::Secrets::default();
         let responder = start
             .respond

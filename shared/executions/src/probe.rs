@@ -17,8 +17,8 @@ impl Executor {
     /// returns or logs its secret: the outcome's message is scrubbed of every
     /// value the test decrypted.
     pub async fn test_credential(&self, credential: &Credential) -> Result<TestOutcome> {
-        let mut settings = EngineSettings { origin_overrides: self.settings().origin_overrides.clone(), ..EngineSettings::default() };
-        self.settings().http.apply(&mut settings);
+        let mut settings = EngineSettings::default();
+        self.settings().apply_http(&mut settings);
         let secrets = host::Secrets::default();
         let host = host::credentials_only(host::Scope {
             data: self.data().clone(),

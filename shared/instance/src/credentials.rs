@@ -31,6 +31,10 @@ pub struct CredentialDetail {
     pub scopes: Vec<String>,
     /// Node types that can use it.
     pub nodes_with_access: Vec<NodeAccess>,
+    /// For a type a person connects (OAuth2 authorization code): whether it
+    /// is connected, since when, by whom. Never a token.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub oauth: Option<crate::credential_connect::ConnectionStatus>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
@@ -103,6 +107,9 @@ pub struct CredentialTypeInfo {
     pub description: String,
     pub generic_auth: bool,
     pub testable: bool,
+    /// Saved, the credential is connected through the provider's
+    /// authorization page (`GET …/credentials/{id}/oauth2/auth`).
+    pub connect: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub documentation_url: Option<String>,
     pub fields: Vec<CredentialField>,
@@ -136,8 +143,10 @@ impl CredentialTypeInfo {
             description: t.description.clone(),
             generic_auth: t.generic_auth,
             testable: t.test.is_some(),
+            connect: engine::oauth2::may_connect(&t.name),
             documentation_url: t.documentation_url.clone(),
-            fields: t.properties.iter().map(field).collect(),
+            // a hidden field is the type's own (a service's URLs and scopes)
+            fields: t.properties.iter().filter(|p| p.prop_type != "hidden").map(field).collect(),
         }
     }
 }
@@ -200,7 +209,7 @@ impl Instance {
             .ok_or_else(|| InstanceError::NotFound(format!("credential {id}")))
     }
 
-    async fn credential_for(&self, caller: &Caller, id: &str, scope: &str) -> Result<Credential, InstanceError> {
+    pub(crate) async fn credential_for(&self, caller: &Caller, id: &str, scope: &str) -> Result<Credential, InstanceError> {
         let (c, scopes) = self.credential_access(caller, id).await?;
         if !scopes.iter().any(|s| s == scope) {
             return Err(InstanceError::Forbidden(format!("you lack the permission {scope} on credential {id}")));
@@ -215,7 +224,8 @@ impl Instance {
             .into_iter()
             .map(|d| NodeAccess { node_type: d.name.clone() })
             .collect();
-        Ok(CredentialDetail { credential, scopes, nodes_with_access })
+        let oauth = self.connection_status(&credential).await?;
+        Ok(CredentialDetail { credential, scopes, nodes_with_access, oauth })
     }
 
     /// Creates a credential from the person's data (validated against its type).

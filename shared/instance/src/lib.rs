@@ -32,6 +32,7 @@
 pub mod access;
 pub mod builder;
 pub mod catalog;
+pub mod credential_connect;
 pub mod credentials;
 pub mod data_tables;
 pub mod docs;

@@ -41,6 +41,7 @@ pub const VARIABLES: &[Variable] = &[
     Variable { name: "INSTANCE_AI_BOOTSTRAP_KEYS", purpose: "`user:key,user:key` pairs seeded as API keys when the local cloud starts", default: None },
     Variable { name: "INSTANCE_AI_PORT", purpose: "port of the local cloud (HTTP, SSE, WebSocket, @connections)", default: Some("8787") },
     Variable { name: "INSTANCE_AI_HTTP_ALLOWED_HOSTS", purpose: "comma-separated host names or IPs that HTTP Request nodes may call (unset: any public host)", default: None },
+    Variable { name: "INSTANCE_AI_SERVICE_ORIGIN_OVERRIDES", purpose: "comma-separated `origin=replacement` pairs: requests of workflow nodes (and OAuth2 token exchanges) to that origin go to the replacement instead — local stand-ins of a service in development and tests (`https://sheets.googleapis.com=http://127.0.0.1:9001`); unset: none", default: None },
     Variable { name: "INSTANCE_AI_HTTP_ALLOW_PRIVATE_NETWORK", purpose: "`true` lets HTTP Request nodes reach private, loopback and link-local addresses (only the allowed hosts when those are set); off, the SSRF guard refuses them", default: Some("false") },
     Variable { name: "INSTANCE_AI_EXECUTION_PROGRESS_MS", purpose: "a running execution's run data is stored at most once per this many milliseconds as nodes finish (`0`: only when it ends or waits)", default: Some("1000") },
     Variable { name: "INSTANCE_AI_ALLOWED_ORIGINS", purpose: "comma-separated browser origins allowed to call `/mcp` (requests without `Origin` are always allowed)", default: None },

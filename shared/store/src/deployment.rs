@@ -572,6 +572,9 @@ pub const ROUTES: &[RouteDef] = &[
     RouteDef { method: Method::Delete, path: "/instance-ai/credentials/{credentialId}", function: FunctionId::Credentials, edge: Edge::HttpApi },
     RouteDef { method: Method::Post, path: "/instance-ai/credentials/{credentialId}/test", function: FunctionId::Credentials, edge: Edge::HttpApi },
     RouteDef { method: Method::Get, path: "/instance-ai/credential-types", function: FunctionId::Credentials, edge: Edge::HttpApi },
+    // Connecting an OAuth2 credential: the owner's start (API key), the provider's callback (the single-use state).
+    RouteDef { method: Method::Get, path: "/instance-ai/credentials/{credentialId}/oauth2/auth", function: FunctionId::Credentials, edge: Edge::HttpApi },
+    RouteDef { method: Method::Get, path: "/instance-ai/oauth2/callback", function: FunctionId::Credentials, edge: Edge::HttpApi },
     RouteDef { method: Method::Get, path: "/instance-ai/preferences", function: FunctionId::Threads, edge: Edge::HttpApi },
     RouteDef { method: Method::Patch, path: "/instance-ai/preferences/{preferenceId}", function: FunctionId::Threads, edge: Edge::HttpApi },
     RouteDef { method: Method::Delete, path: "/instance-ai/preferences/{preferenceId}", function: FunctionId::Threads, edge: Edge::HttpApi },

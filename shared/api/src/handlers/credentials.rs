@@ -8,10 +8,14 @@
 //!   (`data` replaces the secret whole; it is never read back)
 //! - `DELETE /instance-ai/credentials/{credentialId}` → `{success: true}`
 //! - `POST   /instance-ai/credentials/{credentialId}/test` → `{success, message}`
-//! - `GET    /instance-ai/credential-types[?query=]` → `{types: [{type, displayName, fields, …}]}`
+//! - `GET    /instance-ai/credential-types[?query=]` → `{types: [{type, displayName, fields, connect, …}]}`
+//! - `GET    /instance-ai/credentials/{credentialId}/oauth2/auth` → `302` to the provider's
+//!   authorization page (`Accept: application/json`: `{authorizationUrl, expiresIn}`)
+//! - `GET    /instance-ai/oauth2/callback?code=&state=` (no API key: the provider sends the
+//!   browser here; the single-use `state` decides) → an HTML page saying the credential is connected
 //!
-//! Every answer is metadata: no response carries secret data. Owners only:
-//! another user's credential is 404.
+//! Every answer is metadata: no response carries secret data or a token.
+//! Owners only: another user's credential is 404.
 
 use crate::http_util::{body_bytes, json, json_body, query_param, route_param};
 use crate::{ApiError, App};
@@ -36,7 +40,12 @@ enum Target {
     One(String),
     Test(String),
     Types,
+    Connect(String),
+    Callback,
 }
+
+/// Where providers send the browser back (the redirect URI to register with them).
+pub const CALLBACK_PATH: &str = "/instance-ai/oauth2/callback";
 
 fn target(req: &Request) -> Result<Target, ApiError> {
     let path = req.raw_http_path();
@@ -47,10 +56,17 @@ fn target(req: &Request) -> Result<Target, ApiError> {
     if path == "/instance-ai/credentials" {
         return Ok(Target::Collection);
     }
+    if path == CALLBACK_PATH {
+        return Ok(Target::Callback);
+    }
     let id = |pattern| route_param(req, pattern, "credentialId").filter(|id| protocol::ids::is_valid_path_id(id));
     if path.ends_with("/test") {
         if let Some(id) = id("/instance-ai/credentials/{credentialId}/test") {
             return Ok(Target::Test(id));
+        }
+    } else if path.ends_with("/oauth2/auth") {
+        if let Some(id) = id("/instance-ai/credentials/{credentialId}/oauth2/auth") {
+            return Ok(Target::Connect(id));
         }
     } else if let Some(id) = id("/instance-ai/credentials/{credentialId}") {
         return Ok(Target::One(id));
@@ -60,6 +76,9 @@ fn target(req: &Request) -> Result<Target, ApiError> {
 
 async fn route(app: &App, req: &Request) -> Result<Response<Body>, ApiError> {
     let target = target(req)?;
+    if let Target::Callback = target {
+        return callback(app, req).await;
+    }
     let user = crate::auth::authenticate(app, req.headers()).await?;
     if body_bytes(req).len() > MAX_BODY {
         return Err(ApiError::PayloadTooLarge(format!("the request body is over {MAX_BODY} bytes")));
@@ -110,5 +129,63 @@ async fn route(app: &App, req: &Request) -> Result<Response<Body>, ApiError> {
         (Target::One(_), _) => wrong("GET, PATCH or DELETE"),
         (Target::Test(id), http::Method::POST) => Ok(json(200, &inst.test_credential(&caller, &id).await?)),
         (Target::Test(_), _) => wrong("POST"),
+        (Target::Connect(id), http::Method::GET) => {
+            let base = app.config.public_url.clone().unwrap_or_else(|| mcp_server::transport::request_origin(req.headers()));
+            let start = inst.start_oauth_connect(&caller, &id, &format!("{}{CALLBACK_PATH}", base.trim_end_matches('/'))).await?;
+            let wants_json = req.headers().get(http::header::ACCEPT).and_then(|v| v.to_str().ok()).is_some_and(|a| a.contains("application/json"));
+            if wants_json {
+                return Ok(json(200, &start));
+            }
+            Ok(Response::builder()
+                .status(302)
+                .header(http::header::LOCATION, start.authorization_url)
+                .header(http::header::CACHE_CONTROL, "no-store")
+                .body(Body::Empty)
+                .map_err(|e| ApiError::Internal(e.to_string()))?)
+        }
+        (Target::Connect(_), _) => wrong("GET"),
+        // answered before authentication; here for completeness
+        (Target::Callback, _) => callback(app, req).await,
     }
+}
+
+/// The provider's redirect: the single-use `state` (not an API key) says
+/// whose connect it finishes. A plain page for the person's browser.
+async fn callback(app: &App, req: &Request) -> Result<Response<Body>, ApiError> {
+    if req.method() != http::Method::GET {
+        return Err(ApiError::MethodNotAllowed("use GET".into()));
+    }
+    let q = instance::credential_connect::CallbackQuery {
+        state: query_param(req, "state"),
+        code: query_param(req, "code"),
+        error: query_param(req, "error"),
+        error_description: query_param(req, "error_description"),
+    };
+    let inst = app.instance().await?;
+    let credential = inst.finish_oauth_connect(&q).await?;
+    let name = html_escape(&credential.name);
+    let page = format!(
+        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>Connected</title></head><body><h1>Connected</h1><p>The credential <strong>{name}</strong> is connected. You can close this window.</p></body></html>"
+    );
+    Response::builder()
+        .status(200)
+        .header(http::header::CONTENT_TYPE, "text/html; charset=utf-8")
+        .header(http::header::CACHE_CONTROL, "no-store")
+        .header("content-security-policy", "default-src 'none'; frame-ancestors 'none'")
+        .header("referrer-policy", "no-referrer")
+        .body(Body::from(page))
+        .map_err(|e| ApiError::Internal(e.to_string()))
+}
+
+fn html_escape(s: &str) -> String {
+    s.chars()
+        .map(|c| match c {
+            '&' => "&amp;".to_owned(),
+            '<' => "&lt;".to_owned(),
+            '>' => "&gt;".to_owned(),
+            '"' => "&quot;".to_owned(),
+            '\'' => "&#39;".to_owned(),
+            c => c.to_string(),
+        })
+        .collect()
 }

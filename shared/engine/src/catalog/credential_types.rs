@@ -45,6 +45,16 @@ pub enum Authenticate {
         #[serde(default)]
         properties: AuthenticateProperties,
     },
+    /// RFC 7523: a JWT the credential signs with its private key is
+    /// exchanged at `tokenUrl` for an access token, sent as a bearer token
+    /// (a service account). The scopes are the node's (its description's
+    /// credential entry names them); `testScopes` are the connection test's.
+    #[serde(rename_all = "camelCase")]
+    JwtBearer {
+        token_url: String,
+        #[serde(default)]
+        test_scopes: Vec<String>,
+    },
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
@@ -77,7 +87,9 @@ pub struct AppliedAuth {
 impl Authenticate {
     /// Resolves the templates against the credential's data.
     pub fn apply(&self, data: &Value) -> Result<AppliedAuth, String> {
-        let Authenticate::Generic { properties: p } = self;
+        let Authenticate::Generic { properties: p } = self else {
+            return Err("this credential is exchanged for a token first (a service account); apply it with the token".into());
+        };
         let mut out = AppliedAuth::default();
         for (k, v) in &p.headers {
             out.headers.push((k.clone(), resolve_credential_refs(v, data)?));
@@ -108,11 +120,15 @@ pub enum CredentialTest {
     Request { request: Box<TestRequest> },
     /// The OAuth2 client credentials exchange at the type's token URL; an
     /// access token in the answer passes.
-    #[serde(rename = "oauth2ClientCredentials")]
+    /// A credential a person connects passes when it holds the provider's
+    /// token (`oauth2` in a file).
+    #[serde(rename = "oauth2ClientCredentials", alias = "oauth2")]
     OAuth2ClientCredentials,
     /// A connection with the credential over the service's own protocol
     /// (SMTP, a database): connected and logged in passes.
     Connection,
+    /// The type's JWT bearer exchange (its `authenticate`) with its test scopes.
+    JwtBearer,
 }
 
 /// Values may reference the credential's own fields: `={{$credentials.testUrl}}`.
@@ -154,7 +170,7 @@ fn get() -> String {
 }
 
 mod files {
-    include!(concat!(env!("OUT_DIR"), "/credential_files.rs"));
+    include!(concat!(env!("OUT_DIR"), env!("CARGO_MANIFEST_DIR"), "/credential_files.rs"));
 }
 
 /// Every credential type (parsed once from the bundled files), by name.
@@ -358,8 +374,12 @@ mod tests {
         let ok = json!({"accessTokenUrl": "https://a/token", "clientId": "id", "clientSecret": "sec"});
         assert!(oauth.validate_data(&ok).is_ok());
         let mut bad = ok.clone();
-        bad["grantType"] = json!("authorizationCode");
-        assert!(oauth.validate_data(&bad).unwrap_err().contains("one of \"clientCredentials\""));
+        bad["grantType"] = json!("password");
+        assert!(oauth.validate_data(&bad).unwrap_err().contains("one of \"authorizationCode\", \"clientCredentials\", \"pkce\""));
+        // a PKCE client has no secret, but an authorization URL
+        let pkce = json!({"grantType": "pkce", "authUrl": "https://a/auth", "accessTokenUrl": "https://a/token", "clientId": "id"});
+        assert!(oauth.validate_data(&pkce).is_ok());
+        assert!(oauth.validate_data(&json!({"grantType": "pkce", "accessTokenUrl": "https://a/token", "clientId": "id"})).unwrap_err().contains("authUrl"));
         // A required field hidden by displayOptions is not required.
         let jwt = credential_type("jwtAuth").unwrap();
         assert!(jwt.validate_data(&json!({"keyType": "pemKey", "privateKey": "k"})).is_ok());

@@ -11,14 +11,18 @@
 //! `output` (`postReceive` steps, `maxResults`) and `operations.pagination`.
 //! An operation that takes several requests lists the ones after the first
 //! under `then` (our extension). The credential's `authenticate` goes on
-//! last; the request goes through the
-//! HTTP Request node's transport (SSRF guard, redirects); a 429 is retried
-//! after its `Retry-After`, bounded. Expressions in routing see `$value` (the
+//! last (a connected OAuth2 credential's token, refreshed on expiry or a 401
+//! once per request, and a service account's exchanged token at send time:
+//! [`crate::oauth2`]); the request goes through the HTTP Request node's
+//! transport (SSRF guard, redirects); a 429 is retried after its
+//! `Retry-After`, bounded. What routing cannot say, an operation names as
+//! `run` code ([`call`]). Expressions in routing see `$value` (the
 //! property's value), `$parameter` (resolved), `$credentials` and, after the answer,
 //! `$response` / `$responseItem` (and `$responses`, every answer of the item's
 //! requests in order). A body goes out as JSON, or as a form when the
 //! request's content type is `application/x-www-form-urlencoded`.
 
+mod call;
 pub mod display;
 mod routing;
 
@@ -32,6 +36,7 @@ use crate::error::{EngineError, Result};
 use crate::nodes::http::{self, Redirects, Request, Response};
 use crate::nodes::{js_string, NodeContext, NodeOutput};
 
+pub(crate) use call::{Call, Run, ServiceRequest};
 pub use routing::resolve_bound;
 use routing::{Bindings, RequestSpec};
 
@@ -62,6 +67,16 @@ impl From<EngineError> for Failed {
 pub fn execute(ctx: &mut NodeContext<'_>) -> Result<NodeOutput> {
     let desc = describe_exact(&ctx.node.node_type).filter(|d| d.is_declarative()).ok_or_else(|| EngineError::node(format!("{} is not a declarative node", ctx.node.node_type)))?;
     let input = ctx.input(0);
+    // An operation routing cannot say runs as code, over the whole input.
+    if !input.is_empty() {
+        let params = ctx.resolve(&ctx.node.parameters.clone(), 0)?;
+        let values = display::with_defaults(&desc.properties, &params, ctx.version());
+        if let Some(name) = code_of(desc, &values, ctx.version()) {
+            let run = crate::nodes::service_code(&name).ok_or_else(|| EngineError::node(format!("{} has no code named {name}", desc.display_name)))?;
+            let mut call = Call::new(ctx, desc, &values)?;
+            return Ok(NodeOutput::one(run(&mut call)?));
+        }
+    }
     let mut out = vec![];
     for (i, item) in input.iter().enumerate() {
         if ctx.env.cancel.is_canceled() {
@@ -77,19 +92,57 @@ pub fn execute(ctx: &mut NodeContext<'_>) -> Result<NodeOutput> {
     Ok(NodeOutput::one(out))
 }
 
+/// The `run` (code) a shown property or its chosen option names.
+fn code_of(desc: &NodeDescription, values: &Map<String, Value>, version: f64) -> Option<String> {
+    display::shown_properties(&desc.properties, values, version).into_iter().find_map(|p| {
+        let value = values.get(&p.name);
+        let option = p.options.iter().flatten().find(|o| p.prop_type == "options" && o.get("value") == value);
+        p.routing.as_ref().or_else(|| option.and_then(|o| o.get("routing"))).and_then(|r| r.get("run")).and_then(Value::as_str).map(str::to_owned)
+    })
+}
+
+/// The credential a request goes out with: its data, and how its token is
+/// got at send time (a connected OAuth2 credential's, refreshed when
+/// needed; a service account's JWT exchange for the node's scopes).
+pub(crate) struct Credential {
+    pub cred_type: String,
+    pub data: Value,
+    conn: Option<crate::oauth2::Connection>,
+    jwt: Option<(String, Vec<String>)>,
+}
+
 /// The credential the node's parameters select (a shown entry of the
 /// description's `credentials`, the one the node references first) and its data.
-fn credential(ctx: &NodeContext<'_>, desc: &NodeDescription, values: &Map<String, Value>) -> Result<Option<(String, Value)>> {
+fn credential(ctx: &NodeContext<'_>, desc: &NodeDescription, values: &Map<String, Value>) -> Result<Option<Credential>> {
     let version = ctx.version();
-    let shown: Vec<&str> = desc
-        .credentials
-        .iter()
-        .filter(|c| display::shown(c.get("displayOptions"), values, version))
-        .filter_map(|c| c.get("name").and_then(Value::as_str))
-        .collect();
-    let referenced = |t: &&&str| ctx.node.credentials.as_ref().is_some_and(|c| c.get(**t).is_some());
-    let Some(chosen) = shown.iter().find(referenced).or(shown.first()) else { return Ok(None) };
-    Ok(Some((chosen.to_string(), ctx.credential(chosen)?)))
+    let shown: Vec<&Value> = desc.credentials.iter().filter(|c| display::shown(c.get("displayOptions"), values, version)).collect();
+    let name = |c: &&Value| c.get("name").and_then(Value::as_str).unwrap_or_default().to_owned();
+    let referenced = |c: &&&Value| ctx.node.credentials.as_ref().is_some_and(|r| r.get(name(c)).is_some());
+    let Some(entry) = shown.iter().find(referenced).or(shown.first()) else { return Ok(None) };
+    let cred_type = name(entry);
+    let data = ctx.credential(&cred_type)?;
+    let reference = ctx.node.credentials.as_ref().and_then(|c| c.get(&cred_type)).cloned().unwrap_or(Value::Null);
+    let jwt = match crate::catalog::credential_types::credential_type(&cred_type).and_then(|t| t.authenticate.as_ref()) {
+        Some(crate::catalog::credential_types::Authenticate::JwtBearer { token_url, .. }) => {
+            // the node's scopes (its description's credential entry)
+            let scopes = entry.get("scopes").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).map(str::to_owned).collect();
+            Some((token_url.clone(), scopes))
+        }
+        _ => None,
+    };
+    let conn = crate::oauth2::Connection::of(&cred_type, &reference, &data);
+    Ok(Some(Credential { cred_type, data, conn, jwt }))
+}
+
+/// Sends `req` with the credential's token (when it has one), 429s retried.
+fn send(ctx: &NodeContext<'_>, cred: Option<&mut Credential>, req: &mut Request) -> Result<Response> {
+    let mut plain = |r: &Request| send_retrying(ctx, r);
+    let Some(cred) = cred else { return plain(req) };
+    if let Some((token_url, scopes)) = &cred.jwt {
+        let token = crate::oauth2::jwt_bearer_token(ctx.env, token_url, &cred.data, scopes)?;
+        req.set_header("Authorization", &format!("Bearer {token}"));
+    }
+    crate::oauth2::send_authorized(ctx.env, cred.conn.as_mut(), req, &mut plain)
 }
 
 fn run_item(ctx: &mut NodeContext<'_>, desc: &'static NodeDescription, item: &Item, i: usize, out: &mut Vec<Item>) -> std::result::Result<(), Failed> {
@@ -105,8 +158,8 @@ fn run_item(ctx: &mut NodeContext<'_>, desc: &'static NodeDescription, item: &It
             return Err(Failed(EngineError::node_with(format!("The {} '{}' is not supported yet", p.display_name.to_lowercase(), js_string(value)), format!("{} here supports: {}", desc.display_name, known.join(", "))), None));
         }
     }
-    let cred = credential(ctx, desc, &values)?;
-    let credentials = cred.as_ref().map(|(_, d)| d.clone());
+    let mut cred = credential(ctx, desc, &values)?;
+    let credentials = cred.as_ref().map(|c| c.data.clone());
     // `$parameter`: locators keep their mode but carry the extracted value (a URL mode's id)
     let mut parameters = values.clone();
     for p in display::shown_properties(&desc.properties, &values, version).into_iter().filter(|p| p.prop_type == "resourceLocator") {
@@ -128,8 +181,8 @@ fn run_item(ctx: &mut NodeContext<'_>, desc: &'static NodeDescription, item: &It
         let value = values.get(&p.name).cloned().unwrap_or(Value::Null);
         spec.apply_property(ctx, p, &value, &values, i, &bind)?;
     }
-    if let Some((t, data)) = &cred {
-        spec.authenticate(t, data)?;
+    if let Some(c) = &cred {
+        spec.authenticate(&c.cred_type, &c.data)?;
     }
     spec.pre_send(item, i)?;
 
@@ -146,8 +199,8 @@ fn run_item(ctx: &mut NodeContext<'_>, desc: &'static NodeDescription, item: &It
             spec.set_param(in_body, &limit_parameter, json!(page_size));
             spec.set_param(in_body, &offset_parameter, json!(offset));
         }
-        let req = spec.build(ctx.env.settings.http_timeout)?;
-        let mut resp = send_retrying(ctx, &req)?;
+        let mut req = spec.build(ctx.env.settings.http_timeout)?;
+        let mut resp = send(ctx, cred.as_mut(), &mut req)?;
         let mut response = response_value(&resp);
         if resp.status >= 400 && !spec.ignore_http_status_errors {
             return Err(Failed(http::api_error(&resp), Some(Box::new(resp))));
@@ -155,7 +208,7 @@ fn run_item(ctx: &mut NodeContext<'_>, desc: &'static NodeDescription, item: &It
         // the follow-up requests of an operation that takes several (not with paging)
         let mut answers = vec![response.clone()];
         if !spec.then.is_empty() && !paginate {
-            (resp, response) = follow_ups(ctx, desc, &spec, cred.as_ref(), item, i, &bind, resp, &mut answers)?;
+            (resp, response) = follow_ups(ctx, desc, &spec, cred.as_mut(), item, i, &bind, resp, &mut answers)?;
         }
         let answers = Value::Array(answers);
         let page_bind = Bindings { response: Some(&response), responses: Some(&answers), ..bind };
@@ -214,7 +267,7 @@ fn follow_ups(
     ctx: &mut NodeContext<'_>,
     desc: &NodeDescription,
     spec: &RequestSpec,
-    cred: Option<&(String, Value)>,
+    mut cred: Option<&mut Credential>,
     item: &Item,
     i: usize,
     bind: &Bindings<'_>,
@@ -237,12 +290,13 @@ fn follow_ups(
             next.apply_request(ctx, defaults, i, &b)?;
         }
         next.apply_routing(ctx, step, &Value::Null, i, &b)?;
-        if let Some((t, data)) = cred.filter(|_| step.get("authenticate") != Some(&Value::Bool(false))) {
-            next.authenticate(t, data)?;
+        let authenticate = step.get("authenticate") != Some(&Value::Bool(false));
+        if let Some(c) = cred.as_deref().filter(|_| authenticate) {
+            next.authenticate(&c.cred_type, &c.data)?;
         }
         next.pre_send(item, i)?;
-        let req = next.build(ctx.env.settings.http_timeout)?;
-        resp = send_retrying(ctx, &req)?;
+        let mut req = next.build(ctx.env.settings.http_timeout)?;
+        resp = send(ctx, if authenticate { cred.as_deref_mut() } else { None }, &mut req)?;
         if resp.status >= 400 {
             return Err(Failed(http::api_error(&resp), Some(Box::new(resp))));
         }

@@ -314,9 +314,16 @@ impl RequestSpec {
     }
 
     /// Puts the credential on the request: the type's `authenticate`, or
-    /// the access token of a connected OAuth2 credential as a bearer token.
+    /// the access token of a connected OAuth2 credential as a bearer token
+    /// (an authorization-code credential's and a service account's are put
+    /// on at send time, where they are refreshed or exchanged).
     pub fn authenticate(&mut self, cred_type: &str, data: &Value) -> Result<()> {
         let t = credential_type(cred_type).ok_or_else(|| EngineError::node(format!("Unknown credential type {cred_type}")))?;
+        let at_send = matches!(t.authenticate, Some(crate::catalog::credential_types::Authenticate::JwtBearer { .. }))
+            || crate::oauth2::Settings::of(cred_type, data).is_some_and(|s| s.connects());
+        if at_send {
+            return Ok(());
+        }
         if let Some(a) = &t.authenticate {
             let applied = a.apply(data).map_err(EngineError::node)?;
             for (k, v) in applied.headers {

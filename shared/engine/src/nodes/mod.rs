@@ -59,6 +59,7 @@ pub mod ai;
 pub mod email_send;
 pub(crate) mod net;
 pub mod sql;
+pub mod google;
 
 /// What a node run produced.
 pub enum NodeOutput {
@@ -81,6 +82,12 @@ impl NodeOutput {
 }
 
 pub type NodeFn = fn(&mut NodeContext<'_>) -> Result<NodeOutput>;
+
+/// The code a declarative service description names for what its routing
+/// cannot say (`routing.run`), by name.
+pub(crate) fn service_code(name: &str) -> Option<crate::declarative::Run> {
+    google::code(name)
+}
 
 /// The implementation of an n8n node type, `None` if the engine has none.
 pub fn get(node_type: &str) -> Option<NodeFn> {

@@ -3,6 +3,7 @@
 //! (method, path, query, auth header, body) asserted, and the items its
 //! answer becomes as n8n's node returns them.
 
+mod google;
 mod support;
 
 mod airtable;
@@ -10,6 +11,10 @@ mod discord;
 mod email;
 mod sql;
 mod github;
+mod gmail;
+mod google_auth;
+mod google_drive;
+mod google_sheets;
 mod hubspot;
 mod jira;
 mod notion;
@@ -41,6 +46,10 @@ fn the_services_are_in_the_catalog_searchable_by_name_and_alias() {
     for (query, node) in [("crm deal", "n8n-nodes-base.hubspot"), ("payment customer", "n8n-nodes-base.stripe"), ("ticket issue", "n8n-nodes-base.jira"), ("wiki page", "n8n-nodes-base.notion"), ("chatgpt", "n8n-nodes-base.openAi")] {
         let hits: Vec<String> = engine::catalog::search(query, 5).into_iter().map(|s| s.name).collect();
         assert!(hits.contains(&node.to_owned()), "{query}: {hits:?}");
+    }
+    for (query, node) in [("google sheets", "n8n-nodes-base.googleSheets"), ("gmail", "n8n-nodes-base.gmail"), ("google drive", "n8n-nodes-base.googleDrive"), ("spreadsheet", "n8n-nodes-base.googleSheets")] {
+        assert_eq!(engine::catalog::search(query, 3)[0].name, node, "{query}");
+        assert!(engine::catalog::describe_exact(node).unwrap().is_declarative());
     }
     let chat: Vec<String> = engine::catalog::search("chat message", 20).into_iter().map(|s| s.name).collect();
     for node in ["n8n-nodes-base.slack", "n8n-nodes-base.telegram", "n8n-nodes-base.discord"] {

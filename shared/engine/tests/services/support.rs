@@ -14,6 +14,8 @@ pub struct Seen {
     pub method: String,
     pub path: String,
     pub query: BTreeMap<String, String>,
+    /// The query as sent (repeated names kept).
+    pub raw_query: String,
     pub headers: BTreeMap<String, String>,
     pub body: Vec<u8>,
 }
@@ -72,7 +74,7 @@ pub fn serve(answer: impl Fn(&Seen) -> Reply + Send + Sync + 'static) -> Server 
                 async move {
                     let query = url::form_urlencoded::parse(uri.query().unwrap_or("").as_bytes()).into_owned().collect();
                     let headers = headers.iter().map(|(k, v)| (k.as_str().to_owned(), v.to_str().unwrap_or("").to_owned())).collect();
-                    let s = Seen { method: method.to_string(), path: uri.path().to_owned(), query, headers, body: body.to_vec() };
+                    let s = Seen { method: method.to_string(), path: uri.path().to_owned(), query, raw_query: uri.query().unwrap_or("").to_owned(), headers, body: body.to_vec() };
                     let reply = answer(&s);
                     log.lock().unwrap().push(s);
                     let mut r = axum::response::Response::builder().status(reply.status);

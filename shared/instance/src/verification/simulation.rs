@@ -99,7 +99,13 @@ pub struct Fixture {
 /// (`deleteRows`, `appendOrUpdate`, `sendAndWait`); `add`/`remove` are not
 /// listed because the logic nodes use them (dateTime `add`,
 /// `removeDuplicateInputItems`).
-const WRITE_VERBS: &[&str] = &["create", "update", "delete", "send", "append", "upsert", "insert", "write", "clear", "post", "publish", "archive", "edit", "lock"];
+const WRITE_VERBS: &[&str] = &[
+    "create", "update", "delete", "send", "append", "upsert", "insert", "write", "clear", "post", "publish", "archive", "edit", "lock", "share", "upload", "reply",
+    "mark", "move", "copy", "trash", "untrash",
+];
+
+/// Writes whose verb the logic nodes also use (`add`, `remove`), by node type.
+const WRITE_OPERATIONS: &[(&str, &[&str])] = &[("n8n-nodes-base.gmail", &["addLabels", "removeLabels"]), ("n8n-nodes-base.googleSheets", &["remove"])];
 
 /// Verbs that write when a service does them (a reaction added, a file
 /// uploaded, a user group disabled); the logic nodes use some of them for
@@ -208,7 +214,8 @@ fn decide(desc: Option<&NodeDescription>, ty: &str, params: &Value, node: &Value
     // A write says so before its credentials do (a service node's post,
     // update, delete or send is simulated because it writes).
     if let Some(op) = operation {
-        if is_expression(op) || op.as_str().is_some_and(is_write_operation) {
+        let listed = WRITE_OPERATIONS.iter().any(|(t, ops)| *t == ty && op.as_str().is_some_and(|o| ops.contains(&o)));
+        if is_expression(op) || listed || op.as_str().is_some_and(is_write_operation) {
             return (S, Reason::WriteOperation);
         }
         let service = desc.is_some_and(|d| d.credentials.iter().any(|c| c.get("required").and_then(Value::as_bool) == Some(true)));
@@ -565,7 +572,13 @@ mod tests {
         assert_eq!(mode_of("n8n-nodes-base.telegram", json!({"operation": "sendPhoto"}), true), (Mode::Simulate, Reason::WriteOperation));
         assert_eq!(mode_of("n8n-nodes-base.discord", json!({"authentication": "webhook"}), true), (Mode::Simulate, Reason::WriteOperation));
         assert_eq!(mode_of("n8n-nodes-base.googleSheets", json!({"operation": "appendOrUpdate"}), true).0, Mode::Simulate);
-        assert_eq!(mode_of("n8n-nodes-base.googleSheets", json!({"operation": "read"}), true).0, Mode::Execute);
+        // a read still calls Google with the person's credential
+        assert_eq!(mode_of("n8n-nodes-base.googleSheets", json!({"operation": "read"}), true), (Mode::Simulate, Reason::Credentials));
+        for (ty, op) in [("n8n-nodes-base.googleSheets", "remove"), ("n8n-nodes-base.gmail", "addLabels"), ("n8n-nodes-base.gmail", "markAsRead"), ("n8n-nodes-base.googleDrive", "share"), ("n8n-nodes-base.googleDrive", "upload")] {
+            assert_eq!(mode_of(ty, json!({"operation": op}), true), (Mode::Simulate, Reason::WriteOperation), "{ty} {op}");
+        }
+        // dateTime's add stays a transform
+        assert_eq!(mode_of("n8n-nodes-base.dateTime", json!({"operation": "addToDate"}), true).0, Mode::Execute);
         assert_eq!(mode_of("n8n-nodes-base.dataTable", json!({"operation": "get"}), true).0, Mode::Execute);
         assert_eq!(mode_of("n8n-nodes-base.dataTable", json!({"operation": "={{ 'insert' }}"}), true).0, Mode::Simulate);
         // Service verbs write in service nodes only; SQL writes unless it only selects.

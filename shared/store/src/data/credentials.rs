@@ -12,6 +12,11 @@
 //! - `sk=share#<project>`: shared into another project, `gsi1pk=creds#<project>`
 //! - `sk=global`: available to every user, `gsi1pk=creds#global`
 //! - `sk=secret`: ciphertext, nonce-prefixed; the wrapped data key; the provider name
+//! - `sk=oauth`, `sk=connect#…`: an OAuth2 connection and pending connects ([`oauth`])
+
+mod oauth;
+
+pub use oauth::{ConnectState, OAuthConnection, CONNECT_SECS};
 
 use super::db::{self, b, get_b, get_s, key, s, to_item, tx_put, Item, Table};
 use super::keys::{open, seal, KeyProvider};

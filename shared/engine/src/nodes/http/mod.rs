@@ -158,6 +158,8 @@ pub(crate) struct Auth {
     pub query: Map<String, Value>,
     pub body: Map<String, Value>,
     pub digest: Option<(String, String)>,
+    /// A connected OAuth2 credential: its token is refreshed at send time.
+    pub conn: Option<crate::oauth2::Connection>,
 }
 
 /// The decrypted credential data the node references for `cred_type`.
@@ -197,6 +199,10 @@ pub(crate) fn auth_for(ctx: &NodeContext<'_>, cred_type: &str, url: &str, predef
     let s = |k: &str| data.get(k).map(super::js_string).unwrap_or_default();
     let mut auth = Auth::default();
     use base64::Engine as _;
+    let jwt_token_url = match crate::catalog::credential_types::credential_type(cred_type).and_then(|t| t.authenticate.as_ref()) {
+        Some(crate::catalog::credential_types::Authenticate::JwtBearer { token_url, .. }) => Some(token_url.clone()),
+        _ => None,
+    };
     match cred_type {
         "httpBasicAuth" => {
             let token = base64::engine::general_purpose::STANDARD.encode(format!("{}:{}", s("user"), s("password")));
@@ -230,7 +236,13 @@ pub(crate) fn auth_for(ctx: &NodeContext<'_>, cred_type: &str, url: &str, predef
         "oAuth2Api" if data.pointer("/oauthTokenData/access_token").is_none() => {
             // Client credentials: one exchange per credential and execution.
             let key = ctx.node.credentials.as_ref().and_then(|c| c.get(cred_type)).map(Value::to_string).unwrap_or_default();
-            let token = cached_token(ctx.env, &key, || crate::credentials::oauth2_client_credentials_token(ctx.env, &data))?;
+            let token = cached_token(ctx.env, &key, || crate::oauth2::client_credentials_token(ctx.env, &data))?;
+            auth.headers.push(("Authorization".into(), format!("Bearer {token}")));
+        }
+        _ if jwt_token_url.is_some() => {
+            // a service account set up for the HTTP Request node: its own scopes
+            let scopes: Vec<String> = s("scopes").split(|c: char| c == ',' || c.is_whitespace()).filter(|x| !x.is_empty()).map(str::to_owned).collect();
+            let token = crate::oauth2::jwt_bearer_token(ctx.env, jwt_token_url.as_deref().unwrap_or_default(), &data, &scopes)?;
             auth.headers.push(("Authorization".into(), format!("Bearer {token}")));
         }
         t if crate::catalog::credential_types::credential_type(t).is_some_and(|t| t.authenticate.is_some()) => {
@@ -244,6 +256,16 @@ pub(crate) fn auth_for(ctx: &NodeContext<'_>, cred_type: &str, url: &str, predef
             auth.headers = applied.headers;
             auth.query = applied.qs;
             auth.body = applied.body;
+        }
+        t if crate::oauth2::Settings::of(t, &data).is_some_and(|s| s.connects()) => {
+            // a connected OAuth2 credential: the bearer token is put on (and
+            // refreshed when needed) at send time
+            let reference = ctx.node.credentials.as_ref().and_then(|c| c.get(cred_type)).cloned().unwrap_or(Value::Null);
+            // the current token for the versions that send without refreshing
+            if let Some(token) = data.pointer("/oauthTokenData/access_token").and_then(Value::as_str) {
+                auth.headers.push(("Authorization".into(), format!("Bearer {token}")));
+            }
+            auth.conn = crate::oauth2::Connection::of(t, &reference, &data);
         }
         _ => {
             // OAuth2 (generic or a service's) and service credentials with a token

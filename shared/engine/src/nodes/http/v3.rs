@@ -58,6 +58,8 @@ struct Prepared {
     /// parameters into (n8n's `applyPaginationRequestData`: `form`/`formData`).
     form: Option<FormBody>,
     response: ResponseOptions,
+    /// A connected OAuth2 credential's token, put on at send time.
+    oauth: Option<crate::oauth2::Connection>,
 }
 
 #[derive(Clone)]
@@ -294,7 +296,9 @@ fn prepare(ctx: &mut NodeContext<'_>, i: usize, item: &Item) -> Result<Prepared>
     }
 
     let mut digest = None;
+    let mut oauth = None;
     if let Some(a) = auth {
+        oauth = a.conn;
         for (k, v) in a.headers {
             headers.retain(|(h, _)| h != &k);
             headers.push((k, v));
@@ -342,7 +346,7 @@ fn prepare(ctx: &mut NodeContext<'_>, i: usize, item: &Item) -> Result<Prepared>
         insecure: opt("/allowUnauthorizedCerts").and_then(|v| v.as_bool()).unwrap_or(false),
         digest,
     };
-    Ok(Prepared { req, query, array_format, base_url, json_body, form, response: resp_opts })
+    Ok(Prepared { req, query, array_format, base_url, json_body, form, response: resp_opts, oauth })
 }
 
 fn js_type(v: &Value) -> &'static str {
@@ -628,7 +632,7 @@ fn paginate(ctx: &mut NodeContext<'_>, mut p: Prepared, pag: Pagination, item: &
                 }
             }
         }
-        let resp = send(ctx.env, &req).map_err(req_err)?;
+        let resp = crate::oauth2::send_authorized(ctx.env, p.oauth.as_mut(), &mut req, &mut |r| send(ctx.env, r)).map_err(req_err)?;
         let new_response = json!({ "body": parsed_body(&resp), "headers": Value::Object(resp.headers.clone()), "statusCode": resp.status });
 
         // the same answer over and over means the stop condition never holds
@@ -702,7 +706,7 @@ pub fn execute(ctx: &mut NodeContext<'_>) -> Result<NodeOutput> {
         if ctx.env.cancel.is_canceled() {
             return Err(EngineError::Canceled);
         }
-        let prepared = match prepare(ctx, i, item) {
+        let mut prepared = match prepare(ctx, i, item) {
             Ok(p) => p,
             Err(e) if ctx.continue_on_fail() && !matches!(e, EngineError::Canceled) => {
                 out.push(item_from(json!({ "error": e.to_string() }), i));
@@ -727,7 +731,7 @@ pub fn execute(ctx: &mut NodeContext<'_>) -> Result<NodeOutput> {
                 }
                 r
             }
-            None => match send(ctx.env, &prepared.req) {
+            None => match send_prepared(ctx, &mut prepared) {
                 Ok(resp) if resp.status >= 400 && !prepared.response.never_error => Err(Failure::Request(super::api_error(&resp), Some(resp))),
                 Ok(resp) => response_items(&resp, &prepared, item, i, &mut out).map_err(Failure::Process),
                 Err(e) => Err(Failure::Request(e, None)),
@@ -743,6 +747,10 @@ pub fn execute(ctx: &mut NodeContext<'_>) -> Result<NodeOutput> {
         }
     }
     Ok(NodeOutput::one(out))
+}
+
+fn send_prepared(ctx: &NodeContext<'_>, p: &mut Prepared) -> Result<Response> {
+    crate::oauth2::send_authorized(ctx.env, p.oauth.as_mut(), &mut p.req, &mut |r| send(ctx.env, r))
 }
 
 /// How an item's request went wrong.
