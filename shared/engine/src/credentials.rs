@@ -156,6 +156,7 @@ impl Engine {
             cancel: Default::default(),
             deadline: Some(std::time::Instant::now() + timeout),
             http: Default::default(),
+            stream: None,
         }
     }
 }

@@ -8,7 +8,8 @@
 //! `catalog` (node descriptions, credential types, search, TypeScript types),
 //! `declarative` (service nodes described as data, n8n's routing),
 //! `credentials` (connection tests, OAuth2 client credentials), `host` (traits
-//! the host implements: credentials, sub-workflows, data tables, files, DNS).
+//! the host implements: credentials, sub-workflows, data tables, files, DNS),
+//! `stream` (chunks of a streamed answer, n8n's `sendChunk`).
 
 pub mod binary;
 pub mod catalog;
@@ -25,6 +26,7 @@ pub mod partial;
 pub mod run;
 pub mod schedule;
 mod stack;
+pub mod stream;
 pub mod webhook;
 pub mod workflow;
 

@@ -105,6 +105,8 @@ pub struct Env {
     pub cancel: CancelToken,
     pub deadline: Option<Instant>,
     pub(crate) http: OnceLock<crate::nodes::http::HttpClient>,
+    /// Set when the caller waits for a streamed answer (n8n's `isStreaming()`).
+    pub stream: Option<crate::stream::StreamHook>,
 }
 
 /// Options of one run.
@@ -126,6 +128,8 @@ pub struct RunOptions {
     pub destination: Option<String>,
     /// Told about every node run as it finishes (progress persistence).
     pub progress: Option<ProgressHook>,
+    /// Chunks of a streamed answer go here (the trigger answers `streaming`).
+    pub stream: Option<crate::stream::StreamHook>,
 }
 
 /// Called on the engine's thread after each node run that lets the execution
@@ -174,7 +178,7 @@ impl Engine {
         &self.env_template.0
     }
 
-    fn env(&self, cancel: Option<CancelToken>, timeout: Option<Duration>, graph: &Graph) -> Env {
+    fn env(&self, cancel: Option<CancelToken>, timeout: Option<Duration>, graph: &Graph, stream: Option<crate::stream::StreamHook>) -> Env {
         let wf_timeout = graph
             .workflow
             .settings
@@ -188,6 +192,7 @@ impl Engine {
             cancel: cancel.unwrap_or_default(),
             deadline: t.map(|t| Instant::now() + t),
             http: OnceLock::new(),
+            stream,
         }
     }
 
@@ -220,7 +225,7 @@ impl Engine {
         let mut inputs = vec![None; opts.trigger_output + 1];
         inputs[opts.trigger_output] = Some(Arc::new(items));
         st.stack.push_back(StackEntry { node: start.name.clone(), inputs, source: vec![], resume: false });
-        let env = self.env(opts.cancel.clone(), opts.timeout, graph);
+        let env = self.env(opts.cancel.clone(), opts.timeout, graph, opts.stream.clone());
         let stats = self.drive(graph, &mut st, &env, opts.destination.as_deref(), opts.progress.as_ref());
         Ok((st, stats))
     }
@@ -239,14 +244,14 @@ impl Engine {
             return Err(EngineError::InvalidWorkflow(format!("execution is {:?}, not waiting", st.status)));
         }
         st.wait_till = None;
-        let env = self.env(opts.cancel, opts.timeout, graph);
+        let env = self.env(opts.cancel, opts.timeout, graph, opts.stream.clone());
         let stats = self.drive(graph, &mut st, &env, None, opts.progress.as_ref());
         Ok((st, stats))
     }
 
     /// Runs prepared state (used by partial runs).
     pub(crate) fn drive_state(&self, graph: &Graph, st: &mut ExecutionState, opts: &RunOptions) -> RunStats {
-        let env = self.env(opts.cancel.clone(), opts.timeout, graph);
+        let env = self.env(opts.cancel.clone(), opts.timeout, graph, opts.stream.clone());
         self.drive(graph, st, &env, opts.destination.as_deref(), opts.progress.as_ref())
     }
 
@@ -464,6 +469,14 @@ impl Engine {
             Err(EngineError::Canceled) => return Step::Canceled,
             Err(e) => {
                 let err = error_data(&e, Some(&node.name));
+                if let Some(stream) = &env.stream {
+                    // n8n tells a streaming caller about every failed node run
+                    stream.send(crate::stream::StreamChunk {
+                        kind: crate::stream::ChunkKind::Error,
+                        content: err.description.clone(),
+                        metadata: crate::stream::ChunkMetadata { node_id: node.id.clone(), node_name: node.name.clone(), item_index: 0, run_index, timestamp: None },
+                    });
+                }
                 match node.on_error() {
                     OnError::StopWorkflow => {
                         task.execution_status = ExecutionStatus::Error;

@@ -874,6 +874,7 @@ impl Executor {
                 execution_id: Some(id.to_owned()),
                 destination: loaded.start.destination_node,
                 progress: progress.clone(),
+                stream: None,
             };
             let state = loaded.state;
             // The engine is synchronous (and its JS sandbox is not Send): it

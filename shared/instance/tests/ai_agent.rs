@@ -114,13 +114,16 @@ async fn an_agent_workflow_runs_with_stored_credentials_and_memory_and_shows_eve
     let calls = &model.outputs[0].items;
     assert_eq!(calls.len(), 3);
     assert_eq!(calls[0]["label"], "node:OpenAI Chat Model[call 1][0][0]");
-    assert_eq!(calls[0]["json"]["response"]["generations"][0][0]["toolCalls"][0]["name"], "Get_Weather");
-    assert_eq!(calls[1]["json"]["response"]["generations"][0][0]["toolCalls"][0]["name"], "Lookup_Customer");
-    assert!(calls[2]["input"]["messages"].as_array().unwrap().iter().filter(|m| m["role"] == "tool").count() == 2, "the last call saw both tool results");
+    // n8n's shapes: the generation's text and finish reason; the prompt as one string
+    assert_eq!(calls[0]["json"]["response"]["generations"][0][0]["generationInfo"]["finish_reason"], "tool_calls");
+    assert_eq!(calls[1]["json"]["response"]["generations"][0][0]["generationInfo"]["finish_reason"], "tool_calls");
+    assert_eq!(calls[2]["json"]["response"]["generations"][0][0]["generationInfo"]["finish_reason"], "stop");
+    let last_prompt = calls[2]["input"]["messages"][0].as_str().unwrap();
+    assert_eq!(last_prompt.matches("\nTool: ").count(), 2, "the last call saw both tool results: {last_prompt}");
     let tool = inst.execution_node_output(&alice, &first, "Get Weather", None, None).await.unwrap();
-    assert_eq!(tool.outputs[0].items[0]["input"], json!({"city": "Paris"}));
+    assert_eq!(tool.outputs[0].items[0]["input"], json!({"query": {"city": "Paris"}}));
     let lookup_call = inst.execution_node_output(&alice, &first, "Lookup Customer", None, None).await.unwrap();
-    assert!(lookup_call.outputs[0].items[0]["json"]["response"].as_str().unwrap().contains("Ada Lovelace"));
+    assert_eq!(lookup_call.outputs[0].items[0]["json"]["name"], "Ada Lovelace");
 
     // token usage on the execution document
     let doc = inst.data.executions.get_data(&first, &DataSelection::default()).await.unwrap().unwrap();

@@ -310,6 +310,7 @@ mod tests {
             cancel: Default::default(),
             deadline: None,
             http: Default::default(),
+            stream: None,
         };
         let (run_data, contexts) = (Default::default(), Default::default());
         let mut expr = crate::expr::Expr::new(Default::default(), "UTC".into());

@@ -76,6 +76,37 @@ pub fn supply(ctx: &mut NodeContext<'_>, item: usize) -> Result<Memory> {
     Ok(Memory { store, workflow, key, window })
 }
 
+/// A message as LangChain serializes it (`BaseMessage.toJSON()`): the form
+/// n8n's run data shows memory in, and the Chat Trigger answers
+/// `loadPreviousSession` with (the chat widget reads `id` and `kwargs.content`).
+pub fn lc_message(m: &Message) -> Value {
+    let (class, content, extra) = match m {
+        Message::System { content } => ("SystemMessage", content, None),
+        Message::User { content } => ("HumanMessage", content, None),
+        Message::Assistant { content, tool_calls } => (
+            "AIMessage",
+            content,
+            Some(json!({
+                "tool_calls": tool_calls.iter().map(|c| json!({"name": c.name, "args": c.arguments, "id": c.id, "type": "tool_call"})).collect::<Vec<_>>(),
+                "invalid_tool_calls": [],
+            })),
+        ),
+        Message::Tool { tool_call_id, content, .. } => ("ToolMessage", content, Some(json!({"tool_call_id": tool_call_id}))),
+    };
+    let mut kwargs = json!({"content": content, "additional_kwargs": {}, "response_metadata": {}});
+    if let Some(Value::Object(extra)) = extra {
+        if let Some(k) = kwargs.as_object_mut() {
+            k.extend(extra);
+        }
+    }
+    json!({"lc": 1, "type": "constructor", "id": ["langchain_core", "messages", class], "kwargs": kwargs})
+}
+
+/// Stored messages (as memory keeps them) in LangChain's serialized form.
+pub fn lc_messages(stored: &[Value]) -> Vec<Value> {
+    stored.iter().filter_map(|m| serde_json::from_value::<Message>(m.clone()).ok()).map(|m| lc_message(&m)).collect()
+}
+
 impl Memory {
     /// The window the model gets: the last `window` exchanges.
     pub fn load(&self) -> Result<Vec<Message>> {

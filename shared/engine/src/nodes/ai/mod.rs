@@ -37,7 +37,10 @@ pub const OUTPUT_PARSER: &str = "ai_outputParser";
 /// Sub-node types and the connection type each supplies.
 pub fn sub_node_kind(node_type: &str) -> Option<&'static str> {
     Some(match node_type {
-        "@n8n/n8n-nodes-langchain.lmChatOpenAi" | "@n8n/n8n-nodes-langchain.lmChatAnthropic" => LANGUAGE_MODEL,
+        "@n8n/n8n-nodes-langchain.lmChatOpenAi"
+        | "@n8n/n8n-nodes-langchain.lmChatAnthropic"
+        | "@n8n/n8n-nodes-langchain.lmChatOllama"
+        | "@n8n/n8n-nodes-langchain.lmChatAwsBedrock" => LANGUAGE_MODEL,
         "@n8n/n8n-nodes-langchain.memoryBufferWindow" => MEMORY,
         "@n8n/n8n-nodes-langchain.toolCalculator"
         | "@n8n/n8n-nodes-langchain.toolCode"
@@ -147,11 +150,11 @@ impl<'a> NodeContext<'a> {
         Call { node: node.to_owned(), conn_type, input, start_ms: crate::data::now_ms(), t0: Instant::now() }
     }
 
-    /// Records the call's outcome as a run of its sub-node.
-    pub(crate) fn end_call(&mut self, call: Call, outcome: std::result::Result<&Value, &EngineError>) {
+    /// Records the call's outcome (its output items' json) as a run of its sub-node.
+    pub(crate) fn end_call(&mut self, call: Call, outcome: std::result::Result<Vec<Value>, &EngineError>) {
         let source = vec![Some(TaskSource { previous_node: self.node.name.clone(), previous_node_output: 0, previous_node_run: self.run_index })];
         let (status, data, error) = match outcome {
-            Ok(out) => (ExecutionStatus::Success, Some(TaskOutputs::of_type(call.conn_type, vec![Item::new(out.clone())])), None),
+            Ok(out) => (ExecutionStatus::Success, Some(TaskOutputs::of_type(call.conn_type, out.into_iter().map(Item::new).collect())), None),
             Err(e) => (ExecutionStatus::Error, None, Some(crate::run::error_data(e, Some(&call.node)))),
         };
         let task = TaskData {
@@ -168,6 +171,11 @@ impl<'a> NodeContext<'a> {
             input_override: Some(TaskOutputs::of_type(call.conn_type, vec![Item::new(call.input)])),
         };
         self.sub_runs.runs.push((call.node, task));
+    }
+
+    /// [`Self::end_call`] for a call that returns one item.
+    pub(crate) fn end_call_one(&mut self, call: Call, outcome: std::result::Result<&Value, &EngineError>) {
+        self.end_call(call, outcome.map(|v| vec![v.clone()]))
     }
 
     pub(crate) fn add_tokens(&mut self, usage: TokenUsage) {
