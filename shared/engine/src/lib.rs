@@ -13,6 +13,7 @@
 
 pub mod binary;
 pub mod catalog;
+pub mod chat;
 pub mod credentials;
 pub mod data;
 pub mod declarative;

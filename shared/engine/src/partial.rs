@@ -149,6 +149,41 @@ impl Engine {
     }
 }
 
+impl Engine {
+    /// `node`'s parameters resolved against one item outside any run (a
+    /// webhook's view of a node: the Chat Trigger reading its memory's
+    /// session key from the request).
+    pub fn resolve_with_item(&self, graph: &Graph, node: &str, item: Item) -> Result<Value> {
+        let n = graph.node_or_err(node)?;
+        let input: Items = Arc::new(vec![item]);
+        let settings = self.settings();
+        let tz = graph.workflow.settings.timezone.clone().unwrap_or_else(|| settings.timezone.clone());
+        let mut expr = Expr::new(settings.limits, tz).with_clock(settings.clock);
+        let run_data = crate::data::RunData::default();
+        let proxy = NodeProxy {
+            graph,
+            run_data: &run_data,
+            node: n,
+            input: &input,
+            source: &[],
+            item_index: 0,
+            run_index: 0,
+            execution_id: "",
+            mode: &settings.mode,
+            node_contexts: None,
+            own_context: None,
+            public_url: settings.public_url.as_deref(),
+            from_ai: None,
+        };
+        let (mut failed, mut empty) = (vec![], vec![]);
+        let resolved = walk(&n.parameters, "", &mut expr, &proxy, &mut failed, &mut empty);
+        match failed.first() {
+            Some(f) => Err(crate::error::EngineError::node(format!("{}: {}", f.path, f.error))),
+            None => Ok(resolved),
+        }
+    }
+}
+
 /// Stack entry for `target` built from its parents' last outputs in `st`.
 fn entry_from_parents(st: &ExecutionState, target: &str, parents: &[(String, usize, usize)]) -> Option<StackEntry> {
     let width = parents.iter().map(|p| p.2).max()? + 1;

@@ -55,6 +55,10 @@ fn is_zero(n: &usize) -> bool {
 pub struct Respond {
     pub node: String,
     pub token: String,
+    /// The caller reads a streamed answer (the Chat Trigger's `streaming`
+    /// mode): the run's chunks go to the store as they come (`stream`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub stream: bool,
 }
 
 /// What `run_execution` reads back.

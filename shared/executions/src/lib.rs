@@ -42,6 +42,7 @@ mod probe;
 mod progress;
 mod records;
 mod respond;
+mod stream;
 mod resume;
 mod sweep;
 mod ticks;
@@ -860,6 +861,13 @@ impl Executor {
             _ => None,
         };
         let progress = respond::both(progress, responder.as_ref().and_then(|r| r.hook(&handle)));
+        let (stream_hook, chunk_writer) = match start.respond.as_ref().filter(|r| r.stream) {
+            Some(_) => {
+                let (hook, writer) = stream::start(&handle, data.executions.clone(), id, secrets.clone());
+                (Some(hook), Some(writer))
+            }
+            None => (None, None),
+        };
         let cancel = CancelToken::new();
         let job = {
             let cancel = cancel.clone();
@@ -874,7 +882,7 @@ impl Executor {
                 execution_id: Some(id.to_owned()),
                 destination: loaded.start.destination_node,
                 progress: progress.clone(),
-                stream: None,
+                stream: stream_hook,
             };
             let state = loaded.state;
             // The engine is synchronous (and its JS sandbox is not Send): it
@@ -950,6 +958,13 @@ impl Executor {
         if let Some(w) = writer {
             let writes = w.stop().await;
             tracing::info!(progressWrites = writes, "engine finished");
+        }
+        // Every streamed line is stored before the final status (readers rely on it).
+        if let Some(w) = chunk_writer {
+            match tokio::time::timeout(STOP_GRACE, w.finish()).await {
+                Ok(batches) => tracing::info!(streamBatches = batches, "streamed answer stored"),
+                Err(_) => tracing::warn!("the streamed answer's writer did not finish in time"),
+            }
         }
         let timeout_message = format!(
             "Execution timed out after {} s (the execution's timeout)",
