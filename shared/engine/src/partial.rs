@@ -338,6 +338,15 @@ pub fn output_names(node: &crate::workflow::Node) -> Vec<String> {
             }
             n
         }
+        // one output per category, and "Other" with fallback `other`
+        "textClassifier" => {
+            let cats = node.parameters.pointer("/categories/categories").and_then(|v| v.as_array()).cloned().unwrap_or_default();
+            let mut n: Vec<String> = cats.iter().map(|c| c.get("category").and_then(|v| v.as_str()).unwrap_or_default().to_string()).collect();
+            if node.parameters.pointer("/options/fallback").and_then(|v| v.as_str()) == Some("other") {
+                n.push("Other".into());
+            }
+            n
+        }
         _ => vec![],
     };
     if node.on_error() == crate::workflow::OnError::ContinueErrorOutput {

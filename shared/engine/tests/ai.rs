@@ -568,3 +568,98 @@ fn the_ollama_chat_model_speaks_api_chat_with_tool_calls() {
     let (_, out) = call(&runs(&st, "Ollama")[1], "ai_languageModel");
     assert_eq!(out["tokenUsage"], json!({"completionTokens": 4, "promptTokens": 20, "totalTokens": 24}));
 }
+
+fn chain_workflow(base: &str, node: Value) -> Value {
+    let _ = base;
+    json!({
+        "nodes": [
+            {"parameters": {}, "name": "Start", "type": "n8n-nodes-base.manualTrigger", "typeVersion": 1},
+            node,
+            {"parameters": {"model": "gpt-4o-mini", "options": {}}, "name": "Model", "type": "@n8n/n8n-nodes-langchain.lmChatOpenAi", "typeVersion": 1.2, "credentials": {"openAiApi": {"id": "openai-1", "name": "x"}}}
+        ],
+        "connections": {
+            "Start": {"main": [[{"node": "Root", "type": "main", "index": 0}]]},
+            "Model": {"ai_languageModel": [[{"node": "Root", "type": "ai_languageModel", "index": 0}]]}
+        }
+    })
+}
+
+fn run_items(engine: &Engine, wf: &Value, items: Vec<Value>) -> ExecutionState {
+    let opts = RunOptions { trigger_items: Some(items.into_iter().map(Item::new).collect()), ..Default::default() };
+    engine.run(&Graph::from_json(wf).unwrap(), opts).unwrap().0
+}
+
+fn out_jsons(st: &ExecutionState, node: &str, output: usize) -> Vec<Value> {
+    st.node_output(node, output).map(|items| items.iter().map(|i| Value::clone(&i.json)).collect()).unwrap_or_default()
+}
+
+#[test]
+fn the_text_classifier_routes_items_to_their_categories() {
+    let server = openai::start();
+    let engine = engine(&server.base, true);
+    let classifier = json!({"parameters": {"inputText": "={{ $json.text }}",
+        "categories": {"categories": [{"category": "Billing", "description": "money matters"}, {"category": "Technical", "description": "it broke"}]},
+        "options": {"fallback": "other", "multiClass": true}},
+        "name": "Root", "type": "@n8n/n8n-nodes-langchain.textClassifier", "typeVersion": 1.1});
+    let wf = chain_workflow(&server.base, classifier);
+    let st = run_items(&engine, &wf, vec![json!({"text": "I want a refund"}), json!({"text": "the app shows an error after a crash"}), json!({"text": "hello there"}), json!({"text": "refund for the crash"})]);
+    assert_eq!(st.status, ExecutionStatus::Success, "{:?}", st.error);
+    let texts = |o: usize| out_jsons(&st, "Root", o).iter().map(|j| j["text"].as_str().unwrap().to_owned()).collect::<Vec<_>>();
+    assert_eq!(texts(0), ["I want a refund", "refund for the crash"], "Billing: the input items pass through");
+    assert_eq!(texts(1), ["the app shows an error after a crash", "refund for the crash"], "multiple classes may be true");
+    assert_eq!(texts(2), ["hello there"], "Other");
+    assert_eq!(engine::partial::output_names(Graph::from_json(&wf).unwrap().node("Root").unwrap()), ["Billing", "Technical", "Other"]);
+    // the prompt: n8n's template, the schema's format instructions, the class rules
+    let sent = server.completions();
+    let system = sent[0]["messages"][0]["content"].as_str().unwrap();
+    assert!(system.starts_with("Please classify the text provided by the user into one of the following categories: Billing, Technical, and use"), "{system}");
+    assert!(system.contains("Should be true if the input has category \\\"Billing\\\" (description: money matters)"), "{system}");
+    assert!(system.contains("Categories are not mutually exclusive") && system.contains("select the \"fallback\" option"));
+    assert_eq!(sent[0]["messages"][1], json!({"role": "user", "content": "I want a refund"}));
+    assert_eq!(runs(&st, "Model").len(), 4, "one model call per item");
+
+    // an answer that is not the schema: an error, or (auto-fixing) a second call that repairs it
+    let garbled = vec![json!({"text": "garbled"})];
+    let st = run_items(&engine, &wf, garbled.clone());
+    assert_eq!(st.status, ExecutionStatus::Error);
+    assert!(st.error.unwrap().message.contains("doesn't fit required format"));
+    let mut fixing = wf.clone();
+    fixing["nodes"][1]["parameters"]["options"]["enableAutoFixing"] = json!(true);
+    let st = run_items(&engine, &fixing, garbled);
+    assert_eq!(st.status, ExecutionStatus::Success, "{:?}", st.error);
+    assert_eq!(out_jsons(&st, "Root", 0).len(), 1);
+    assert_eq!(runs(&st, "Model").len(), 2);
+}
+
+#[test]
+fn the_information_extractor_outputs_what_the_schema_asks_for() {
+    let server = openai::start();
+    let engine = engine(&server.base, true);
+    let extractor = json!({"parameters": {"text": "={{ $json.text }}", "attributes": {"attributes": [
+            {"name": "name", "type": "string", "description": "The person's name", "required": true},
+            {"name": "born", "type": "date", "description": "Date of birth"}]}, "options": {}},
+        "name": "Root", "type": "@n8n/n8n-nodes-langchain.informationExtractor", "typeVersion": 1.2});
+    let wf = chain_workflow(&server.base, extractor);
+    let st = run_items(&engine, &wf, vec![json!({"text": "Ada Lovelace was born on 10 December 1815."})]);
+    assert_eq!(st.status, ExecutionStatus::Success, "{:?}", st.error);
+    assert_eq!(out_jsons(&st, "Root", 0), vec![json!({"output": {"name": "Ada Lovelace", "born": "1815-12-10"}})]);
+    let sent = server.completions();
+    let system = sent[0]["messages"][0]["content"].as_str().unwrap();
+    assert!(system.starts_with("You are an expert extraction algorithm."), "{system}");
+    assert!(system.contains("\"format\":\"date\"") && system.contains("\"required\":[\"name\"]"), "{system}");
+
+    // an unparsable answer is always repaired once (n8n's OutputFixingParser)
+    let st = run_items(&engine, &wf, vec![json!({"text": "a broken answer please"})]);
+    assert_eq!(st.status, ExecutionStatus::Success, "{:?}", st.error);
+    assert_eq!(out_jsons(&st, "Root", 0)[0]["output"]["name"], "Ada Lovelace");
+    assert_eq!(runs(&st, "Model").len(), 2);
+
+    // from a JSON example (1.2: every property required)
+    let mut from_json = wf.clone();
+    from_json["nodes"][1]["parameters"] = json!({"text": "={{ $json.text }}", "schemaType": "fromJson", "jsonSchemaExample": "{\"name\": \"x\", \"born\": \"2000-01-01\", \"age\": 3}"});
+    let st = run_items(&engine, &from_json, vec![json!({"text": "Ada Lovelace"})]);
+    assert_eq!(st.status, ExecutionStatus::Error, "age is required and missing even after the repair");
+    from_json["nodes"][1]["typeVersion"] = json!(1.1);
+    let st = run_items(&engine, &from_json, vec![json!({"text": "Ada Lovelace"})]);
+    assert_eq!(st.status, ExecutionStatus::Success, "before 1.2 the example's properties are optional: {:?}", st.error);
+}

@@ -78,7 +78,30 @@ async fn completions(State(s): State<Recorded>, headers: HeaderMap, Json(body): 
     let question = users.last().cloned().unwrap_or_default();
     let observations: Vec<String> = messages.iter().filter(|m| m["role"] == "tool").filter_map(|m| m["content"].as_str().map(str::to_owned)).collect();
     let has = |t: &str| tools.iter().any(|x| x == t);
-    let (content, calls): (Value, Vec<Value>) = if question.contains("slow") {
+    let system = messages.first().filter(|m| m["role"] == "system").and_then(|m| m["content"].as_str()).unwrap_or_default().to_owned();
+    let (content, calls): (Value, Vec<Value>) = if system.contains("Please classify the text") {
+        // Text Classifier: categories from the words; "garbled" answers badly first
+        if question.contains("garbled") {
+            (json!("I think it is about billing."), vec![])
+        } else {
+            let billing = question.contains("refund") || question.contains("invoice");
+            let technical = question.contains("crash") || question.contains("error");
+            (json!(format!("```json\n{{\"Billing\": {billing}, \"Technical\": {technical}, \"fallback\": {}}}\n```", !billing && !technical)), vec![])
+        }
+    } else if question.starts_with("Instructions:") {
+        // LangChain's output fixing prompt: a valid answer this time
+        if question.contains("Billing") {
+            (json!("{\"Billing\": true, \"Technical\": false, \"fallback\": false}"), vec![])
+        } else {
+            (json!("{\"name\": \"Ada Lovelace\", \"born\": \"1815-12-10\"}"), vec![])
+        }
+    } else if system.contains("expert extraction algorithm") {
+        if question.contains("broken") {
+            (json!("Ada, born in December 1815"), vec![])
+        } else {
+            (json!("```json\n{\"name\": \"Ada Lovelace\", \"born\": \"1815-12-10\"}\n```"), vec![])
+        }
+    } else if question.contains("slow") {
         tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
         (json!("late"), vec![])
     } else if question.contains("loop forever") && has("calculator") {

@@ -7,14 +7,16 @@
 //! call is recorded as a run of that sub-node: its input under
 //! `inputOverride`, its output under the connection type, in call order.
 //!
-//! model.rs: chat models (OpenAI-compatible, Anthropic) over the engine's
-//! SSRF-guarded transport; agent.rs: the tools agent and the LLM chain;
+//! model.rs: chat models (on the `models` crate's providers, or the host's)
+//! over the engine's SSRF-guarded transport; agent.rs: the tools agent and
+//! the LLM chain; chains.rs: Text Classifier and Information Extractor;
 //! memory.rs: window buffer memory over the host's `ChatMemoryStore`;
 //! tools.rs: tools and their schemas (`$fromAI`); calculator.rs: the
 //! Calculator tool's arithmetic; output_parser.rs: the structured output parser.
 
 pub mod agent;
 pub mod calculator;
+pub mod chains;
 pub mod memory;
 pub mod model;
 pub mod output_parser;
