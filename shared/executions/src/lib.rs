@@ -41,6 +41,7 @@ mod host;
 mod probe;
 mod progress;
 mod records;
+mod models;
 mod respond;
 mod stream;
 mod resume;
