@@ -28,6 +28,14 @@ impl Engine {
     /// Runs one node of a workflow (the canvas "Execute step"). The target's
     /// own pin is dropped so it really executes; nodes after it do not run.
     pub fn run_node(&self, graph: &Graph, target: &str, input: StepInput, mut opts: RunOptions) -> Result<(ExecutionState, RunStats)> {
+        if graph.node(target).is_some_and(crate::nodes::ai::tool_step::is_tool) {
+            // a tool runs through the Tool Executor in its owner's place (fed as the owner would be)
+            let stepped = crate::nodes::ai::tool_step::graph_for(graph, target, opts.tool_arguments.as_ref())?;
+            opts.pin_data.remove(target);
+            let (mut st, stats) = self.run_node(&stepped, crate::nodes::ai::tool_step::EXECUTOR_NAME, input, opts)?;
+            crate::nodes::ai::tool_step::report(&mut st, graph, target);
+            return Ok((st, stats));
+        }
         self.validate(graph)?;
         graph.node_or_err(target)?;
         opts.pin_data.remove(target);

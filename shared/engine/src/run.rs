@@ -130,6 +130,9 @@ pub struct RunOptions {
     pub progress: Option<ProgressHook>,
     /// Chunks of a streamed answer go here (the trigger answers `streaming`).
     pub stream: Option<crate::stream::StreamHook>,
+    /// A run-step on a tool: the arguments the model would have given it
+    /// (`$fromAI` values by name, or a free-text tool's input).
+    pub tool_arguments: Option<Value>,
 }
 
 /// Called on the engine's thread after each node run that lets the execution
@@ -213,6 +216,16 @@ impl Engine {
     /// Runs a workflow from its trigger. `Err` only for invalid input; node
     /// failures end the execution with status `error` and are in the state.
     pub fn run(&self, graph: &Graph, opts: RunOptions) -> Result<(ExecutionState, RunStats)> {
+        if let Some(tool) = opts.destination.clone().filter(|d| graph.node(d).is_some_and(nodes::ai::tool_step::is_tool)) {
+            // a step on a tool runs it through the Tool Executor in its owner's place
+            let stepped = nodes::ai::tool_step::graph_for(graph, &tool, opts.tool_arguments.as_ref())?;
+            let mut opts = opts;
+            opts.pin_data.remove(&tool);
+            opts.destination = Some(nodes::ai::tool_step::EXECUTOR_NAME.into());
+            let (mut st, stats) = self.run(&stepped, opts)?;
+            nodes::ai::tool_step::report(&mut st, graph, &tool);
+            return Ok((st, stats));
+        }
         self.validate(graph)?;
         let start = graph.start_node(opts.trigger.as_deref())?;
         let mut st = ExecutionState::new(opts.execution_id.clone().unwrap_or_else(|| uuid::Uuid::new_v4().to_string()));

@@ -40,6 +40,9 @@ pub(crate) struct StartData {
     /// A verification run's simulation (copied to `resultData.simulation`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub simulation: Option<Value>,
+    /// A step on a tool: the arguments its `$fromAI` calls get.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_arguments: Option<Value>,
 }
 
 fn is_zero(n: &usize) -> bool {

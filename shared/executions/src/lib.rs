@@ -140,6 +140,9 @@ pub struct StartRequest {
     /// A verification run: which nodes are simulated (pinned with
     /// fixtures), kept as the saved execution's `resultData.simulation`.
     pub simulation: Option<Value>,
+    /// With a tool as `destination` (a run-step through the Tool Executor):
+    /// what its `$fromAI` calls get, by argument name (or a free-text input).
+    pub tool_arguments: Option<Value>,
 }
 
 impl StartRequest {
@@ -157,6 +160,7 @@ impl StartRequest {
             retry_of: None,
             respond: None,
             simulation: None,
+            tool_arguments: None,
         }
     }
 }
@@ -447,6 +451,7 @@ impl Executor {
             timeout_secs: timeout.as_secs().max(1),
             respond: req.respond,
             simulation: req.simulation,
+            tool_arguments: req.tool_arguments,
         };
         let doc = document::initial(snapshot, &start, &req.pin_data)?;
         let exec = self
@@ -884,6 +889,7 @@ impl Executor {
                 destination: loaded.start.destination_node,
                 progress: progress.clone(),
                 stream: stream_hook,
+                tool_arguments: loaded.start.tool_arguments.clone(),
             };
             let state = loaded.state;
             // The engine is synchronous (and its JS sandbox is not Send): it

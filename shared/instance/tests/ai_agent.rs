@@ -259,3 +259,60 @@ async fn the_bedrock_chat_model_speaks_converse_stream_with_the_stored_aws_crede
     assert_eq!(model_runs.total_runs, Some(2));
     assert_eq!(model_runs.outputs[0].items[1]["json"]["tokenUsage"], json!({"completionTokens": 6, "promptTokens": 30, "totalTokens": 36}));
 }
+
+async fn step(inst: &Instance, caller: &Caller, req: instance::executions::StepRequest) -> Result<instance::executions::RunOutcome, String> {
+    let started = inst.start_step(caller, &req).await.map_err(|e| e.to_string())?;
+    inst.executor.run_execution(&started.execution_id).await.unwrap();
+    inst.wait_settled(&started.execution_id, std::time::Duration::from_secs(60)).await.unwrap();
+    Ok(inst.finish_run(caller, &started, false).await.unwrap())
+}
+
+#[tokio::test]
+async fn a_step_on_a_tool_runs_it_through_the_tool_executor_with_the_given_arguments() {
+    let server = openai::start();
+    let inst = instance().await;
+    let alice = Caller::new(UserId(format!("alice-{}", uuid::Uuid::new_v4().simple())));
+    inst.user(&alice).await.unwrap();
+    let cred = inst
+        .create_credential(&alice, NewCredentialInput { name: "OpenAI".into(), kind: "openAiApi".into(), data: json!({"apiKey": "sk-test", "url": format!("{}/v1", server.base)}), description: None, project_id: None })
+        .await
+        .unwrap();
+    let lookup = build(&inst, &alice, &lookup_workflow()).await;
+    let wf = build(&inst, &alice, &agent_workflow(&server.base, &cred.id, &lookup)).await;
+    let ask = |node: &str, args: Option<Value>, mock: bool| instance::executions::StepRequest {
+        workflow_id: wf.clone(),
+        node_name: node.into(),
+        tool_arguments: args,
+        mock_input: mock.then(|| vec![json!({"chatInput": "hi", "sessionId": "s"}).as_object().cloned().unwrap()]),
+        ..Default::default()
+    };
+
+    // $fromAI arguments are required
+    let refused = step(&inst, &alice, ask("Lookup Customer", None, true)).await.unwrap_err();
+    assert!(refused.contains("$fromAI: customerId") && refused.contains("toolArguments"), "{refused}");
+
+    // the Call Workflow tool with the model's argument, from mocked agent input
+    let out = step(&inst, &alice, ask("Lookup Customer", Some(json!({"customerId": "C42"})), true)).await.unwrap();
+    assert_eq!(out.status, "success", "{out:?}");
+    let s = out.step.clone().unwrap();
+    assert_eq!(s.node_name, "Lookup Customer");
+    assert_eq!(s.ran_through_node_names, ["AI Agent"]);
+    assert_eq!(s.executed_node_names, ["Lookup Customer"], "only the tool ran: no executor, no agent, no model");
+    let exec = out.execution_id.clone();
+    let call = inst.execution_node_output(&alice, &exec, "Lookup Customer", None, None).await.unwrap();
+    assert_eq!(call.outputs[0].items[0]["json"]["name"], "Ada Lovelace");
+    assert_eq!(call.outputs[0].items[0]["input"], json!({"query": {"customerId": "C42"}}));
+    assert!(inst.execution_node_output(&alice, &exec, "PartialExecutionToolExecutor", None, None).await.is_err(), "the virtual executor is not reported");
+    assert!(server.completions().is_empty(), "no model was called");
+
+    // the HTTP Request Tool's placeholder, through the chain (the manual trigger runs for real)
+    let out = step(&inst, &alice, ask("Get Weather", Some(json!({"city": "Rome"})), false)).await.unwrap();
+    assert_eq!(out.status, "success", "{out:?}");
+    assert_eq!(server.weather_calls(), vec!["Rome".to_owned()]);
+    let s = out.step.unwrap();
+    assert_eq!(s.executed_node_names, ["Get Weather", "Manual"]);
+
+    // a model is not a tool: refused, pointing at its agent
+    let refused = step(&inst, &alice, ask("OpenAI Chat Model", None, true)).await.unwrap_err();
+    assert!(refused.contains("run \"AI Agent\" instead"), "{refused}");
+}

@@ -140,6 +140,7 @@ pub fn get(node_type: &str) -> Option<NodeFn> {
         "@n8n/n8n-nodes-langchain.agent" => ai::agent::agent,
         "@n8n/n8n-nodes-langchain.chainLlm" => ai::agent::chain_llm,
         "@n8n/n8n-nodes-langchain.textClassifier" => ai::chains::text_classifier,
+        ai::tool_step::EXECUTOR_TYPE => ai::tool_step::execute,
         "@n8n/n8n-nodes-langchain.informationExtractor" => ai::chains::information_extractor,
         t if ai::sub_node_kind(t).is_some() => ai::sub_node,
         t if crate::declarative::is_declarative(t) => crate::declarative::execute,

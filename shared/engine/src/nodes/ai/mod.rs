@@ -12,7 +12,8 @@
 //! the LLM chain; chains.rs: Text Classifier and Information Extractor;
 //! memory.rs: window buffer memory over the host's `ChatMemoryStore`;
 //! tools.rs: tools and their schemas (`$fromAI`); calculator.rs: the
-//! Calculator tool's arithmetic; output_parser.rs: the structured output parser.
+//! Calculator tool's arithmetic; output_parser.rs: the structured output parser;
+//! tool_step.rs: a run-step on a tool (n8n's Tool Executor).
 
 pub mod agent;
 pub mod calculator;
@@ -20,6 +21,7 @@ pub mod chains;
 pub mod memory;
 pub mod model;
 pub mod output_parser;
+pub mod tool_step;
 pub mod tools;
 
 use std::time::Instant;
