@@ -160,8 +160,9 @@ fn function(def: &FunctionDef) -> Value {
     if ROUTES.iter().any(|r| r.function == def.id && r.edge == Edge::StreamingUrl) {
         env.insert("INSTANCE_AI_WEB_ORIGIN".into(), r#ref("WebOrigin"));
     }
-    if ROUTES.iter().any(|r| r.function == def.id && r.path == "/") {
-        // The page connects to the SSE Function URL (another origin).
+    if ROUTES.iter().any(|r| r.function == def.id && (r.path == "/" || r.path == "/webhook/{proxy+}")) {
+        // The page connects to the SSE Function URL (another origin); a
+        // hosted chat page posts to the streaming webhook URLs there.
         if let Some(sse) = ROUTES.iter().find(|r| r.edge == Edge::StreamingUrl) {
             env.insert("INSTANCE_AI_EVENTS_URL".into(), get_att(&format!("{}Url", sse.function.def().logical_id), "FunctionUrl"));
         }

@@ -2,7 +2,9 @@
 //! one streamed model call, tool calls, next step), model providers behind
 //! one trait, the tool registry and the tools of `spec/instance-ai-tools.md`.
 
-pub mod model;
+/// The model providers live in the `models` crate (shared with the workflow
+/// engine's chat model nodes); `agent::model` is that crate.
+pub use models as model;
 
 pub mod background;
 mod bundled;

@@ -11,31 +11,41 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use engine::host::ChatModelProvider;
-use engine::nodes::ai::model::{ChatModel, ChatRequest, ChatResponse, ToolCall};
-use engine::run::Env;
-use engine::workflow::Node;
+use engine::nodes::ai::model::ModelSetup;
 use engine::{Engine, EngineSettings, ExecutionStatus, Graph, Host, Item, RunOptions};
+use models::{CancellationToken, FinishReason, Message, ModelChunk, ModelProvider, ModelRequest, ModelStream, Usage};
 use serde_json::{json, Value};
 
-/// Calls the calculator until it has seen `n - 1` results, then answers.
+/// Calls the calculator until it has seen `n - 1` results, then answers;
+/// its chunks are ready at once.
 struct Scripted {
     iterations: usize,
 }
 
-impl ChatModel for Scripted {
-    fn chat(&self, _env: &Env, req: &ChatRequest<'_>) -> engine::Result<ChatResponse> {
-        let seen = req.messages.iter().filter(|m| matches!(m, engine::nodes::ai::model::Message::Tool { .. })).count();
-        let tool_calls = if seen + 1 < self.iterations { vec![ToolCall { id: format!("c{seen}"), name: "calculator".into(), arguments: json!({"input": "(2 + 3) * 4 ^ 2"}) }] } else { vec![] };
-        Ok(ChatResponse { content: if tool_calls.is_empty() { "done".into() } else { String::new() }, tool_calls, usage: Default::default() })
+impl ModelProvider for Scripted {
+    fn provider(&self) -> &str {
+        "scripted"
     }
-    fn options(&self) -> Value {
-        json!({"model": "scripted"})
+    fn model(&self) -> &str {
+        "scripted"
+    }
+    fn stream(&self, req: ModelRequest, _cancel: CancellationToken) -> ModelStream {
+        let seen = req.messages.iter().filter(|m| matches!(m, Message::ToolResult { .. })).count();
+        let mut chunks = vec![];
+        if seen + 1 < self.iterations {
+            chunks.push(Ok(ModelChunk::ToolCall { id: format!("c{seen}"), name: "calculator".into(), args: json!({"input": "(2 + 3) * 4 ^ 2"}) }));
+            chunks.push(Ok(ModelChunk::Finish { reason: FinishReason::ToolCalls, usage: Usage { input_tokens: 10, output_tokens: 5 } }));
+        } else {
+            chunks.push(Ok(ModelChunk::TextDelta("done".into())));
+            chunks.push(Ok(ModelChunk::Finish { reason: FinishReason::Stop, usage: Usage { input_tokens: 10, output_tokens: 1 } }));
+        }
+        Box::pin(futures::stream::iter(chunks))
     }
 }
 
 struct Models(usize);
 impl ChatModelProvider for Models {
-    fn model(&self, _node: &Node) -> Option<Result<Box<dyn ChatModel>, String>> {
+    fn provider(&self, _setup: &ModelSetup) -> Option<Result<Box<dyn ModelProvider>, String>> {
         Some(Ok(Box::new(Scripted { iterations: self.0 })))
     }
 }
@@ -44,7 +54,7 @@ fn workflow(extra_tools: usize, memory: bool) -> Value {
     let mut nodes = vec![
         json!({"name": "Start", "type": "n8n-nodes-base.manualTrigger", "typeVersion": 1, "parameters": {}}),
         json!({"name": "Agent", "type": "@n8n/n8n-nodes-langchain.agent", "typeVersion": 1.7, "parameters": {"promptType": "define", "text": "={{ $json.q }}", "options": {"maxIterations": 1000}}}),
-        json!({"name": "Model", "type": "@n8n/n8n-nodes-langchain.lmChatOpenAi", "typeVersion": 1.2, "parameters": {"model": "scripted"}}),
+        json!({"name": "Model", "type": "@n8n/n8n-nodes-langchain.lmChatOpenAi", "typeVersion": 1.2, "parameters": {"model": "scripted"}, "credentials": {"openAiApi": {"id": "c", "name": "c"}}}),
         json!({"name": "Calculator", "type": "@n8n/n8n-nodes-langchain.toolCalculator", "typeVersion": 1, "parameters": {}}),
     ];
     let mut conns = json!({
@@ -65,10 +75,17 @@ fn workflow(extra_tools: usize, memory: bool) -> Value {
     json!({"id": "bench", "nodes": nodes, "connections": conns})
 }
 
+struct NoKey;
+impl engine::host::CredentialsProvider for NoKey {
+    fn get(&self, _t: &str, _r: &Value) -> Result<Value, String> {
+        Ok(json!({"apiKey": "unused"}))
+    }
+}
+
 /// Median seconds of `reps` runs of the agent doing `iterations` model calls.
 fn time(wf: &Value, iterations: usize, reps: usize) -> f64 {
     let graph = Graph::from_json(wf).expect("workflow");
-    let host = Host { chat_models: Some(Arc::new(Models(iterations))), ..Default::default() };
+    let host = Host { chat_models: Some(Arc::new(Models(iterations))), credentials: Some(Arc::new(NoKey)), ..Default::default() };
     let engine = Engine::new(EngineSettings::default(), host);
     let mut times = vec![];
     for _ in 0..reps {

@@ -179,6 +179,7 @@ impl Engine {
             deadline: Some(std::time::Instant::now() + timeout),
             http: Default::default(),
             sql: Default::default(),
+            stream: None,
         }
     }
 }

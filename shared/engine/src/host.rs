@@ -114,13 +114,14 @@ pub trait ChatMemoryStore: Send + Sync {
     fn save(&self, workflow_id: &str, session: &str, messages: &[Value]) -> Result<(), String>;
 }
 
-/// Chat models a host supplies itself, for model node types the engine does
-/// not speak (a provider behind an SDK) or in place of its own clients (a
-/// scripted model in benchmarks). The engine's OpenAI-compatible and
-/// Anthropic clients serve every node this leaves to them.
+/// Chat models a host supplies itself: node types whose client the engine
+/// does not hold (Bedrock, behind the AWS SDK), or a stand-in for its own
+/// (a scripted model in benchmarks). The engine drives what it gets like its
+/// own providers (streaming, timeout, cancel) and records every call.
 pub trait ChatModelProvider: Send + Sync {
-    /// The model for this model sub-node; `None`: the engine's own client.
-    fn model(&self, node: &crate::workflow::Node) -> Option<Result<Box<dyn crate::nodes::ai::model::ChatModel>, String>>;
+    /// A provider for this model node (its parameters resolved, its
+    /// credential decrypted); `None`: the engine's own client.
+    fn provider(&self, setup: &crate::nodes::ai::model::ModelSetup) -> Option<Result<Box<dyn models::ModelProvider>, String>>;
 }
 
 /// Name resolution for HTTP requests, injectable so tests never use real DNS

@@ -8,11 +8,13 @@
 //! `catalog` (node descriptions, credential types, search, TypeScript types),
 //! `declarative` (service nodes described as data, n8n's routing),
 //! `credentials` (connection tests), `oauth2` (OAuth2 grants, connect flow,
-//! token refresh, service-account JWTs), `host` (traits
-//! the host implements: credentials, sub-workflows, data tables, files, DNS).
+//! token refresh, service-account JWTs), `host` (traits the host implements:
+//! credentials, sub-workflows, data tables, files, DNS), `stream` (chunks of
+//! a streamed answer, n8n's `sendChunk`).
 
 pub mod binary;
 pub mod catalog;
+pub mod chat;
 pub mod credentials;
 pub mod data;
 pub mod declarative;
@@ -27,6 +29,7 @@ pub mod partial;
 pub mod run;
 pub mod schedule;
 mod stack;
+pub mod stream;
 pub mod webhook;
 pub mod workflow;
 

@@ -28,6 +28,14 @@ impl Engine {
     /// Runs one node of a workflow (the canvas "Execute step"). The target's
     /// own pin is dropped so it really executes; nodes after it do not run.
     pub fn run_node(&self, graph: &Graph, target: &str, input: StepInput, mut opts: RunOptions) -> Result<(ExecutionState, RunStats)> {
+        if graph.node(target).is_some_and(crate::nodes::ai::tool_step::is_tool) {
+            // a tool runs through the Tool Executor in its owner's place (fed as the owner would be)
+            let stepped = crate::nodes::ai::tool_step::graph_for(graph, target, opts.tool_arguments.as_ref())?;
+            opts.pin_data.remove(target);
+            let (mut st, stats) = self.run_node(&stepped, crate::nodes::ai::tool_step::EXECUTOR_NAME, input, opts)?;
+            crate::nodes::ai::tool_step::report(&mut st, graph, target);
+            return Ok((st, stats));
+        }
         self.validate(graph)?;
         graph.node_or_err(target)?;
         opts.pin_data.remove(target);
@@ -146,6 +154,41 @@ impl Engine {
         let mut out = ResolvedParameters { parameters: n.parameters.clone(), resolved: Value::Null, failed_expressions: vec![], empty_resolutions: vec![] };
         out.resolved = walk(&n.parameters, "", &mut expr, &proxy, &mut out.failed_expressions, &mut out.empty_resolutions);
         Ok(out)
+    }
+}
+
+impl Engine {
+    /// `node`'s parameters resolved against one item outside any run (a
+    /// webhook's view of a node: the Chat Trigger reading its memory's
+    /// session key from the request).
+    pub fn resolve_with_item(&self, graph: &Graph, node: &str, item: Item) -> Result<Value> {
+        let n = graph.node_or_err(node)?;
+        let input: Items = Arc::new(vec![item]);
+        let settings = self.settings();
+        let tz = graph.workflow.settings.timezone.clone().unwrap_or_else(|| settings.timezone.clone());
+        let mut expr = Expr::new(settings.limits, tz).with_clock(settings.clock);
+        let run_data = crate::data::RunData::default();
+        let proxy = NodeProxy {
+            graph,
+            run_data: &run_data,
+            node: n,
+            input: &input,
+            source: &[],
+            item_index: 0,
+            run_index: 0,
+            execution_id: "",
+            mode: &settings.mode,
+            node_contexts: None,
+            own_context: None,
+            public_url: settings.public_url.as_deref(),
+            from_ai: None,
+        };
+        let (mut failed, mut empty) = (vec![], vec![]);
+        let resolved = walk(&n.parameters, "", &mut expr, &proxy, &mut failed, &mut empty);
+        match failed.first() {
+            Some(f) => Err(crate::error::EngineError::node(format!("{}: {}", f.path, f.error))),
+            None => Ok(resolved),
+        }
     }
 }
 
@@ -300,6 +343,15 @@ pub fn output_names(node: &crate::workflow::Node) -> Vec<String> {
                 .collect();
             if node.parameters.pointer("/options/fallbackOutput").and_then(|v| v.as_str()) == Some("extra") {
                 n.push("Fallback".into());
+            }
+            n
+        }
+        // one output per category, and "Other" with fallback `other`
+        "textClassifier" => {
+            let cats = node.parameters.pointer("/categories/categories").and_then(|v| v.as_array()).cloned().unwrap_or_default();
+            let mut n: Vec<String> = cats.iter().map(|c| c.get("category").and_then(|v| v.as_str()).unwrap_or_default().to_string()).collect();
+            if node.parameters.pointer("/options/fallback").and_then(|v| v.as_str()) == Some("other") {
+                n.push("Other".into());
             }
             n
         }

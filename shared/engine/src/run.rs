@@ -132,6 +132,8 @@ pub struct Env {
     pub(crate) http: OnceLock<crate::nodes::http::HttpClient>,
     /// This execution's database pools, closed when it ends.
     pub(crate) sql: crate::nodes::sql::Pools,
+    /// Set when the caller waits for a streamed answer (n8n's `isStreaming()`).
+    pub stream: Option<crate::stream::StreamHook>,
 }
 
 /// Options of one run.
@@ -153,6 +155,11 @@ pub struct RunOptions {
     pub destination: Option<String>,
     /// Told about every node run as it finishes (progress persistence).
     pub progress: Option<ProgressHook>,
+    /// Chunks of a streamed answer go here (the trigger answers `streaming`).
+    pub stream: Option<crate::stream::StreamHook>,
+    /// A run-step on a tool: the arguments the model would have given it
+    /// (`$fromAI` values by name, or a free-text tool's input).
+    pub tool_arguments: Option<Value>,
 }
 
 /// Called on the engine's thread after each node run that lets the execution
@@ -201,7 +208,7 @@ impl Engine {
         &self.env_template.0
     }
 
-    fn env(&self, cancel: Option<CancelToken>, timeout: Option<Duration>, graph: &Graph) -> Env {
+    fn env(&self, cancel: Option<CancelToken>, timeout: Option<Duration>, graph: &Graph, stream: Option<crate::stream::StreamHook>) -> Env {
         let wf_timeout = graph
             .workflow
             .settings
@@ -216,6 +223,7 @@ impl Engine {
             deadline: t.map(|t| Instant::now() + t),
             http: OnceLock::new(),
             sql: Default::default(),
+            stream,
         }
     }
 
@@ -236,6 +244,16 @@ impl Engine {
     /// Runs a workflow from its trigger. `Err` only for invalid input; node
     /// failures end the execution with status `error` and are in the state.
     pub fn run(&self, graph: &Graph, opts: RunOptions) -> Result<(ExecutionState, RunStats)> {
+        if let Some(tool) = opts.destination.clone().filter(|d| graph.node(d).is_some_and(nodes::ai::tool_step::is_tool)) {
+            // a step on a tool runs it through the Tool Executor in its owner's place
+            let stepped = nodes::ai::tool_step::graph_for(graph, &tool, opts.tool_arguments.as_ref())?;
+            let mut opts = opts;
+            opts.pin_data.remove(&tool);
+            opts.destination = Some(nodes::ai::tool_step::EXECUTOR_NAME.into());
+            let (mut st, stats) = self.run(&stepped, opts)?;
+            nodes::ai::tool_step::report(&mut st, graph, &tool);
+            return Ok((st, stats));
+        }
         self.validate(graph)?;
         let start = graph.start_node(opts.trigger.as_deref())?;
         let mut st = ExecutionState::new(opts.execution_id.clone().unwrap_or_else(|| uuid::Uuid::new_v4().to_string()));
@@ -248,7 +266,7 @@ impl Engine {
         let mut inputs = vec![None; opts.trigger_output + 1];
         inputs[opts.trigger_output] = Some(Arc::new(items));
         st.stack.push_back(StackEntry { node: start.name.clone(), inputs, source: vec![], resume: false });
-        let env = self.env(opts.cancel.clone(), opts.timeout, graph);
+        let env = self.env(opts.cancel.clone(), opts.timeout, graph, opts.stream.clone());
         let stats = self.drive(graph, &mut st, &env, opts.destination.as_deref(), opts.progress.as_ref());
         Ok((st, stats))
     }
@@ -267,14 +285,14 @@ impl Engine {
             return Err(EngineError::InvalidWorkflow(format!("execution is {:?}, not waiting", st.status)));
         }
         st.wait_till = None;
-        let env = self.env(opts.cancel, opts.timeout, graph);
+        let env = self.env(opts.cancel, opts.timeout, graph, opts.stream.clone());
         let stats = self.drive(graph, &mut st, &env, None, opts.progress.as_ref());
         Ok((st, stats))
     }
 
     /// Runs prepared state (used by partial runs).
     pub(crate) fn drive_state(&self, graph: &Graph, st: &mut ExecutionState, opts: &RunOptions) -> RunStats {
-        let env = self.env(opts.cancel.clone(), opts.timeout, graph);
+        let env = self.env(opts.cancel.clone(), opts.timeout, graph, opts.stream.clone());
         self.drive(graph, st, &env, opts.destination.as_deref(), opts.progress.as_ref())
     }
 
@@ -496,6 +514,14 @@ impl Engine {
             Err(EngineError::Canceled) => return Step::Canceled,
             Err(e) => {
                 let err = error_data(&e, Some(&node.name));
+                if let Some(stream) = &env.stream {
+                    // n8n tells a streaming caller about every failed node run
+                    stream.send(crate::stream::StreamChunk {
+                        kind: crate::stream::ChunkKind::Error,
+                        content: err.description.clone(),
+                        metadata: crate::stream::ChunkMetadata { node_id: node.id.clone(), node_name: node.name.clone(), item_index: 0, run_index, timestamp: None },
+                    });
+                }
                 match node.on_error() {
                     OnError::StopWorkflow => {
                         task.execution_status = ExecutionStatus::Error;

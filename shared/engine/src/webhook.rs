@@ -704,6 +704,25 @@ impl ResponseSpec {
     /// The settings of a Webhook, Wait or Form Trigger node, with n8n's defaults.
     pub fn of(node: &Node) -> ResponseSpec {
         let p = &node.parameters;
+        if node.node_type == crate::chat::CHAT_TRIGGER_TYPE {
+            // n8n's chat webhook: `options.responseMode`, the first entry's json, 200
+            let mode = match crate::chat::ChatSpec::of(node).map(|s| s.response_mode) {
+                Ok(crate::chat::ChatResponseMode::Streaming) => ResponseMode::Streaming,
+                Ok(crate::chat::ChatResponseMode::ResponseNode) => ResponseMode::ResponseNode,
+                _ => ResponseMode::LastNode,
+            };
+            return ResponseSpec {
+                mode,
+                code: 200,
+                data: ResponseData::FirstEntryJson,
+                on_received_body: None,
+                no_body: false,
+                property_name: None,
+                content_type: None,
+                binary_property: "data".into(),
+                headers: vec![],
+            };
+        }
         let mode = match str_param(node, "responseMode").unwrap_or("onReceived") {
             "lastNode" => ResponseMode::LastNode,
             "responseNode" => ResponseMode::ResponseNode,
@@ -913,7 +932,7 @@ pub fn last_node_response(spec: &ResponseSpec, state: &ExecutionState) -> HttpRe
 /// `n8n-nodes-base.webhook` and friends: whether a node answers HTTP calls
 /// (so an execution may owe its caller a response).
 pub fn is_webhook_node(node_type: &str) -> bool {
-    matches!(node_type, WEBHOOK_TYPE | FORM_TRIGGER_TYPE | WAIT_TYPE)
+    matches!(node_type, WEBHOOK_TYPE | FORM_TRIGGER_TYPE | WAIT_TYPE | crate::chat::CHAT_TRIGGER_TYPE)
 }
 
 #[cfg(test)]

@@ -40,6 +40,9 @@ pub(crate) struct StartData {
     /// A verification run's simulation (copied to `resultData.simulation`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub simulation: Option<Value>,
+    /// A step on a tool: the arguments its `$fromAI` calls get.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_arguments: Option<Value>,
 }
 
 fn is_zero(n: &usize) -> bool {
@@ -55,6 +58,10 @@ fn is_zero(n: &usize) -> bool {
 pub struct Respond {
     pub node: String,
     pub token: String,
+    /// The caller reads a streamed answer (the Chat Trigger's `streaming`
+    /// mode): the run's chunks go to the store as they come (`stream`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub stream: bool,
 }
 
 /// What `run_execution` reads back.

@@ -182,8 +182,8 @@ pub(crate) fn host(scope: Scope, sub_executions: Arc<dyn SubExecutionRecorder>) 
         resolver: Arc::new(SystemResolver),
         processed_data: Some(Arc::new(StoreProcessedData(scope.clone()))),
         chat_memory: Some(Arc::new(StoreChatMemory(StoreProcessedData(scope)))),
-        // models through the engine's own clients (see engine::nodes::ai::model)
-        chat_models: None,
+        // Bedrock (the engine's own clients serve the other model nodes)
+        chat_models: Some(Arc::new(crate::models::HostModels)),
     }
 }
 

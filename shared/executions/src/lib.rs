@@ -42,7 +42,9 @@ mod host;
 mod probe;
 mod progress;
 mod records;
+mod models;
 mod respond;
+mod stream;
 mod resume;
 mod sweep;
 mod ticks;
@@ -139,6 +141,9 @@ pub struct StartRequest {
     /// A verification run: which nodes are simulated (pinned with
     /// fixtures), kept as the saved execution's `resultData.simulation`.
     pub simulation: Option<Value>,
+    /// With a tool as `destination` (a run-step through the Tool Executor):
+    /// what its `$fromAI` calls get, by argument name (or a free-text input).
+    pub tool_arguments: Option<Value>,
 }
 
 impl StartRequest {
@@ -156,6 +161,7 @@ impl StartRequest {
             retry_of: None,
             respond: None,
             simulation: None,
+            tool_arguments: None,
         }
     }
 }
@@ -469,6 +475,7 @@ impl Executor {
             timeout_secs: timeout.as_secs().max(1),
             respond: req.respond,
             simulation: req.simulation,
+            tool_arguments: req.tool_arguments,
         };
         let doc = document::initial(snapshot, &start, &req.pin_data)?;
         let exec = self
@@ -884,6 +891,13 @@ impl Executor {
             _ => None,
         };
         let progress = respond::both(progress, responder.as_ref().and_then(|r| r.hook(&handle)));
+        let (stream_hook, chunk_writer) = match start.respond.as_ref().filter(|r| r.stream) {
+            Some(_) => {
+                let (hook, writer) = stream::start(&handle, data.executions.clone(), id, secrets.clone());
+                (Some(hook), Some(writer))
+            }
+            None => (None, None),
+        };
         let cancel = CancelToken::new();
         let job = {
             let cancel = cancel.clone();
@@ -898,6 +912,8 @@ impl Executor {
                 execution_id: Some(id.to_owned()),
                 destination: loaded.start.destination_node,
                 progress: progress.clone(),
+                stream: stream_hook,
+                tool_arguments: loaded.start.tool_arguments.clone(),
             };
             let state = loaded.state;
             // The engine is synchronous (and its JS sandbox is not Send): it
@@ -973,6 +989,13 @@ impl Executor {
         if let Some(w) = writer {
             let writes = w.stop().await;
             tracing::info!(progressWrites = writes, "engine finished");
+        }
+        // Every streamed line is stored before the final status (readers rely on it).
+        if let Some(w) = chunk_writer {
+            match tokio::time::timeout(STOP_GRACE, w.finish()).await {
+                Ok(batches) => tracing::info!(streamBatches = batches, "streamed answer stored"),
+                Err(_) => tracing::warn!("the streamed answer's writer did not finish in time"),
+            }
         }
         let timeout_message = format!(
             "Execution timed out after {} s (the execution's timeout)",

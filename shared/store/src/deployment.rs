@@ -350,12 +350,14 @@ pub const FUNCTIONS: &[FunctionDef] = &[
         package: "events",
         timeout_secs: 900,
         memory_mb: 256,
-        tables: &[r(ApiKeys), r(Agent), r(Events), r(LiveFrames)],
-        sends_to: &[],
+        // Instance/Executions/Runs/KMS: the streaming webhook URLs
+        // (`/stream/…`) start executions and read their streamed answers.
+        tables: &[r(ApiKeys), r(Agent), r(Events), r(LiveFrames), r(Instance), rw(Executions)],
+        sends_to: &[QueueId::Runs],
         consumes: &[],
         inspects: &[],
         manages_connections: false,
-        uses_kms: false,
+        uses_kms: true,
         calls_model: false,
     },
     FunctionDef {
@@ -439,7 +441,8 @@ pub const FUNCTIONS: &[FunctionDef] = &[
         package: "webhook",
         timeout_secs: 30,
         memory_mb: 512,
-        tables: &[r(Instance), rw(Executions)],
+        // ApiKeys: a Chat Trigger's `n8nUserAuth` takes an API key.
+        tables: &[r(ApiKeys), r(Instance), rw(Executions)],
         sends_to: &[QueueId::Runs],
         consumes: &[],
         inspects: &[],
@@ -561,6 +564,9 @@ pub const ROUTES: &[RouteDef] = &[
     RouteDef { method: Method::Get, path: "/mcp", function: FunctionId::Mcp, edge: Edge::HttpApi },
     RouteDef { method: Method::Head, path: "/mcp", function: FunctionId::Mcp, edge: Edge::HttpApi },
     RouteDef { method: Method::Get, path: "/instance-ai/events/{threadId}", function: FunctionId::Events, edge: Edge::StreamingUrl },
+    // The streaming twin of the webhook URLs: `/stream/webhook[-test]/…`
+    // answers a streaming Chat Trigger (or Webhook) line by line.
+    RouteDef { method: Method::Post, path: "/stream/{proxy+}", function: FunctionId::Events, edge: Edge::StreamingUrl },
     RouteDef { method: Method::Get, path: "/instance-ai/threads", function: FunctionId::Threads, edge: Edge::HttpApi },
     RouteDef { method: Method::Post, path: "/instance-ai/chat/{threadId}/tasks/{taskId}/cancel", function: FunctionId::Cancel, edge: Edge::HttpApi },
     RouteDef { method: Method::Get, path: "/", function: FunctionId::Web, edge: Edge::HttpApi },

@@ -73,7 +73,7 @@ impl Triggers {
         start.trigger = Some(target.node.name.clone());
         start.trigger_items = Some(vec![item]);
         if waits {
-            start.respond = Some(Respond { node: target.node.name.clone(), token: caller.clone() });
+            start.respond = Some(Respond { node: target.node.name.clone(), token: caller.clone(), stream: false });
         }
         let id = self.executor.start_execution(start).await?;
         tracing::info!(executionId = %id, workflowId = %target.registration.workflow_id, "form submission started an execution");

@@ -15,11 +15,17 @@
 //!   mode, and past the configured wait the caller gets `202` with the
 //!   execution id while the run goes on in the executor (`answer`).
 //!
+//! - [`Triggers::handle_stream`]: the streaming URL (`/stream/webhook/…`,
+//!   the events function's Function URL): a Chat Trigger's streamed answer
+//!   line by line (`chat`, the hosted page in `chat_page`).
+//!
 //! Executions run in the executor function (Runs queue); this crate only
 //! starts, resumes and waits for them.
 
 mod activation;
 mod answer;
+mod chat;
+mod chat_page;
 pub mod error;
 mod forms;
 pub mod html;
@@ -30,6 +36,7 @@ mod webhook;
 
 pub use activation::Activation;
 pub use error::TriggerError;
+pub use chat::{StreamBody, StreamReply, MAX_STREAM};
 pub use request::{HttpReply, HttpRequest};
 pub use schedules::{plan as plan_schedules, PlannedSchedule, Schedules};
 
@@ -49,6 +56,9 @@ pub struct TriggerSettings {
     pub response_wait: Duration,
     /// Base URL of webhook URLs; `None`: the request's own host.
     pub public_url: Option<String>,
+    /// Base URL of the streaming URLs (`/stream/…`, the events function's
+    /// Function URL); `None`: the request's own host (the local cloud).
+    pub stream_url: Option<String>,
 }
 
 impl TriggerSettings {
@@ -57,6 +67,7 @@ impl TriggerSettings {
             max_body_bytes: config.webhook_max_body_bytes,
             response_wait: Duration::from_secs(config.webhook_response_wait_secs),
             public_url: config.public_url.clone(),
+            stream_url: config.events_url.clone(),
         }
     }
 }
@@ -69,18 +80,30 @@ pub struct Triggers {
     /// Published versions and drafts are immutable: their JSON is kept
     /// once read (a few dozen, the most recent).
     versions: Arc<Mutex<HashMap<(String, String), Arc<Value>>>>,
+    /// API keys (a Chat Trigger's `n8nUserAuth`); `None` where the function has no keys table.
+    api_keys: Option<store::ApiKeys>,
 }
 
 const VERSION_CACHE: usize = 64;
 
 impl Triggers {
     pub fn new(executor: Executor, settings: TriggerSettings) -> Self {
-        Triggers { executor, settings, versions: Arc::default() }
+        Triggers { executor, settings, versions: Arc::default(), api_keys: None }
+    }
+
+    /// With the API keys a Chat Trigger's `n8nUserAuth` checks.
+    pub fn with_api_keys(mut self, keys: store::ApiKeys) -> Self {
+        self.api_keys = Some(keys);
+        self
     }
 
     pub async fn from_config(clients: &AwsClients, config: &Config) -> Result<Self, TriggerError> {
         let executor = Executor::from_config(clients, config, ExecutorSettings::from_config(config)).await?;
-        Ok(Triggers::new(executor, TriggerSettings::from_config(config)))
+        let mut triggers = Triggers::new(executor, TriggerSettings::from_config(config));
+        if let Ok(table) = config.table(store::deployment::TableId::ApiKeys) {
+            triggers = triggers.with_api_keys(store::ApiKeys::new(clients.dynamo.clone(), table));
+        }
+        Ok(triggers)
     }
 
     pub fn executor(&self) -> &Executor {

@@ -66,7 +66,7 @@ impl Triggers {
         let spec = ResponseSpec::of(&w.node);
         let waits = matches!(spec.mode, ResponseMode::LastNode | ResponseMode::ResponseNode);
         let caller = token();
-        let respond = waits.then(|| Respond { node: w.node.name.clone(), token: caller.clone() });
+        let respond = waits.then(|| Respond { node: w.node.name.clone(), token: caller.clone(), stream: false });
         self.resume(&w, items, respond).await?;
         let id = executions::ExecutionId(w.execution_id.clone());
         if waits {
@@ -96,7 +96,7 @@ impl Triggers {
         let spec = ResponseSpec::of(&w.node);
         let waits = matches!(spec.mode, ResponseMode::LastNode | ResponseMode::ResponseNode);
         let caller = token();
-        let respond = waits.then(|| Respond { node: w.node.name.clone(), token: caller.clone() });
+        let respond = waits.then(|| Respond { node: w.node.name.clone(), token: caller.clone(), stream: false });
         self.resume(&w, vec![item], respond).await?;
         let id = executions::ExecutionId(w.execution_id.clone());
         match spec.mode {

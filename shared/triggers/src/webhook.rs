@@ -77,6 +77,14 @@ impl Triggers {
             return self.preflight(req, path, scope).await;
         }
         let target = self.find(EndpointKind::Webhook, &req.method, path, scope).await?;
+        if crate::chat::is_chat(&target) {
+            let reply = self.chat(req, &target, scope, crate::chat::Edge::HttpApi).await?;
+            return Ok(match reply.body {
+                crate::chat::StreamBody::Full(body) => HttpReply { status: reply.status, headers: reply.headers, body },
+                // the HTTP API edge buffers (chat::stream_answer)
+                crate::chat::StreamBody::Lines(_) => return Err(TriggerError::Misconfigured("a streamed answer on the HTTP API".into())),
+            });
+        }
         let incoming = request::incoming(req, target.params.clone()).await?;
         let jwt = self.admit(&target.project_id, &target.node, &incoming).await?;
         let spec = ResponseSpec::of(&target.node);
@@ -146,7 +154,7 @@ impl Triggers {
         start.trigger_items = Some(items);
         start.trigger_output = output;
         if waits {
-            start.respond = Some(Respond { node: target.node.name.clone(), token: token.clone() });
+            start.respond = Some(Respond { node: target.node.name.clone(), token: token.clone(), stream: false });
         }
         let id = self.executor.start_execution(start).await?;
         tracing::info!(executionId = %id, workflowId = %target.registration.workflow_id, node = %target.node.name, "webhook started an execution");
@@ -162,9 +170,10 @@ impl Triggers {
 /// deployment cannot do.
 fn check_response_mode(target: &Target, spec: &ResponseSpec) -> Result<()> {
     if spec.mode == ResponseMode::Streaming {
-        return Err(TriggerError::NotSupported(
-            "the Webhook's \"Streaming\" response mode is not supported (the HTTP API buffers responses); use \"When Last Node Finishes\" or a Respond to Webhook node".into(),
-        ));
+        return Err(TriggerError::NotSupported(format!(
+            "this webhook streams its answer, which the HTTP API cannot carry: call its streaming URL, /stream/webhook/{} on the events function's URL",
+            target.registration.endpoint.path
+        )));
     }
     if target.node.type_version < 2.0 {
         return Ok(());

@@ -61,6 +61,10 @@ const PAGE: u32 = 200;
 const MAX_FAILURES: u32 = 5;
 
 pub async fn handle(app: &App, req: Request) -> Response<SseBody> {
+    // the function's URL also carries the streaming webhook URLs
+    if req.uri().path().starts_with("/stream/") {
+        return super::stream::handle(app, req).await;
+    }
     handle_with(app, req, SseOptions::default()).await
 }
 

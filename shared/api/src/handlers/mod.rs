@@ -1,4 +1,5 @@
-//! One module per function; each exposes a plain async `handle`.
+//! One module per function; each exposes a plain async `handle` (the
+//! events function also serves `stream`: the streaming webhook URLs).
 
 pub mod cancel;
 pub mod chat;
@@ -12,6 +13,7 @@ pub mod mcp;
 pub mod oauth;
 pub mod preferences;
 pub mod step;
+pub mod stream;
 pub mod sweep;
 pub mod threads;
 pub mod web;

@@ -14,7 +14,7 @@ use store::deployment::TableId;
 use triggers::{HttpReply, HttpRequest, TriggerError, Triggers};
 
 /// Built once per process (the local cloud runs several apps: keyed by table).
-async fn service(app: &App) -> Result<Triggers, TriggerError> {
+pub(crate) async fn service(app: &App) -> Result<Triggers, TriggerError> {
     static CACHE: OnceLock<Mutex<HashMap<String, Triggers>>> = OnceLock::new();
     let cache = CACHE.get_or_init(Default::default);
     let key = app.config.table(TableId::Executions).unwrap_or_default().to_owned();
@@ -39,7 +39,7 @@ pub async fn handle(app: &App, req: Request) -> Response<Body> {
     }
 }
 
-fn http_request(req: &Request) -> HttpRequest {
+pub(crate) fn http_request(req: &Request) -> HttpRequest {
     let headers: Vec<(String, String)> = req
         .headers()
         .iter()
@@ -75,7 +75,7 @@ fn response(reply: HttpReply) -> Response<Body> {
     builder.body(body).unwrap_or_else(|_| ApiError::Internal("invalid webhook response headers".into()).into_response())
 }
 
-fn error_response(e: TriggerError) -> Response<Body> {
+pub(crate) fn error_response(e: TriggerError) -> Response<Body> {
     let challenge = matches!(&e, TriggerError::Refused(r) if r.challenge);
     let mut resp = ApiError::from(e).into_response();
     if challenge {

@@ -442,6 +442,7 @@ mod tests {
             deadline: None,
             http: Default::default(),
             sql: Default::default(),
+            stream: None,
         };
         let (run_data, contexts) = (Default::default(), Default::default());
         let mut expr = crate::expr::Expr::new(Default::default(), "UTC".into());

@@ -128,6 +128,9 @@ pub struct StepInfo {
     pub mocked_node_names: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reused_from_execution_id: Option<String>,
+    /// A tool target: the nodes that can run it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ran_through_node_names: Vec<String>,
 }
 
 /// The result of a run (`{executionId, status, data?, error?, startedAt?,
@@ -174,6 +177,10 @@ pub struct StepOutcome {
     /// Only what ran in this execution (not mocked, replayed or pinned).
     pub executed_node_names: Vec<String>,
     pub workflow_pinned_node_names: Vec<String>,
+    /// A tool target: the nodes that can run it (n8n picks one and says
+    /// not which, so this names them all).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub ran_through_node_names: Vec<String>,
 }
 
 fn is_zero(n: &usize) -> bool {
@@ -441,6 +448,9 @@ impl Instance {
         sreq.destination = Some(req.node_name.clone());
         sreq.pin_data = plan.pin_data.clone();
         sreq.timeout = Some(Duration::from_millis(timeout_ms));
+        // a tool runs through the Tool Executor in its owner's place, fed as the owner would be
+        sreq.tool_arguments = req.tool_arguments.clone();
+        let fed = plan.ran_through_node_names.first().cloned().unwrap_or_else(|| req.node_name.clone());
         sreq.step_seed = match (plan.input_mode, &req.reuse_execution_id, mock) {
             (InputMode::Mocked, _, Some(items)) => Some(StepSeed::Mock { items }),
             (InputMode::ReusedExecution, Some(id), _) => Some(StepSeed::Reuse { execution_id: id.clone() }),
@@ -448,14 +458,14 @@ impl Instance {
         };
         if plan.input_mode == InputMode::Chain {
             // The chain starts from the trigger above the target.
-            let above: Vec<String> = graph.ancestors(&req.node_name);
+            let above: Vec<String> = graph.ancestors(&fed);
             sreq.trigger = graph
                 .nodes()
                 .iter()
                 .find(|n| !n.disabled && above.contains(&n.name) && engine::workflow::is_trigger_type(&n.node_type))
                 .or_else(|| graph.nodes().iter().find(|n| above.contains(&n.name) && graph.parents(&n.name).is_empty()))
                 .map(|n| n.name.clone())
-                .or_else(|| graph.parents(&req.node_name).is_empty().then(|| req.node_name.clone()));
+                .or_else(|| graph.parents(&fed).is_empty().then(|| fed.clone()));
         }
         let id = self.executor.start_execution(sreq).await.map_err(exec_err)?;
         tracing::info!(executionId = %id, workflowId = %meta.id, node = %req.node_name, mode = ?plan.input_mode, "step started");
@@ -469,6 +479,7 @@ impl Instance {
                 input_mode: plan.input_mode,
                 mocked_node_names: plan.mocked_node_names,
                 reused_from_execution_id: req.reuse_execution_id.clone().filter(|_| plan.input_mode == InputMode::ReusedExecution),
+                ran_through_node_names: plan.ran_through_node_names.clone(),
             }),
         })
     }
@@ -505,6 +516,7 @@ impl Instance {
                 reused_from_execution_id: step.reused_from_execution_id.clone(),
                 executed_node_names: view::names_by_origin(&runs, None),
                 workflow_pinned_node_names: view::names_by_origin(&runs, Some(engine::data::RunOrigin::Pinned)),
+                ran_through_node_names: step.ran_through_node_names.clone(),
             });
         }
         Ok(out)

@@ -38,6 +38,34 @@ pub struct StepAsk<'a> {
     pub pins: &'a BTreeMap<String, Vec<Item>>,
 }
 
+/// A step on a tool (n8n's Tool Executor): planned against the node that
+/// owns it, which the run replaces with the executor.
+fn plan_tool(graph: &Graph, ask: &StepAsk<'_>, node: &engine::Node) -> Result<StepPlan, InstanceError> {
+    let target = ask.target;
+    let owners = engine::nodes::ai::tool_step::owners(graph, target);
+    for a in &owners {
+        if let Some(b) = owners.iter().find(|b| *b != a && graph.ancestors(b).contains(a)) {
+            return Err(refuse(format!(
+                "{target:?} is a tool of {a:?} and of {b:?}, and {a:?} runs above {b:?}: the engine may run the tool from {b:?} and then run {a:?} and the nodes between them for real. Run {a:?} instead and read {target:?}'s output with get-node-output"
+            )));
+        }
+    }
+    let declared = expression::from_ai::from_ai_arguments(&node.parameters).map(|a| a.iter().map(|x| x.key.clone()).collect::<Vec<_>>()).unwrap_or_default();
+    if !declared.is_empty() && !ask.tool_arguments {
+        return Err(refuse(format!(
+            "{target:?} takes arguments from the model ($fromAI: {}): pass them as toolArguments, e.g. {{{}}}",
+            declared.join(", "),
+            declared.iter().map(|k| format!("\"{k}\": …")).collect::<Vec<_>>().join(", ")
+        )));
+    }
+    let owner = owners.first().ok_or_else(|| refuse(format!("{target:?} is a tool no node is connected to run")))?;
+    // mockInput feeds the owner; reuseExecutionId replays the owner's ancestors
+    let mut planned = plan(graph, &StepAsk { target: owner, tool_arguments: false, ..*ask })?;
+    planned.pin_data.remove(target);
+    planned.ran_through_node_names = owners;
+    Ok(planned)
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct StepPlan {
     pub input_mode: InputMode,
@@ -48,6 +76,9 @@ pub struct StepPlan {
     /// The pins of this run: the saved ones minus the target's own and any
     /// on a node the mock replaced (the saved workflow keeps them all).
     pub pin_data: BTreeMap<String, Vec<Item>>,
+    /// A tool target: the nodes that can run it (the run stands the Tool
+    /// Executor in for the first; the plan covers its ancestry).
+    pub ran_through_node_names: Vec<String>,
 }
 
 fn refuse(msg: String) -> InstanceError {
@@ -93,14 +124,15 @@ pub fn plan(graph: &Graph, ask: &StepAsk<'_>) -> Result<StepPlan, InstanceError>
                 "{target:?} holds several tools, and a step on it would run whichever one matched (or none, and still report success). Run {owner:?}, the node that uses it, and read {target:?}'s output from that execution with get-node-output"
             )))
         }
-        Target::SubNode(ty, owner) if ty == "ai_tool" => {
-            return Err(refuse(format!(
-                "{target:?} is a tool of {owner:?}. Running a tool on its own (the Tool Executor) is not supported on this instance yet; run {owner:?} instead and read {target:?}'s output from that execution with get-node-output"
-            )))
-        }
+        Target::SubNode(ty, _) if ty == "ai_tool" => return plan_tool(graph, ask, node),
         Target::SubNode(ty, owner) => {
             return Err(refuse(format!(
                 "{target:?} is a sub-node ({ty}) that runs only as part of {owner:?}, the node that owns it; run {owner:?} instead and read {target:?}'s output with get-node-output"
+            )))
+        }
+        Target::Main if engine::nodes::ai::tool_step::is_tool(node) => {
+            return Err(refuse(format!(
+                "{target:?} is a tool no node is connected to run: connect it to an AI Agent (the run stands the Tool Executor in for that node), or run the agent"
             )))
         }
         Target::Main if ask.tool_arguments => {
@@ -115,7 +147,7 @@ pub fn plan(graph: &Graph, ask: &StepAsk<'_>) -> Result<StepPlan, InstanceError>
     pin_data.remove(target);
     if above.is_empty() {
         // Nothing above the target: nothing to mock or replay.
-        return Ok(StepPlan { input_mode: InputMode::Chain, mocked_node_names: vec![], replayed_node_names: vec![], pin_data });
+        return Ok(StepPlan { input_mode: InputMode::Chain, mocked_node_names: vec![], replayed_node_names: vec![], pin_data, ran_through_node_names: vec![] });
     }
     if ask.mock_input.is_some() {
         let (cover, mocked) = mocked_cover(graph, target);
@@ -129,7 +161,7 @@ pub fn plan(graph: &Graph, ask: &StepAsk<'_>) -> Result<StepPlan, InstanceError>
                 list(&rerun)
             )));
         }
-        return Ok(StepPlan { input_mode: InputMode::Mocked, mocked_node_names: mocked, replayed_node_names: vec![], pin_data });
+        return Ok(StepPlan { input_mode: InputMode::Mocked, mocked_node_names: mocked, replayed_node_names: vec![], pin_data, ran_through_node_names: vec![] });
     }
     if let Some(runs) = ask.reuse {
         let replayed: Vec<String> = runs.keys().filter(|n| above.contains(*n)).cloned().collect();
@@ -147,9 +179,9 @@ pub fn plan(graph: &Graph, ask: &StepAsk<'_>) -> Result<StepPlan, InstanceError>
                 list(&rerun)
             )));
         }
-        return Ok(StepPlan { input_mode: InputMode::ReusedExecution, mocked_node_names: vec![], replayed_node_names: replayed, pin_data });
+        return Ok(StepPlan { input_mode: InputMode::ReusedExecution, mocked_node_names: vec![], replayed_node_names: replayed, pin_data, ran_through_node_names: vec![] });
     }
-    Ok(StepPlan { input_mode: InputMode::Chain, mocked_node_names: vec![], replayed_node_names: vec![], pin_data })
+    Ok(StepPlan { input_mode: InputMode::Chain, mocked_node_names: vec![], replayed_node_names: vec![], pin_data, ran_through_node_names: vec![] })
 }
 
 fn list(names: &[String]) -> String {
@@ -449,20 +481,40 @@ mod tests {
             "nodes": [
                 {"name": "Trigger", "type": "n8n-nodes-base.manualTrigger"},
                 {"name": "Agent", "type": "@n8n/n8n-nodes-langchain.agent"},
-                {"name": "Search", "type": "n8n-nodes-base.httpRequestTool"},
+                {"name": "Search", "type": "n8n-nodes-base.httpRequestTool", "parameters": {"url": "=https://example.com/?q={{ $fromAI('q', 'what to find') }}"}},
+                {"name": "Calc", "type": "@n8n/n8n-nodes-langchain.toolCalculator"},
+                {"name": "Lonely", "type": "@n8n/n8n-nodes-langchain.toolCalculator"},
                 {"name": "MCP", "type": "@n8n/n8n-nodes-langchain.mcpClientTool"},
-                {"name": "Model", "type": "@n8n/n8n-nodes-langchain.lmChatOpenAi"}
+                {"name": "Model", "type": "@n8n/n8n-nodes-langchain.lmChatOpenAi"},
+                {"name": "Second", "type": "@n8n/n8n-nodes-langchain.agent"},
+                {"name": "Shared", "type": "@n8n/n8n-nodes-langchain.toolCalculator"}
             ],
             "connections": {
                 "Trigger": {"main": [[{"node": "Agent", "type": "main", "index": 0}]]},
+                "Agent": {"main": [[{"node": "Second", "type": "main", "index": 0}]]},
                 "Search": {"ai_tool": [[{"node": "Agent", "type": "ai_tool", "index": 0}]]},
+                "Calc": {"ai_tool": [[{"node": "Agent", "type": "ai_tool", "index": 0}]]},
                 "MCP": {"ai_tool": [[{"node": "Agent", "type": "ai_tool", "index": 0}]]},
+                "Shared": {"ai_tool": [[{"node": "Agent", "type": "ai_tool", "index": 0}, {"node": "Second", "type": "ai_tool", "index": 0}]]},
                 "Model": {"ai_languageModel": [[{"node": "Agent", "type": "ai_languageModel", "index": 0}]]}
             }
         }))
         .unwrap();
+        // a tool: planned against its agent (the Tool Executor stands in for it)
+        let p = plan(&g, &ask("Calc", &none)).unwrap();
+        assert_eq!((p.input_mode, p.ran_through_node_names.clone()), (InputMode::Chain, vec!["Agent".to_owned()]));
+        let mock = [Item::new(json!({"chatInput": "hi"}))];
+        let p = plan(&g, &StepAsk { mock_input: Some(&mock), ..ask("Calc", &none) }).unwrap();
+        assert_eq!((p.input_mode, p.mocked_node_names), (InputMode::Mocked, vec!["Trigger".to_owned()]));
+        // $fromAI arguments need toolArguments
         let e = plan(&g, &ask("Search", &none)).unwrap_err().to_string();
-        assert!(e.contains("is a tool of \"Agent\"") && e.contains("get-node-output"), "{e}");
+        assert!(e.contains("$fromAI: q") && e.contains("toolArguments"), "{e}");
+        assert!(plan(&g, &StepAsk { tool_arguments: true, ..ask("Search", &none) }).is_ok());
+        // a tool of two agents, one above the other
+        let e = plan(&g, &ask("Shared", &none)).unwrap_err().to_string();
+        assert!(e.contains("\"Agent\" runs above \"Second\"") && e.contains("get-node-output"), "{e}");
+        let e = plan(&g, &ask("Lonely", &none)).unwrap_err().to_string();
+        assert!(e.contains("a tool no node is connected to run"), "{e}");
         let e = plan(&g, &ask("MCP", &none)).unwrap_err().to_string();
         assert!(e.contains("holds several tools"), "{e}");
         let e = plan(&g, &ask("Model", &none)).unwrap_err().to_string();

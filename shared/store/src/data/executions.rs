@@ -24,6 +24,10 @@
 //! exactly once by whoever settles it ([`Executions::take_waiter`]).
 //! - response `sk=response`: the HTTP answer a webhook caller waits for
 //!   (written by the executor, read by the webhook function)
+//! - stream batches `sk=stream#<seq, 10 digits>`: lines of a streamed answer
+//!   (the Chat Trigger's `streaming` mode), in order; all are written before
+//!   the meta item's final status, so a reader that sees that status in the
+//!   same Query (meta sorts first) has every line
 //!
 //! Retention: `expiresAt` (DynamoDB TTL) on the meta item and every part,
 //! set from the meta item's at each save, so an execution expires whole.
@@ -116,6 +120,14 @@ pub struct Polled {
     pub status: ExecutionStatus,
     pub error: Option<String>,
     pub response: Option<Value>,
+}
+
+/// What a streaming reader sees in one poll.
+#[derive(Debug, Clone)]
+pub struct StreamPoll {
+    pub status: ExecutionStatus,
+    /// Batches after the cursor: (sequence number, lines).
+    pub batches: Vec<(u64, String)>,
 }
 
 /// How much run data to read.
@@ -731,6 +743,59 @@ impl Executions {
             _ => None,
         };
         Ok(Some(Polled { status, error: get_s(meta, "errorMessage").map(str::to_owned), response }))
+    }
+
+    /// Appends batch `seq` (1, 2, …) of a streamed answer's lines.
+    pub async fn put_stream_batch(&self, id: &str, seq: u64, lines: &str) -> Result<(), StoreError> {
+        let mut item = key(pk(id), format!("stream#{seq:010}"));
+        item.insert("lines".into(), s(lines));
+        // read by the caller while the run goes on
+        item.insert("expiresAt".into(), db::n(db::now_secs() + 86_400));
+        self.table.put(item).await
+    }
+
+    /// The status and the stream batches after `after`, in one consistent
+    /// Query (meta sorts before the batches, see the module docs).
+    pub async fn poll_stream(&self, id: &str, after: u64) -> Result<Option<StreamPoll>, StoreError> {
+        let mut status = None;
+        let mut batches = vec![];
+        let mut start = None;
+        loop {
+            self.table.count();
+            let out = self
+                .table
+                .client
+                .query()
+                .table_name(&self.table.name)
+                .consistent_read(true)
+                .key_condition_expression("pk = :pk AND sk BETWEEN :a AND :b")
+                .filter_expression("sk = :a OR sk > :after")
+                .expression_attribute_values(":pk", s(pk(id)))
+                .expression_attribute_values(":a", s("meta"))
+                .expression_attribute_values(":b", s("stream#~"))
+                .expression_attribute_values(":after", s(format!("stream#{after:010}")))
+                .set_exclusive_start_key(start)
+                .send()
+                .await
+                .map_err(StoreError::dynamo)?;
+            for item in out.items.unwrap_or_default() {
+                let sk = get_s(&item, "sk").unwrap_or_default();
+                if sk == "meta" {
+                    status = Some(
+                        get_s(&item, "status")
+                            .and_then(|v| serde_json::from_value(Value::String(v.to_owned())).ok())
+                            .unwrap_or(ExecutionStatus::Unknown),
+                    );
+                } else if let Some(seq) = sk.strip_prefix("stream#").and_then(|n| n.parse::<u64>().ok()) {
+                    batches.push((seq, get_s(&item, "lines").unwrap_or_default().to_owned()));
+                }
+            }
+            start = out.last_evaluated_key;
+            if start.is_none() {
+                break;
+            }
+        }
+        Ok(status.map(|status| StreamPoll { status, batches }))
     }
 
     /// Deletes an execution and its run data.

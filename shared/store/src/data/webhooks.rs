@@ -1,8 +1,9 @@
 //! Webhook and form paths: which workflow answers `METHOD /webhook/<path>`
 //! (or `/form/<path>`), as n8n registers them.
 //!
-//! A workflow's endpoints come from its enabled Webhook and Form Trigger
-//! nodes ([`endpoints`]). Production endpoints are claimed when a version
+//! A workflow's endpoints come from its enabled Webhook, Form Trigger and
+//! Chat Trigger nodes ([`endpoints`]; a Chat Trigger answers GET and POST
+//! at `<webhookId>/chat`). Production endpoints are claimed when a version
 //! is published (one conditional put per endpoint: a path another live
 //! workflow holds is a conflict, reported before anything is published);
 //! test endpoints are written for the current draft on every save, and
@@ -160,6 +161,18 @@ pub fn endpoints(nodes: &Value) -> Result<Vec<Endpoint>, String> {
                     .or_else(|| node.pointer("/parameters/options/path").and_then(Value::as_str))
                     .unwrap_or_default();
                 (EndpointKind::Form, vec!["GET".to_owned(), "POST".to_owned()], path)
+            }
+            // n8n's two chat webhooks, `setup` (GET: the hosted page) and
+            // `default` (POST: messages), at `<webhookId>/chat`
+            "@n8n/n8n-nodes-langchain.chatTrigger" => {
+                let Some(id) = webhook_id else {
+                    return Err(format!("Chat Trigger \"{name}\" has no webhookId (its chat URL is made from it)"));
+                };
+                let path = format!("{}/chat", normalize(id));
+                for method in ["GET", "POST"] {
+                    out.push(Endpoint { kind: EndpointKind::Webhook, method: method.into(), path: path.clone(), node: name.clone() });
+                }
+                continue;
             }
             _ => continue,
         };
@@ -449,12 +462,13 @@ mod tests {
             {"name": "C", "type": "n8n-nodes-base.webhook", "webhookId": "id-c", "parameters": {}},
             {"name": "D", "type": "n8n-nodes-base.webhook", "webhookId": "id-d", "parameters": {"path": "x", "multipleMethods": true, "httpMethod": ["GET", "PUT"]}},
             {"name": "E", "type": "n8n-nodes-base.formTrigger", "webhookId": "id-e", "parameters": {"path": "signup"}},
-            {"name": "F", "type": "n8n-nodes-base.webhook", "disabled": true, "parameters": {"path": "off"}}
+            {"name": "F", "type": "n8n-nodes-base.webhook", "disabled": true, "parameters": {"path": "off"}},
+            {"name": "G", "type": "@n8n/n8n-nodes-langchain.chatTrigger", "webhookId": "id-g", "parameters": {"public": true}}
         ]);
         let got: Vec<(String, String)> = endpoints(&nodes).unwrap().into_iter().map(|e| (e.method, e.path)).collect();
         assert_eq!(
             got,
-            [("POST", "orders"), ("GET", "id-b/users/:id"), ("GET", "id-c"), ("GET", "x"), ("PUT", "x"), ("GET", "signup"), ("POST", "signup")]
+            [("POST", "orders"), ("GET", "id-b/users/:id"), ("GET", "id-c"), ("GET", "x"), ("PUT", "x"), ("GET", "signup"), ("POST", "signup"), ("GET", "id-g/chat"), ("POST", "id-g/chat")]
                 .map(|(m, p)| (m.to_owned(), p.to_owned()))
         );
         let dup = json!([
@@ -462,6 +476,8 @@ mod tests {
             {"name": "B", "type": "n8n-nodes-base.webhook", "parameters": {"path": "same"}}
         ]);
         assert!(endpoints(&dup).unwrap_err().contains("both listen"));
+        let chat = json!([{"name": "Chat", "type": "@n8n/n8n-nodes-langchain.chatTrigger", "parameters": {}}]);
+        assert!(endpoints(&chat).unwrap_err().contains("no webhookId"));
         let expr = json!([{"name": "A", "type": "n8n-nodes-base.webhook", "parameters": {"path": "={{ 1 }}"}}]);
         assert!(endpoints(&expr).unwrap_err().contains("expressions"));
     }

@@ -7,6 +7,7 @@
 use serde_json::{json, Value};
 
 use super::model::{ChatModel, ChatRequest, ChatResponse, Message, ToolCall};
+use crate::stream::{ChunkKind, ChunkMetadata, StreamChunk};
 use super::tools::Tool;
 use super::{NodeContext, LANGUAGE_MODEL, MEMORY, OUTPUT_PARSER, TOOL};
 use crate::data::item_from;
@@ -82,6 +83,13 @@ fn prompt(ctx: &mut NodeContext<'_>, item: usize) -> Result<String> {
     Ok(text)
 }
 
+/// n8n's default system message of the tools agent.
+pub const SYSTEM_MESSAGE: &str = "You are a helpful assistant";
+
+/// The instruction n8n's tools agent passes with every call (used only when
+/// a structured output parser turns into a tool; recorded in memory's values).
+const FORMATTING_INSTRUCTIONS: &str = "IMPORTANT: For your response to user, you MUST use the `format_final_json_response` tool with your complete answer formatted according to the required schema. Do not attempt to format the JSON manually - always use this tool. Your response will be rejected if it is not properly formatted through this tool. Only use this tool once you are ready to provide your final answer.";
+
 fn run_item(ctx: &mut NodeContext<'_>, root: Root, item: usize) -> Result<Value> {
     let model_node = one_sub_node(ctx, LANGUAGE_MODEL).ok_or_else(|| {
         EngineError::node_with("A Chat Model sub-node must be connected and enabled", "connect a chat model (e.g. OpenAI Chat Model) to the node's Chat Model input")
@@ -98,8 +106,12 @@ fn run_item(ctx: &mut NodeContext<'_>, root: Root, item: usize) -> Result<Value>
         None => None,
     };
     let mut messages = vec![];
+    let system_message = match root {
+        Root::Agent => ctx.param_str("options.systemMessage", item, SYSTEM_MESSAGE)?,
+        Root::Chain => String::new(),
+    };
     let mut system = match root {
-        Root::Agent => ctx.param_str("options.systemMessage", item, "You are a helpful assistant")?,
+        Root::Agent => system_message.clone(),
         Root::Chain => chain_messages(ctx, item, &mut messages)?,
     };
     if let Some((_, p)) = &parser {
@@ -111,11 +123,13 @@ fn run_item(ctx: &mut NodeContext<'_>, root: Root, item: usize) -> Result<Value>
     if !system.is_empty() {
         messages.insert(0, Message::System { content: system });
     }
+    // what LangChain's AgentExecutor hands memory (its chain inputs)
+    let memory_values = json!({"input": text, "system_message": system_message, "formatting_instructions": FORMATTING_INSTRUCTIONS});
     if let Some((node, mem)) = &memory {
-        let call = ctx.begin_call(&node.name, MEMORY, json!({"action": "loadMemoryVariables", "values": {"input": text}}));
+        let call = ctx.begin_call(&node.name, MEMORY, json!({"action": "loadMemoryVariables", "values": memory_values}));
         let history = mem.load();
-        let out = history.as_ref().map(|h| json!({"action": "loadMemoryVariables", "chatHistory": h}));
-        ctx.end_call(call, out.as_ref().map_err(|e| *e));
+        let out = history.as_ref().map(|h| json!({"action": "loadMemoryVariables", "chatHistory": h.iter().map(super::memory::lc_message).collect::<Vec<_>>()}));
+        ctx.end_call_one(call, out.as_ref().map_err(|e| *e));
         messages.extend(history?);
     }
     messages.push(Message::User { content: text.clone() });
@@ -131,10 +145,17 @@ fn run_item(ctx: &mut NodeContext<'_>, root: Root, item: usize) -> Result<Value>
     };
     let specs: Vec<_> = tools.iter().map(|t| t.spec.clone()).collect();
     let max_iterations = if root == Root::Agent { ctx.param_f64("options.maxIterations", item, 10.0)?.max(1.0) as usize } else { 1 };
+    // n8n streams the tools agent's answer from version 2.1 when the caller waits for a stream
+    let streaming = root == Root::Agent && ctx.version() >= 2.1 && ctx.env.stream.is_some() && ctx.param_bool("options.enableStreaming", item, true)?;
+    let stream = streaming.then(|| Streamer::new(ctx, item));
+    if let Some(s) = &stream {
+        s.send(ChunkKind::Begin, None);
+    }
+    let mut streamed = String::new();
     let mut steps = vec![];
     let mut answer = None;
     for _ in 0..max_iterations {
-        let resp = call_model(ctx, model_node, model.as_ref(), &messages, &specs)?;
+        let resp = call_model(ctx, model_node, &model, &messages, &specs, stream.as_ref(), &mut streamed)?;
         if resp.tool_calls.is_empty() || root == Root::Chain {
             answer = Some(resp.content);
             break;
@@ -142,12 +163,16 @@ fn run_item(ctx: &mut NodeContext<'_>, root: Root, item: usize) -> Result<Value>
         messages.push(Message::Assistant { content: resp.content.clone(), tool_calls: resp.tool_calls.clone() });
         for call in &resp.tool_calls {
             let observation = call_tool(ctx, &tools, call, item)?;
+            let log = if resp.content.is_empty() { format!("Calling {} with input: {}", call.name, call.arguments) } else { resp.content.clone() };
             steps.push(json!({
-                "action": {"tool": call.name, "toolInput": call.arguments, "log": resp.content, "toolCallId": call.id, "type": "tool_call"},
+                "action": {"tool": call.name, "toolInput": call.arguments, "log": log, "toolCallId": call.id, "type": "tool_call"},
                 "observation": observation,
             }));
             messages.push(Message::Tool { tool_call_id: call.id.clone(), name: call.name.clone(), content: observation });
         }
+    }
+    if let Some(s) = &stream {
+        s.send(ChunkKind::End, None);
     }
     let answer = answer.unwrap_or_else(|| MAX_ITERATIONS_OUTPUT.to_owned());
     let output = match &parser {
@@ -155,16 +180,18 @@ fn run_item(ctx: &mut NodeContext<'_>, root: Root, item: usize) -> Result<Value>
             let call = ctx.begin_call(&node.name, OUTPUT_PARSER, json!({"action": "parse", "text": answer}));
             let parsed = p.parse(&answer);
             let out = parsed.as_ref().map(|v| json!({"action": "parse", "response": v}));
-            ctx.end_call(call, out.as_ref().map_err(|e| *e));
+            ctx.end_call_one(call, out.as_ref().map_err(|e| *e));
             parsed?
         }
+        // a streamed answer is everything the model streamed, as n8n's event stream collects it
+        _ if streaming => Value::String(streamed.clone()),
         _ => Value::String(answer.clone()),
     };
     if let Some((node, mem)) = &memory {
-        let call = ctx.begin_call(&node.name, MEMORY, json!({"action": "saveContext", "input": {"input": text}, "output": {"output": answer}}));
+        let call = ctx.begin_call(&node.name, MEMORY, json!({"action": "saveContext", "input": memory_values, "output": {"output": answer}}));
         let saved = mem.save(&text, &answer);
-        let out = saved.as_ref().map(|h| json!({"action": "saveContext", "chatHistory": h}));
-        ctx.end_call(call, out.as_ref().map_err(|e| *e));
+        let out = saved.as_ref().map(|h| json!({"action": "saveContext", "chatHistory": h.iter().map(super::memory::lc_message).collect::<Vec<_>>()}));
+        ctx.end_call_one(call, out.as_ref().map_err(|e| *e));
         saved?;
     }
     let key = if root == Root::Chain && parser.is_none() { "text" } else { "output" };
@@ -173,6 +200,35 @@ fn run_item(ctx: &mut NodeContext<'_>, root: Root, item: usize) -> Result<Value>
         json["intermediateSteps"] = Value::Array(steps);
     }
     Ok(json)
+}
+
+/// Sends a root node's chunks of one item to the streaming caller.
+pub(crate) struct Streamer {
+    hook: crate::stream::StreamHook,
+    node_id: String,
+    node_name: String,
+    item: usize,
+    run_index: usize,
+}
+
+impl Streamer {
+    pub(crate) fn new(ctx: &NodeContext<'_>, item: usize) -> Self {
+        Streamer {
+            hook: ctx.env.stream.clone().expect("a streaming run"),
+            node_id: ctx.node.id.clone(),
+            node_name: ctx.node.name.clone(),
+            item,
+            run_index: ctx.run_index,
+        }
+    }
+
+    pub(crate) fn send(&self, kind: ChunkKind, content: Option<String>) {
+        self.hook.send(StreamChunk {
+            kind,
+            content,
+            metadata: ChunkMetadata { node_id: self.node_id.clone(), node_name: self.node_name.clone(), item_index: self.item, run_index: self.run_index, timestamp: Some(crate::data::now_ms()) },
+        });
+    }
 }
 
 /// Basic LLM Chain's extra messages (`messages.messageValues`); returns its system text.
@@ -189,18 +245,63 @@ fn chain_messages(ctx: &mut NodeContext<'_>, item: usize, messages: &mut Vec<Mes
     Ok(system.join("\n\n"))
 }
 
-/// One model call, recorded as a run of the model sub-node.
-fn call_model(ctx: &mut NodeContext<'_>, node: &Node, model: &dyn ChatModel, messages: &[Message], tools: &[super::model::ToolSpec]) -> Result<ChatResponse> {
-    let input = json!({"messages": messages, "tools": tools.iter().map(|t| &t.name).collect::<Vec<_>>(), "options": model.options()});
-    let call = ctx.begin_call(&node.name, LANGUAGE_MODEL, input);
-    let res = model.chat(ctx.env, &ChatRequest { messages, tools });
-    let out = res.as_ref().map(|r| {
-        json!({
-            "response": {"generations": [[{"text": r.content, "toolCalls": r.tool_calls}]]},
-            "tokenUsage": r.usage,
+/// The conversation as one prompt string, as LangChain's `getBufferString`
+/// writes it for the tracing n8n records (`Human: …\nAI: …`).
+pub(crate) fn buffer_string(messages: &[Message]) -> String {
+    messages
+        .iter()
+        .map(|m| match m {
+            Message::System { content } => format!("System: {content}"),
+            Message::User { content } => format!("Human: {content}"),
+            Message::Assistant { content, .. } => format!("AI: {content}"),
+            Message::Tool { content, .. } => format!("Tool: {content}"),
         })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// A token count estimate for text (about four characters a token; n8n
+/// estimates with tiktoken when a provider reports no usage).
+pub(crate) fn estimate_tokens(text: &str) -> u64 {
+    (text.chars().count() as u64).div_ceil(4)
+}
+
+/// One model call, recorded as a run of the model sub-node as n8n's
+/// `N8nLlmTracing` records it: in `{messages: [prompt], estimatedTokens,
+/// options}`, out `{response: {generations: [[{text, generationInfo}]]},
+/// tokenUsage}` (`tokenUsageEstimate` when the provider reported none). The
+/// text streams to `stream` as it arrives and is appended to `streamed`.
+pub(crate) fn call_model(
+    ctx: &mut NodeContext<'_>,
+    node: &Node,
+    model: &ChatModel,
+    messages: &[Message],
+    tools: &[super::model::ToolSpec],
+    stream: Option<&Streamer>,
+    streamed: &mut String,
+) -> Result<ChatResponse> {
+    let prompt = buffer_string(messages);
+    let estimated = estimate_tokens(&prompt);
+    let input = json!({"messages": [prompt], "estimatedTokens": estimated, "options": model.options()});
+    let call = ctx.begin_call(&node.name, LANGUAGE_MODEL, input);
+    let res = model.chat(ctx.env, &ChatRequest { messages, tools }, &mut |t: &str| {
+        streamed.push_str(t);
+        if let Some(s) = stream {
+            s.send(ChunkKind::Item, Some(t.to_owned()));
+        }
     });
-    ctx.end_call(call, out.as_ref().map_err(|e| *e));
+    let out = res.as_ref().map(|r| {
+        let mut o = json!({"response": {"generations": [[{"text": r.content, "generationInfo": {"finish_reason": r.finish_reason}}]]}});
+        let u = r.usage;
+        if u.prompt_tokens > 0 || u.completion_tokens > 0 {
+            o["tokenUsage"] = json!({"completionTokens": u.completion_tokens, "promptTokens": u.prompt_tokens, "totalTokens": u.total_tokens});
+        } else {
+            let completion = estimate_tokens(&r.content);
+            o["tokenUsageEstimate"] = json!({"completionTokens": completion, "promptTokens": estimated, "totalTokens": completion + estimated});
+        }
+        o
+    });
+    ctx.end_call_one(call, out.as_ref().map_err(|e| *e));
     if let Ok(r) = &res {
         ctx.add_tokens(r.usage);
     }
@@ -214,18 +315,13 @@ fn call_tool(ctx: &mut NodeContext<'_>, tools: &[Tool<'_>], call: &ToolCall, ite
     let Some(tool) = tools.iter().find(|t| t.spec.name == call.name) else {
         return Ok(format!("{} is not a valid tool, try another one.", call.name));
     };
-    let input = match tool.query(&call.arguments) {
-        Value::Object(o) => Value::Object(o),
-        other => json!({"query": other}),
-    };
-    let rec = ctx.begin_call(&tool.node.name, TOOL, input);
+    let rec = ctx.begin_call(&tool.node.name, TOOL, tool.record_input(&call.arguments));
     let args = call.arguments.clone();
     let res = ctx.with_sub_node(tool.node, Some(args.clone()), |c| tool.run(c, &args, item));
-    let out = res.as_ref().map(|r| json!({"response": r}));
     // the tool's own run record carries the metadata (a sub-workflow link)
-    ctx.end_call(rec, out.as_ref().map_err(|e| *e));
+    ctx.end_call(rec, res.as_ref().map(|r| r.record.clone()).map_err(|e| e));
     match res {
-        Ok(r) => Ok(r),
+        Ok(r) => Ok(r.observation),
         Err(EngineError::Canceled) => Err(EngineError::Canceled),
         Err(e) => Ok(format!("There was an error: \"{e}\"")),
     }

@@ -76,6 +76,70 @@ pub fn supply(ctx: &mut NodeContext<'_>, item: usize) -> Result<Memory> {
     Ok(Memory { store, workflow, key, window })
 }
 
+/// A message as LangChain serializes it (`BaseMessage.toJSON()`): the form
+/// n8n's run data shows memory in, and the Chat Trigger answers
+/// `loadPreviousSession` with (the chat widget reads `id` and `kwargs.content`).
+pub fn lc_message(m: &Message) -> Value {
+    let (class, content, extra) = match m {
+        Message::System { content } => ("SystemMessage", content, None),
+        Message::User { content } => ("HumanMessage", content, None),
+        Message::Assistant { content, tool_calls } => (
+            "AIMessage",
+            content,
+            Some(json!({
+                "tool_calls": tool_calls.iter().map(|c| json!({"name": c.name, "args": c.arguments, "id": c.id, "type": "tool_call"})).collect::<Vec<_>>(),
+                "invalid_tool_calls": [],
+            })),
+        ),
+        Message::Tool { tool_call_id, content, .. } => ("ToolMessage", content, Some(json!({"tool_call_id": tool_call_id}))),
+    };
+    let mut kwargs = json!({"content": content, "additional_kwargs": {}, "response_metadata": {}});
+    if let Some(Value::Object(extra)) = extra {
+        if let Some(k) = kwargs.as_object_mut() {
+            k.extend(extra);
+        }
+    }
+    json!({"lc": 1, "type": "constructor", "id": ["langchain_core", "messages", class], "kwargs": kwargs})
+}
+
+/// Stored messages (as memory keeps them) in LangChain's serialized form.
+pub fn lc_messages(stored: &[Value]) -> Vec<Value> {
+    stored.iter().filter_map(|m| serde_json::from_value::<Message>(m.clone()).ok()).map(|m| lc_message(&m)).collect()
+}
+
+/// The session a memory sub-node of a Chat Trigger reads for a chat
+/// request (n8n's `getSessionId` in a webhook: `sessionId` of the body for
+/// "Connected Chat Trigger Node", else the node's `sessionKey`, resolved
+/// against the body); `None` when the node is not a memory this instance keeps.
+pub fn request_session(engine: &crate::Engine, graph: &crate::Graph, memory: &crate::Node, body: &Value) -> Result<Option<String>> {
+    if memory.node_type != "@n8n/n8n-nodes-langchain.memoryBufferWindow" {
+        return Ok(None);
+    }
+    let p = &memory.parameters;
+    let from_input = memory.type_version >= 1.2 && p.get("sessionIdType").and_then(Value::as_str).unwrap_or("fromInput") == "fromInput";
+    let key = if from_input {
+        body.get("sessionId").cloned().unwrap_or(Value::Null)
+    } else {
+        match p.get("sessionKey") {
+            // the defaults: `={{ $json.sessionId }}` (1.1+), `chat_history` (1.0)
+            None if memory.type_version >= 1.1 => body.get("sessionId").cloned().unwrap_or(Value::Null),
+            None => json!("chat_history"),
+            Some(_) => {
+                let resolved = engine.resolve_with_item(graph, &memory.name, crate::Item::new(body.clone()))?;
+                resolved.get("sessionKey").cloned().unwrap_or(Value::Null)
+            }
+        }
+    };
+    let key = match key {
+        Value::Null => String::new(),
+        other => crate::nodes::js_string(&other),
+    };
+    if key.trim().is_empty() {
+        return Err(EngineError::node("No session ID found: send `sessionId` with the request"));
+    }
+    Ok(Some(key))
+}
+
 impl Memory {
     /// The window the model gets: the last `window` exchanges.
     pub fn load(&self) -> Result<Vec<Message>> {

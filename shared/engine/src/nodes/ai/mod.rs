@@ -7,18 +7,22 @@
 //! call is recorded as a run of that sub-node: its input under
 //! `inputOverride`, its output under the connection type, in call order.
 //!
-//! model.rs: chat models (OpenAI-compatible, Anthropic) over the engine's
-//! SSRF-guarded transport; agent.rs: the tools agent and the LLM chain;
+//! model.rs: chat models (on the `models` crate's providers, or the host's)
+//! over the engine's SSRF-guarded transport; agent.rs: the tools agent and
+//! the LLM chain; chains.rs: Text Classifier and Information Extractor;
 //! memory.rs: window buffer memory over the host's `ChatMemoryStore`;
 //! tools.rs: tools and their schemas (`$fromAI`); calculator.rs: the
-//! Calculator tool's arithmetic; output_parser.rs: the structured output parser.
+//! Calculator tool's arithmetic; output_parser.rs: the structured output parser;
+//! tool_step.rs: a run-step on a tool (n8n's Tool Executor).
 
 pub mod agent;
 pub mod calculator;
 pub mod mcp_client_tool;
+pub mod chains;
 pub mod memory;
 pub mod model;
 pub mod output_parser;
+pub mod tool_step;
 pub mod tools;
 
 use std::time::Instant;
@@ -38,7 +42,10 @@ pub const OUTPUT_PARSER: &str = "ai_outputParser";
 /// Sub-node types and the connection type each supplies.
 pub fn sub_node_kind(node_type: &str) -> Option<&'static str> {
     Some(match node_type {
-        "@n8n/n8n-nodes-langchain.lmChatOpenAi" | "@n8n/n8n-nodes-langchain.lmChatAnthropic" => LANGUAGE_MODEL,
+        "@n8n/n8n-nodes-langchain.lmChatOpenAi"
+        | "@n8n/n8n-nodes-langchain.lmChatAnthropic"
+        | "@n8n/n8n-nodes-langchain.lmChatOllama"
+        | "@n8n/n8n-nodes-langchain.lmChatAwsBedrock" => LANGUAGE_MODEL,
         "@n8n/n8n-nodes-langchain.memoryBufferWindow" => MEMORY,
         "@n8n/n8n-nodes-langchain.toolCalculator"
         | "@n8n/n8n-nodes-langchain.toolCode"
@@ -149,11 +156,11 @@ impl<'a> NodeContext<'a> {
         Call { node: node.to_owned(), conn_type, input, start_ms: crate::data::now_ms(), t0: Instant::now() }
     }
 
-    /// Records the call's outcome as a run of its sub-node.
-    pub(crate) fn end_call(&mut self, call: Call, outcome: std::result::Result<&Value, &EngineError>) {
+    /// Records the call's outcome (its output items' json) as a run of its sub-node.
+    pub(crate) fn end_call(&mut self, call: Call, outcome: std::result::Result<Vec<Value>, &EngineError>) {
         let source = vec![Some(TaskSource { previous_node: self.node.name.clone(), previous_node_output: 0, previous_node_run: self.run_index })];
         let (status, data, error) = match outcome {
-            Ok(out) => (ExecutionStatus::Success, Some(TaskOutputs::of_type(call.conn_type, vec![Item::new(out.clone())])), None),
+            Ok(out) => (ExecutionStatus::Success, Some(TaskOutputs::of_type(call.conn_type, out.into_iter().map(Item::new).collect())), None),
             Err(e) => (ExecutionStatus::Error, None, Some(crate::run::error_data(e, Some(&call.node)))),
         };
         let task = TaskData {
@@ -170,6 +177,11 @@ impl<'a> NodeContext<'a> {
             input_override: Some(TaskOutputs::of_type(call.conn_type, vec![Item::new(call.input)])),
         };
         self.sub_runs.runs.push((call.node, task));
+    }
+
+    /// [`Self::end_call`] for a call that returns one item.
+    pub(crate) fn end_call_one(&mut self, call: Call, outcome: std::result::Result<&Value, &EngineError>) {
+        self.end_call(call, outcome.map(|v| vec![v.clone()]))
     }
 
     pub(crate) fn add_tokens(&mut self, usage: TokenUsage) {

@@ -106,6 +106,12 @@ fn check(schema: &Value, v: &Value, path: &str) -> std::result::Result<(), Strin
             return Err(format!("{at} should be of type {t}, got {v}"));
         }
     }
+    if schema.get("format").and_then(Value::as_str) == Some("date") {
+        let ok = v.as_str().is_some_and(|d| chrono::NaiveDate::parse_from_str(d, "%Y-%m-%d").is_ok());
+        if !ok {
+            return Err(format!("{at} should be a date (YYYY-MM-DD), got {v}"));
+        }
+    }
     if let Value::Object(o) = v {
         for r in schema.get("required").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str) {
             if !o.contains_key(r) {

@@ -186,6 +186,20 @@ fn merge_schema(into: &mut Value, other: Value) {
     }
 }
 
+/// What one tool call gave: the text the model sees, and the items its
+/// run records (n8n's shape for that kind of tool).
+pub struct ToolOutput {
+    pub observation: String,
+    pub record: Vec<Value>,
+}
+
+impl ToolOutput {
+    /// A LangChain tool's answer: the run records `{response}`.
+    fn text(observation: String) -> Self {
+        ToolOutput { record: vec![json!({"response": observation})], observation }
+    }
+}
+
 impl Tool<'_> {
     /// What the tool gets for a call's arguments: the text of a free-text
     /// tool, else the arguments object.
@@ -196,8 +210,18 @@ impl Tool<'_> {
         }
     }
 
+    /// The call's input as its run records it: a node used as a tool (n8n's
+    /// `usableAsTool`) records the arguments themselves, LangChain tools
+    /// record `{query}`.
+    pub fn record_input(&self, args: &Value) -> Value {
+        if self.node.node_type.starts_with("n8n-nodes-base.") {
+            return args.clone();
+        }
+        json!({"query": self.query(args)})
+    }
+
     /// Runs the tool for `args` in its sub-node context `ctx` (`$fromAI` reads `args`).
-    pub fn run(&self, ctx: &mut NodeContext<'_>, args: &Value, item: usize) -> Result<String> {
+    pub fn run(&self, ctx: &mut NodeContext<'_>, args: &Value, item: usize) -> Result<ToolOutput> {
         let query = self.query(args);
         match self.node.node_type.as_str() {
             "@n8n/n8n-nodes-langchain.toolCalculator" => {
@@ -205,7 +229,7 @@ impl Tool<'_> {
                     Value::String(s) => s.clone(),
                     other => other.to_string(),
                 };
-                calculator::evaluate(&text).map(calculator::format).map_err(EngineError::node)
+                calculator::evaluate(&text).map(calculator::format).map(ToolOutput::text).map_err(EngineError::node)
             }
             "@n8n/n8n-nodes-langchain.toolCode" => {
                 let code = ctx.raw("jsCode").and_then(Value::as_str).unwrap_or_default().to_owned();
@@ -215,23 +239,27 @@ impl Tool<'_> {
                 let out = ctx.run_code(&source, expression::CodeMode::AllItems, item as i64)?;
                 ctx.console.extend(out.console);
                 let response = out.value.pointer("/0/json/response").cloned().unwrap_or(Value::Null);
-                Ok(match response {
+                Ok(ToolOutput::text(match response {
                     Value::String(s) => s,
                     other => other.to_string(),
-                })
+                }))
             }
             "@n8n/n8n-nodes-langchain.toolWorkflow" => self.run_workflow(ctx, &query, item),
             "@n8n/n8n-nodes-langchain.toolHttpRequest" => {
                 let request = http_request_node(self.node, args)?;
-                run_http(ctx, &request, item)
+                run_http(ctx, &request, item).map(|(text, _)| ToolOutput::text(text))
             }
-            "n8n-nodes-base.httpRequestTool" => run_http(ctx, self.node, item),
-            "@n8n/n8n-nodes-langchain.mcpClientTool" => super::mcp_client_tool::call(ctx, self.mcp_tool.as_deref().unwrap_or(&self.spec.name), args, item),
+            "n8n-nodes-base.httpRequestTool" => {
+                // n8n's node-as-tool: the items' json, recorded as `{response}`
+                let (text, items) = run_http(ctx, self.node, item)?;
+                Ok(ToolOutput { observation: text, record: vec![json!({"response": items})] })
+            }
+            "@n8n/n8n-nodes-langchain.mcpClientTool" => super::mcp_client_tool::call(ctx, self.mcp_tool.as_deref().unwrap_or(&self.spec.name), args, item).map(ToolOutput::text),
             other => Err(EngineError::node(format!("{other} is not a tool this instance supports"))),
         }
     }
 
-    fn run_workflow(&self, ctx: &mut NodeContext<'_>, query: &Value, item: usize) -> Result<String> {
+    fn run_workflow(&self, ctx: &mut NodeContext<'_>, query: &Value, item: usize) -> Result<ToolOutput> {
         let workflow = crate::nodes::execute_workflow::workflow_json(ctx)?;
         let input = if ctx.version() >= 2.0 {
             // the mapped workflow inputs, `$fromAI` values filled in
@@ -255,13 +283,19 @@ impl Tool<'_> {
         if ctx.version() < 2.0 {
             let key = ctx.param_str("responsePropertyName", item, "response")?;
             return match out.first().and_then(|i| i.json.get(&key).cloned()) {
-                Some(Value::String(s)) => Ok(s),
-                Some(other) => Ok(other.to_string()),
+                Some(Value::String(s)) => Ok(ToolOutput::text(s)),
+                Some(other) => Ok(ToolOutput::text(other.to_string())),
                 None => Err(EngineError::node(format!("No response property \"{key}\" found in the sub-workflow's output"))),
             };
         }
-        let items: Vec<Value> = out.iter().map(|i| (*i.json).clone()).collect();
-        Ok(if items.len() == 1 { items[0].to_string() } else { Value::Array(items).to_string() })
+        // 2+: the last node's first item, given to the model as indented
+        // JSON; the run records that item (n8n's WorkflowToolService)
+        let first = out.first().map(|i| (*i.json).clone()).ok_or_else(|| EngineError::node("There was an error: \"The workflow did not return a response\""))?;
+        let observation = match &first {
+            Value::String(s) => s.clone(),
+            other => serde_json::to_string_pretty(other).unwrap_or_default(),
+        };
+        Ok(ToolOutput { observation, record: vec![first] })
     }
 }
 
@@ -354,8 +388,8 @@ fn http_request_node(tool: &Node, args: &Value) -> Result<Node> {
 }
 
 /// Runs `request` (an HTTP Request node's parameters) once, for the root's
-/// item `item`, and gives the answer as text.
-fn run_http(ctx: &mut NodeContext<'_>, request: &Node, item: usize) -> Result<String> {
+/// item `item`: the answer as text, and its items' json.
+fn run_http(ctx: &mut NodeContext<'_>, request: &Node, item: usize) -> Result<(String, Vec<Value>)> {
     let one: Vec<Item> = ctx.input(0).get(item).cloned().into_iter().collect();
     let one = if one.is_empty() { vec![Item::new(json!({}))] } else { one };
     ctx.with_sub_node(request, ctx.from_ai.clone(), |c| {
@@ -366,11 +400,12 @@ fn run_http(ctx: &mut NodeContext<'_>, request: &Node, item: usize) -> Result<St
             _ => vec![],
         };
         let jsons: Vec<Value> = items.iter().map(|i| (*i.json).clone()).collect();
-        Ok(match jsons.as_slice() {
+        let text = match jsons.as_slice() {
             // a text answer arrives as `{data: "…"}`
             [Value::Object(o)] if o.len() == 1 && o.get("data").is_some_and(Value::is_string) => o["data"].as_str().unwrap_or_default().to_owned(),
             [one] => one.to_string(),
             many => Value::Array(many.to_vec()).to_string(),
-        })
+        };
+        Ok((text, jsons))
     })
 }

@@ -13,7 +13,7 @@ mod v3;
 use serde_json::{json, Map, Value};
 
 pub use transport::{is_forbidden_ip, HttpClient};
-pub(crate) use transport::{cached_token, send, Redirects, Request, Response};
+pub(crate) use transport::{block_on, cached_token, guarded_client, send, service_url, Redirects, Request, Response};
 
 use super::{NodeContext, NodeOutput};
 use crate::error::{EngineError, Result};

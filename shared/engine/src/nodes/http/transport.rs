@@ -217,6 +217,32 @@ fn client(env: &Env) -> Result<&HttpClient> {
     env.http.get().ok_or_else(|| EngineError::Host("HTTP client unavailable".into()))
 }
 
+/// This execution's guarded client (the SSRF guard's resolver, no
+/// proxies, no redirects), for clients that speak a service's protocol
+/// themselves (the chat model providers). Use it only inside [`block_on`].
+pub(crate) fn guarded_client(env: &Env) -> Result<reqwest::Client> {
+    Ok(client(env)?.client.clone())
+}
+
+/// Runs `fut` on this execution's runtime, where [`guarded_client`]'s
+/// connections live.
+pub(crate) fn block_on<F: std::future::Future>(env: &Env, fut: F) -> Result<F::Output> {
+    Ok(client(env)?.rt.block_on(fut))
+}
+
+/// A service's base URL as a request will use it: the origin override
+/// applied, then the guard's check of the URL as written (IP literals,
+/// schemes); names are checked by the resolver when connecting.
+pub(crate) fn service_url(env: &Env, raw: &str) -> Result<url::Url> {
+    let mut url = url::Url::parse(raw.trim()).map_err(|e| EngineError::node(format!("Invalid URL '{raw}': {e}")))?;
+    if let Some(to) = env.settings.origin_overrides.get(&origin(&url)) {
+        let rest = &url.as_str()[origin(&url).len()..];
+        url = url::Url::parse(&format!("{}{rest}", to.trim_end_matches('/'))).map_err(|e| EngineError::Host(format!("origin override {to:?}: {e}")))?;
+    }
+    check_literal(&url, env.settings.allow_private_network, &env.settings.allowed_hosts)?;
+    Ok(url)
+}
+
 /// This execution's token for `key`, fetched once.
 pub(crate) fn cached_token(env: &Env, key: &str, fetch: impl FnOnce() -> Result<String>) -> Result<String> {
     let c = client(env)?;

@@ -1,10 +1,10 @@
 //! Bedrock: the ConverseStream event mapping and the request conversion,
 //! with constructed SDK types (no network). The live path is untested here.
 
-use agent::model::bedrock::{
+use models::bedrock::{
     code_status, converse_messages, document_to_json, json_to_document, ConverseStreamState,
 };
-use agent::model::{AssistantPart, FinishReason, Message, ModelChunk, ModelErrorKind, Usage};
+use models::{AssistantPart, FinishReason, Message, ModelChunk, ModelErrorKind, Usage};
 use aws_sdk_bedrockruntime::types::{
     ContentBlock, ContentBlockDelta, ContentBlockDeltaEvent, ContentBlockStart,
     ContentBlockStartEvent, ContentBlockStopEvent, ConversationRole, ConverseStreamMetadataEvent,
@@ -63,7 +63,7 @@ fn run(
     events: Vec<Ev>,
 ) -> (
     Vec<ModelChunk>,
-    Result<Vec<ModelChunk>, agent::model::ModelError>,
+    Result<Vec<ModelChunk>, models::ModelError>,
 ) {
     let mut state = ConverseStreamState::default();
     let mut chunks = Vec::new();

@@ -1,4 +1,4 @@
-use agent::model::{provider_from_config_with_env, ModelErrorKind, MODEL_ENV};
+use models::{provider_from_config_with_env, ModelErrorKind, MODEL_ENV};
 
 #[tokio::test]
 async fn no_model_names_the_setting() {

@@ -1,7 +1,7 @@
 use std::time::{Duration, Instant};
 
-use agent::model::scripted::ScriptedProvider;
-use agent::model::{
+use models::scripted::ScriptedProvider;
+use models::{
     provider_from_config_with_env, AssistantPart, CancellationToken, FinishReason, Message,
     ModelChunk, ModelErrorKind, ModelProvider, ModelRequest, TurnBuilder,
 };

@@ -7,7 +7,7 @@ use std::convert::Infallible;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use agent::model::{ModelChunk, ModelError, ModelStream};
+use models::{ModelChunk, ModelError, ModelStream};
 use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, StatusCode};
@@ -202,8 +202,8 @@ pub fn reasoning_of(chunks: &[ModelChunk]) -> String {
 }
 
 /// Retries fast so the tests stay quick; `retry-after` is still honoured.
-pub fn fast_retry() -> agent::model::RetryPolicy {
-    agent::model::RetryPolicy {
+pub fn fast_retry() -> models::RetryPolicy {
+    models::RetryPolicy {
         max_retries: 2,
         base_delay: Duration::from_millis(10),
         max_delay: Duration::from_millis(50),

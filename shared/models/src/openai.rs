@@ -11,7 +11,7 @@ use super::http::{self, SseChunkDecoder};
 use super::sse::SseEvent;
 use super::{
     drive, AssistantPart, CancellationToken, FinishReason, Message, ModelChunk, ModelError,
-    ModelErrorKind, ModelProvider, ModelRequest, ModelStream, RetryPolicy, Usage,
+    ModelErrorKind, ModelProvider, ModelRequest, ModelStream, RetryPolicy, Transport, Usage,
 };
 
 #[derive(Debug, Clone)]
@@ -23,6 +23,7 @@ pub struct OpenAiConfig {
     /// Including the version path, e.g. `https://api.openai.com/v1`.
     pub base_url: String,
     pub retry: RetryPolicy,
+    pub transport: Transport,
 }
 
 impl OpenAiConfig {
@@ -33,6 +34,7 @@ impl OpenAiConfig {
             model: model.into(),
             base_url: "https://api.openai.com/v1".to_string(),
             retry: RetryPolicy::default(),
+            transport: Transport::default(),
         }
     }
 
@@ -47,6 +49,7 @@ impl OpenAiConfig {
             model: model.into(),
             base_url: base_url.into(),
             retry: RetryPolicy::default(),
+            transport: Transport::default(),
         }
     }
 }
@@ -63,7 +66,7 @@ struct Inner {
 
 impl OpenAiProvider {
     pub fn new(config: OpenAiConfig) -> Result<Self, ModelError> {
-        let client = http::client(&config.provider)?;
+        let client = config.transport.client(&config.provider)?;
         let url = http::join(&config.base_url, "chat/completions");
         Ok(OpenAiProvider {
             inner: Arc::new(Inner {
@@ -86,7 +89,9 @@ impl ModelProvider for OpenAiProvider {
 
     fn stream(&self, request: ModelRequest, cancel: CancellationToken) -> ModelStream {
         let inner = self.inner.clone();
-        let body = Arc::new(request_body(&inner.config.model, &request));
+        let mut body = request_body(&inner.config.model, &request);
+        inner.config.transport.extend_body(&mut body);
+        let body = Arc::new(body);
         drive(
             inner.config.provider.clone(),
             inner.config.retry,
@@ -96,10 +101,11 @@ impl ModelProvider for OpenAiProvider {
                 let body = body.clone();
                 Box::pin(async move {
                     let provider = inner.config.provider.clone();
-                    let headers: Vec<(&str, String)> = match &inner.config.api_key {
+                    let mut headers: Vec<(&str, String)> = match &inner.config.api_key {
                         Some(key) => vec![("authorization", format!("Bearer {key}"))],
                         None => Vec::new(),
                     };
+                    headers.extend(inner.config.transport.headers.iter().map(|(k, v)| (k.as_str(), v.clone())));
                     let response =
                         http::post_sse(&inner.client, &provider, &inner.url, &headers, &body)
                             .await?;

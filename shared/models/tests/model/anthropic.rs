@@ -1,7 +1,7 @@
 use std::time::{Duration, Instant};
 
-use agent::model::anthropic::{AnthropicConfig, AnthropicProvider};
-use agent::model::{
+use models::anthropic::{AnthropicConfig, AnthropicProvider};
+use models::{
     AssistantPart, CancellationToken, FinishReason, Message, ModelChunk, ModelErrorKind,
     ModelProvider, ModelRequest, ToolDefinition, TurnBuilder, Usage,
 };

@@ -9,7 +9,7 @@ use super::http::{self, SseChunkDecoder};
 use super::sse::SseEvent;
 use super::{
     drive, AssistantPart, CancellationToken, FinishReason, Message, ModelChunk, ModelError,
-    ModelErrorKind, ModelProvider, ModelRequest, ModelStream, RetryPolicy, Usage,
+    ModelErrorKind, ModelProvider, ModelRequest, ModelStream, RetryPolicy, Transport, Usage,
 };
 
 const PROVIDER: &str = "anthropic";
@@ -29,6 +29,7 @@ pub struct AnthropicConfig {
     /// far cheaper and faster.
     pub prompt_caching: bool,
     pub retry: RetryPolicy,
+    pub transport: Transport,
 }
 
 impl AnthropicConfig {
@@ -41,6 +42,7 @@ impl AnthropicConfig {
             thinking_budget: None,
             prompt_caching: true,
             retry: RetryPolicy::default(),
+            transport: Transport::default(),
         }
     }
 }
@@ -69,7 +71,7 @@ impl AnthropicProvider {
                 ));
             }
         }
-        let client = http::client(PROVIDER)?;
+        let client = config.transport.client(PROVIDER)?;
         let url = http::join(&config.base_url, "v1/messages");
         Ok(AnthropicProvider {
             inner: Arc::new(Inner {
@@ -92,7 +94,9 @@ impl ModelProvider for AnthropicProvider {
 
     fn stream(&self, request: ModelRequest, cancel: CancellationToken) -> ModelStream {
         let inner = self.inner.clone();
-        let body = Arc::new(request_body(&inner.config, &request));
+        let mut body = request_body(&inner.config, &request);
+        inner.config.transport.extend_body(&mut body);
+        let body = Arc::new(body);
         drive(
             PROVIDER.to_string(),
             inner.config.retry,
@@ -101,10 +105,11 @@ impl ModelProvider for AnthropicProvider {
                 let inner = inner.clone();
                 let body = body.clone();
                 Box::pin(async move {
-                    let headers = [
+                    let mut headers = vec![
                         ("x-api-key", inner.config.api_key.clone()),
                         ("anthropic-version", API_VERSION.to_string()),
                     ];
+                    headers.extend(inner.config.transport.headers.iter().map(|(k, v)| (k.as_str(), v.clone())));
                     let response =
                         http::post_sse(&inner.client, PROVIDER, &inner.url, &headers, &body)
                             .await?;

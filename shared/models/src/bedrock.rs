@@ -46,6 +46,11 @@ pub struct BedrockOptions {
     /// Claude extended thinking budget, sent as an additional model request
     /// field (`thinking: {type: enabled, budget_tokens}`); Claude models only.
     pub thinking_budget: Option<u32>,
+    /// `inferenceConfig.temperature` / `topP`; `None` leaves the model's default.
+    pub temperature: Option<f32>,
+    pub top_p: Option<f32>,
+    /// Model-specific request fields (n8n's "Additional Model Request Fields").
+    pub additional_fields: Option<Value>,
     pub retry: RetryPolicy,
 }
 
@@ -110,16 +115,28 @@ impl ModelProvider for BedrockProvider {
                     if let Some(tools) = tool_config(&request)? {
                         call = call.tool_config(tools);
                     }
-                    if let Some(max) = inner.options.max_tokens {
-                        let max = i32::try_from(max).unwrap_or(i32::MAX);
-                        call = call.inference_config(
-                            bt::InferenceConfiguration::builder()
-                                .max_tokens(max)
-                                .build(),
-                        );
+                    let o = &inner.options;
+                    if o.max_tokens.is_some() || o.temperature.is_some() || o.top_p.is_some() {
+                        let mut config = bt::InferenceConfiguration::builder();
+                        if let Some(max) = o.max_tokens {
+                            config = config.max_tokens(i32::try_from(max).unwrap_or(i32::MAX));
+                        }
+                        if let Some(t) = o.temperature {
+                            config = config.temperature(t);
+                        }
+                        if let Some(p) = o.top_p {
+                            config = config.top_p(p);
+                        }
+                        call = call.inference_config(config.build());
                     }
-                    if let Some(budget) = inner.options.thinking_budget {
-                        let fields = serde_json::json!({"thinking": {"type": "enabled", "budget_tokens": budget}});
+                    let mut fields = o.additional_fields.clone().unwrap_or(Value::Null);
+                    if let Some(budget) = o.thinking_budget {
+                        if !fields.is_object() {
+                            fields = serde_json::json!({});
+                        }
+                        fields["thinking"] = serde_json::json!({"type": "enabled", "budget_tokens": budget});
+                    }
+                    if fields.is_object() {
                         call = call.additional_model_request_fields(json_to_document(&fields));
                     }
                     tracing::debug!(model = %inner.model_id, "bedrock converse_stream");

@@ -1,7 +1,7 @@
 use std::time::{Duration, Instant};
 
-use agent::model::openai::{OpenAiConfig, OpenAiProvider};
-use agent::model::{
+use models::openai::{OpenAiConfig, OpenAiProvider};
+use models::{
     provider_from_config_with_env, AssistantPart, CancellationToken, FinishReason, Message,
     ModelChunk, ModelErrorKind, ModelProvider, ModelRequest, ToolDefinition, Usage,
 };

@@ -19,6 +19,8 @@
 //! [`provider_from_config`].
 
 pub mod anthropic;
+pub mod ollama;
+#[cfg(feature = "bedrock")]
 pub mod bedrock;
 mod http;
 pub mod openai;
@@ -108,6 +110,36 @@ pub struct ToolDefinition {
     pub description: String,
     /// JSON Schema of the arguments object.
     pub input_schema: serde_json::Value,
+}
+
+/// How an HTTP provider reaches its server, beyond its own settings: the
+/// client to use (the workflow engine passes one whose resolver is its SSRF
+/// guard), extra request headers and extra top-level body fields (a chat
+/// model node's sampling options). The default builds the provider's own
+/// client and adds nothing.
+#[derive(Debug, Clone, Default)]
+pub struct Transport {
+    pub client: Option<reqwest::Client>,
+    pub headers: Vec<(String, String)>,
+    /// Merged into the request body last (they win over the provider's own).
+    pub extra_body: serde_json::Map<String, serde_json::Value>,
+}
+
+impl Transport {
+    pub(crate) fn client(&self, provider: &str) -> Result<reqwest::Client, ModelError> {
+        match &self.client {
+            Some(c) => Ok(c.clone()),
+            None => http::client(provider),
+        }
+    }
+
+    pub(crate) fn extend_body(&self, body: &mut serde_json::Value) {
+        if let Some(o) = body.as_object_mut() {
+            for (k, v) in &self.extra_body {
+                o.insert(k.clone(), v.clone());
+            }
+        }
+    }
 }
 
 /// Everything one model call needs.
@@ -709,6 +741,11 @@ pub async fn provider_from_config_with_env(
                 openai::OpenAiConfig::compatible(base_url, model, env("OPENAI_COMPATIBLE_API_KEY"));
             Arc::new(openai::OpenAiProvider::new(config)?)
         }
+        #[cfg(not(feature = "bedrock"))]
+        ModelSpec::Bedrock { .. } => {
+            return Err(ModelError::config("bedrock", "this build has no Bedrock provider (the `bedrock` feature)"));
+        }
+        #[cfg(feature = "bedrock")]
         ModelSpec::Bedrock { model_id } => {
             let mut options = bedrock::BedrockOptions::default();
             if let Some(v) = env("BEDROCK_MAX_TOKENS") {

@@ -379,7 +379,7 @@ pub fn split_chunks(text: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::{resolve_references, split_chunks, Message};
-    use crate::model::AssistantPart;
+    use crate::AssistantPart;
     use serde_json::json;
 
     fn run_with_result(content: &str, is_error: bool) -> Vec<Message> {
