@@ -38,6 +38,7 @@ mod document;
 pub mod error;
 mod error_workflow;
 mod host;
+mod lookup;
 mod probe;
 mod progress;
 mod records;
@@ -48,6 +49,7 @@ mod ticks;
 
 pub use error::ExecutionError;
 pub use host::{project_credential, HttpPolicy};
+pub use lookup::LookupCall;
 pub use store::data::executions::{ExecutionMode, ExecutionStatus};
 pub use document::Respond;
 pub use resume::{ResumeRefused, WaitingOn};
@@ -247,6 +249,9 @@ pub struct ExecutorSettings {
     pub progress_interval: Option<Duration>,
     /// Where webhooks are served (`$execution.resumeUrl`, error data URLs).
     pub public_url: Option<String>,
+    /// Services' origins served elsewhere (`https://slack.com` → a local
+    /// stand-in): set by tests, never by the configuration.
+    pub origin_overrides: std::collections::BTreeMap<String, String>,
 }
 
 impl Default for ExecutorSettings {
@@ -260,6 +265,7 @@ impl Default for ExecutorSettings {
             retention_secs: None,
             progress_interval: Some(Duration::from_secs(1)),
             public_url: None,
+            origin_overrides: Default::default(),
         }
     }
 }
@@ -798,6 +804,7 @@ impl Executor {
             max_inline_wait: settings.inline_wait,
             mode: mode_str(exec.mode),
             public_url: settings.public_url.clone(),
+            origin_overrides: settings.origin_overrides.clone(),
             ..EngineSettings::default()
         };
         settings.http.apply(&mut engine_settings);

@@ -19,6 +19,7 @@ impl Executor {
     pub async fn test_credential(&self, credential: &Credential) -> Result<TestOutcome> {
         let mut settings = EngineSettings::default();
         self.settings().http.apply(&mut settings);
+        settings.origin_overrides = self.settings().origin_overrides.clone();
         let secrets = host::Secrets::default();
         let host = host::credentials_only(host::Scope {
             data: self.data().clone(),
