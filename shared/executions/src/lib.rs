@@ -39,6 +39,7 @@ mod document;
 pub mod error;
 mod error_workflow;
 mod host;
+mod lookup;
 mod probe;
 mod progress;
 mod records;
@@ -51,6 +52,7 @@ mod ticks;
 
 pub use error::ExecutionError;
 pub use host::{project_credential, HttpPolicy};
+pub use lookup::LookupCall;
 pub use store::data::executions::{ExecutionMode, ExecutionStatus};
 pub use document::Respond;
 pub use resume::{ResumeRefused, WaitingOn};

@@ -40,6 +40,7 @@ pub mod edit_rules;
 pub mod error;
 pub mod eval_configs;
 pub mod executions;
+pub mod lookups;
 pub mod nodes;
 pub mod ops;
 pub mod runner;

@@ -574,32 +574,6 @@ fn cap(items: Vec<Value>) -> (Vec<Value>, usize) {
 }
 
 impl Instance {
-    /// `nodes(explore-resources)`: the node's listSearch / loadOptions
-    /// methods with a credential the caller can use.
-    pub async fn explore_resources(&self, caller: &Caller, req: &ExploreRequest) -> Result<Value, InstanceError> {
-        let d = node_type(&req.node_type)?;
-        let methods = dynamic_methods(d);
-        if methods.is_empty() {
-            return Err(InstanceError::Invalid(format!(
-                "{} has no dynamic resources (no listSearch or loadOptions methods): its parameters take fixed values; see its type definition",
-                d.display_name
-            )));
-        }
-        if !matches!(req.method_type.as_str(), "listSearch" | "loadOptions") {
-            return Err(InstanceError::Invalid("methodType must be listSearch or loadOptions".into()));
-        }
-        if !methods.iter().any(|(m, t)| *m == req.method_name && *t == req.method_type) {
-            let list: Vec<String> = methods.iter().map(|(m, t)| format!("{m} ({t})")).collect();
-            return Err(InstanceError::Invalid(format!("{} has no {} method {:?}; it has {}", d.display_name, req.method_type, req.method_name, list.join(", "))));
-        }
-        let project = self.write_project(caller, "credential:read").await?;
-        self.pick_credential(caller, &project, &req.credential_type, &req.credential_id).await?;
-        Err(InstanceError::Invalid(format!(
-            "{}'s {} method {:?} is declared but this instance's engine does not implement dynamic lookups for it yet",
-            d.display_name, req.method_type, req.method_name
-        )))
-    }
-
     /// `nodes(execute)`: runs the node once as a Manual Trigger → node
     /// workflow of the caller's project, on the executor like any
     /// execution, and returns its output. A node that starts waiting is

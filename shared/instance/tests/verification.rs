@@ -401,3 +401,32 @@ async fn an_ai_root_is_simulated_for_its_model_and_its_sub_nodes_are_not_coverag
     let doc = inst.data.executions.get_data(&out.execution_id, &Default::default()).await.unwrap().unwrap();
     assert!(doc.pointer("/resultData/runData/Reply/0/data/main/0/0/json/answer").and_then(Value::as_str).is_some_and(|a| a.starts_with("Simulated")), "{doc}");
 }
+
+/// When the instance does not share execution data with the assistant, the
+/// simulated nodes' parameters are not replayed: a skipped check with its
+/// reason, no value, and the note says the fields stay unverified.
+#[tokio::test]
+async fn without_shared_values_the_parameter_checks_are_skipped_with_their_reason() {
+    let (_env, mut inst, alice) = setup().await;
+    inst.values = instance::executions::view::Values::Withheld;
+    let thread = thread();
+    let (wid, vid) = build(
+        &inst,
+        &alice,
+        json!({"name": "Poster", "nodes": [
+            {"name": "Start", "type": "n8n-nodes-base.manualTrigger", "typeVersion": 1, "position": [0, 0], "parameters": {}},
+            {"name": "Post", "type": "n8n-nodes-base.httpRequest", "typeVersion": 4.2, "position": [200, 0], "parameters": {"method": "POST", "url": "https://example.com/p", "sendBody": true, "bodyParameters": {"parameters": [{"name": "who", "value": "={{ $json.nobody }}"}]}, "options": {}}}
+        ], "connections": {"Start": {"main": [[{"node": "Post", "type": "main", "index": 0}]]}}}),
+    )
+    .await;
+    inst.record_build(&alice, &thread, BuildRecord { work_item_id: "wi-quiet".into(), workflow_id: wid.clone(), version_id: vid, ..BuildRecord::default() }).await.unwrap();
+    let out = verify(&inst, &alice, &thread, &VerifyRequest { work_item_id: "wi-quiet".into(), workflow_id: wid, ..VerifyRequest::default() }).await;
+    assert!(out.success, "{out:?}");
+    assert!(out.resolved_parameter_warnings.is_empty(), "no values replayed: {:?}", out.resolved_parameter_warnings);
+    assert_eq!(out.skipped_parameter_checks.len(), 1);
+    let skip = serde_json::to_value(&out.skipped_parameter_checks[0]).unwrap();
+    assert_eq!((skip["nodeName"].as_str(), skip["reason"].as_str()), (Some("Post"), Some("parameter-values-disabled")));
+    assert_eq!(out.skipped_parameter_check_count, Some(1));
+    assert!(out.simulation_note.as_deref().unwrap().contains("remain unverified"), "{:?}", out.simulation_note);
+    assert!(!serde_json::to_string(&out).unwrap().contains("nobody"), "no parameter value or expression shown");
+}

@@ -225,8 +225,17 @@ async fn explore(ctx: &ToolContext<'_>, args: &Value) -> ToolOutcome {
         Err(e) => return ToolOutcome::Failed(e),
     };
     match inst.explore_resources(&ctx.caller(), &req).await {
-        // Lookup results come from the service: untrusted.
-        Ok(v) => ToolOutcome::Done(json!({"results": json_envelope("node-resources", &v)})),
+        // Names and values come from the service: untrusted.
+        Ok(found) => {
+            let mut out = json!({
+                "results": json_envelope("node-resources", &serde_json::to_value(&found.results).unwrap_or_default()),
+                "builderHint": "Put a result's value in the parameter (a resource locator: {__rl: true, mode: 'list', value, cachedResultName: name}).",
+            });
+            if let Some(t) = found.pagination_token {
+                out["paginationToken"] = json!(t);
+            }
+            ToolOutcome::Done(out)
+        }
         Err(e) => ToolOutcome::Done(json!({"results": [], "error": e.message()})),
     }
 }

@@ -203,5 +203,15 @@ mod tests {
         runs.insert("A".into(), vec![task(serde_json::json!({"x": 1}))]);
         assert!(empty_output_note(&g, &runs, &order, |n| n == "T").unwrap().starts_with("\"B\""));
         assert!(empty_output_note(&g, &runs, &order, |n| n == "T" || n == "B").is_none());
+        // A file output is not empty: its data is in the binary.
+        let file: engine::data::TaskData = serde_json::from_value(serde_json::json!({"startTime": 0, "executionTime": 0, "executionStatus": "success",
+            "data": {"main": [[{"json": {}, "binary": {"data": {"data": "aGk=", "mimeType": "text/plain", "fileName": "a.txt"}}}]]}})).unwrap();
+        runs.insert("A".into(), vec![file]);
+        assert!(empty_output_note(&g, &runs, &order, |n| n == "T").unwrap().starts_with("\"B\""), "A holds a file; B's {{}} is its own");
+        // A pinned (simulated) run is fixture data, not judged.
+        let mut pinned = task(serde_json::json!({}));
+        pinned.origin = Some(engine::data::RunOrigin::Pinned);
+        runs.insert("B".into(), vec![pinned]);
+        assert!(empty_output_note(&g, &runs, &order, |n| n == "T").is_none());
     }
 }
