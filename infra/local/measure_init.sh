@@ -18,7 +18,7 @@ TOOL="$REPO_ROOT/../shared/tools/init_duration.py"
 
 cargo build --quiet -p local-cloud
 mapfile -t ENV_VARS < <("$CARGO_TARGET_DIR/debug/local-cloud" env)
-ENV_VARS+=("WS_MANAGEMENT_URL=http://127.0.0.1:9" "INSTANCE_AI_MODEL=bedrock:anthropic.claude-sonnet-4-5"
+ENV_VARS+=("WS_MANAGEMENT_URL=http://127.0.0.1:9" "WS_API_URL=ws://127.0.0.1:9/ws" "INSTANCE_AI_MODEL=bedrock:anthropic.claude-sonnet-4-5"
   "INSTANCE_AI_LOCAL_DATA_KEY=$(python3 -c 'import os,base64; print(base64.b64encode(os.urandom(32)).decode())')"
   "AWS_ENDPOINT_URL=$AWS_ENDPOINT_URL")
 

@@ -5,7 +5,11 @@
 //! `id:` and never come back on replay; the header wins over
 //! `?lastEventId=`; the spec's headers, `retry:` and keep-alive comments are
 //! there; a stranger gets exactly what a missing thread gets; and a Simple
-//! Query run's frames arrive in the log's order.
+//! Query run's frames arrive in the log's order. Live frames reach the
+//! endpoint through its WebSocket subscription (`api::live_feed`): the
+//! replay → live hand-off stays exactly-once while writers append, a post
+//! that never arrived is read from the log, and the subscription ends with
+//! the client.
 
 mod agent_common;
 
@@ -15,8 +19,9 @@ use protocol::events::*;
 use protocol::ids::ThreadId;
 use protocol::UserId;
 use std::time::{Duration, Instant};
+use store::connections::Connections;
 use store::deployment::TableId;
-use store::{EventLog, EventWriter, LiveFrames, Threads};
+use store::{EventLog, EventWriter, Publisher, Threads};
 use tokio::sync::mpsc;
 
 /// What the SSE parser hands the test, in arrival order.
@@ -152,6 +157,17 @@ impl Sse {
         self.until(WAIT, |i| matches!(i, Item::Frame { id: Some(x), .. } if *x == id)).await;
     }
 
+    /// Until the endpoint says its subscription is live, and publishers'
+    /// cached subscriber lists (ephemeral frames use one up to
+    /// `EPHEMERAL_SUBSCRIBERS_MAX_AGE` old) know it: from then on every
+    /// published frame reaches it.
+    async fn until_live(&mut self) {
+        if !self.seen.iter().any(|i| matches!(i, Item::Comment(c) if c == "live")) {
+            self.until(WAIT, |i| matches!(i, Item::Comment(c) if c == "live")).await;
+        }
+        tokio::time::sleep(store::publisher::EPHEMERAL_SUBSCRIBERS_MAX_AGE).await;
+    }
+
     fn frames(&self) -> Vec<(Option<u64>, Event)> {
         self.seen
             .iter()
@@ -203,12 +219,17 @@ fn text_of(e: &Event) -> &str {
 }
 
 /// Writes one thread's events straight into the stack's store, as a step
-/// does (log first, live frames for SSE tails).
+/// does (log first, then posts to the live WebSocket subscribers).
 fn writer(cloud: &Cloud, thread: &str) -> EventWriter {
     let app = &cloud.running.app;
     let log = EventLog::from_config(app.clients.dynamo.clone(), &app.config).expect("events table");
-    let live = LiveFrames::new(app.clients.dynamo.clone(), app.config.table(TableId::LiveFrames).expect("live frames table"));
-    EventWriter::new(ThreadId(thread.to_owned()), log, Some(live), None)
+    EventWriter::new(ThreadId(thread.to_owned()), log, Some(publisher(cloud)))
+}
+
+fn publisher(cloud: &Cloud) -> Publisher {
+    let app = &cloud.running.app;
+    let conns = Connections::new(app.clients.dynamo.clone(), app.config.table(TableId::Connections).expect("connections table"));
+    Publisher::new(conns, app.clients.connections.clone())
 }
 
 async fn own_thread(cloud: &Cloud, owner: &str) -> String {
@@ -306,6 +327,7 @@ async fn reconnect_with_last_event_id_sees_every_durable_event_once_in_order() {
     assert_spec_headers(&c1);
     c1.until_id(3).await;
     assert!(matches!(c1.seen.first(), Some(Item::Retry(ms)) if *ms > 0), "a retry hint first: {}", describe(&c1.seen));
+    c1.until_live().await;
 
     // Phase a: written while connection 1 reads. It drops after id 13,
     // mid-phase (the writer is still going), as a network failure would.
@@ -343,6 +365,7 @@ async fn reconnect_with_last_event_id_sees_every_durable_event_once_in_order() {
     assert_spec_headers(&c2);
     c2.until_id(head).await;
     assert!(matches!(c2.seen.first(), Some(Item::Retry(ms)) if *ms > 0), "a retry hint first: {}", describe(&c2.seen));
+    c2.until_live().await;
 
     // Phase c: written while connection 2 is live, then the run ends.
     for i in 0..3 {
@@ -405,45 +428,6 @@ async fn an_idle_stream_sends_keep_alive_comments() {
     cloud.stop().await;
 }
 
-fn now_ms() -> u64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or_default()
-}
-
-/// An event appended after a poll read the log, then a frame published
-/// after it, both seen by that poll's (slow) live-frame read: the event still
-/// goes out first. moto holds the live-frame query back so the writes land
-/// between the poll's two reads.
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn an_event_logged_between_a_polls_reads_precedes_the_frame_after_it() {
-    let cloud = cloud(Setup { consumers: false, model: false, ..Setup::default() }).await;
-    let t = own_thread(&cloud, "alice").await;
-    let thread = ThreadId(t.clone());
-    let app = &cloud.running.app;
-    let log = EventLog::from_config(app.clients.dynamo.clone(), &app.config).expect("events table");
-    let live_table = app.config.table(TableId::LiveFrames).expect("live frames table").to_owned();
-    let live = LiveFrames::new(app.clients.dynamo.clone(), live_table.clone());
-    let stamped = |e: Event| Event { ts: Some(now_ms()), ..e };
-    log.append(&thread, &stamped(tool_call("r1", "c1"))).await.expect("append");
-    let mut sse = open(&cloud, ALICE, &t, None, None).await;
-    assert_eq!(sse.status, 200, "{}", sse.body);
-    sse.until_id(1).await;
-
-    // The next poll reads the log (nothing new), then its live-frame query
-    // waits 800 ms in moto; meanwhile an event is logged and a frame follows.
-    store::testing::delay_next_request(&live_table, "Query", Duration::from_millis(800));
-    tokio::time::sleep(Duration::from_millis(400)).await;
-    log.append(&thread, &stamped(tool_call("r1", "c2"))).await.expect("append");
-    tokio::time::sleep(Duration::from_millis(5)).await;
-    let at = store::live_frames::make_at(now_ms(), 0, "test");
-    live.put(&thread, &[store::live_frames::LiveFrame { at, event: status("r1", "after c2") }]).await.expect("live frame");
-
-    sse.until(WAIT, |i| matches!(i, Item::Frame { id: None, .. })).await;
-    let order: Vec<String> = sse.frames().iter().map(|(id, e)| id.map(|i| i.to_string()).unwrap_or_else(|| text_of(e).to_owned())).collect();
-    assert_eq!(order, ["1", "2", "after c2"], "{}", describe(&sse.seen));
-    drop(sse);
-    cloud.stop().await;
-}
-
 /// The spec's Simple Query, driven by the scripted model with steps run by
 /// hand once the client is live: the frames arrive in the log's id order,
 /// each delta after the event logged before it and before its block.
@@ -456,6 +440,7 @@ async fn a_simple_query_streams_in_log_order() {
     let mut sse = open(&cloud, ALICE, &t, None, None).await;
     assert_eq!(sse.status, 200, "{}", sse.body);
     sse.until_id(1).await;
+    sse.until_live().await;
     // The run's steps (model, tool, model) while the client is connected.
     let started = Instant::now();
     for _ in 0..2 {
@@ -491,5 +476,203 @@ async fn a_simple_query_streams_in_log_order() {
         assert_eq!(live, text_of(&frames[block].1), "live text == block text");
     }
     drop(sse);
+    cloud.stop().await;
+}
+
+fn run_finish(run: &str) -> Event {
+    Event::new(run, "agent-001", EventPayload::RunFinish(RunFinish { status: RunStatus::Completed, reason: None, archived_workflow_ids: None }))
+}
+
+/// Clients connect at different cursors while a writer appends, some with
+/// the gateway's subscribe slowed (events land between the endpoint's own
+/// replay and its subscription) and one with the go-live flip slowed
+/// (events land during the flip): each gets every id after its cursor
+/// exactly once, in order, then the rest live.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_replay_to_live_hand_off_is_exactly_once_while_writers_append() {
+    let cloud = cloud(Setup { consumers: false, model: false, ..Setup::default() }).await;
+    let t = own_thread(&cloud, "alice").await;
+    let connections_table = cloud.running.app.config.table(TableId::Connections).expect("connections table").to_owned();
+    let mut w = writer(&cloud, &t);
+    for i in 0..5 {
+        w.emit(tool_call("r1", &format!("pre{i}"))).await.expect("append");
+    }
+    let writing = tokio::spawn(async move {
+        for i in 0..120 {
+            w.emit(tool_call("r1", &format!("tc{i}"))).await.expect("append");
+            if i % 9 == 0 {
+                w.emit(delta("r1", &format!("s{i}"), "x")).await.expect("delta");
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let finish = w.emit(run_finish("r1")).await.expect("run-finish").expect("durable");
+        w.flush().await.expect("flush");
+        finish
+    });
+    // (cursor, the gateway request slowed by 400 ms: its `$connect` record
+    // or subscription put, or its go-live transaction)
+    let cases: [(u64, Option<&str>); 5] = [(0, None), (2, Some("PutItem")), (5, Some("TransactWriteItems")), (3, None), (1, Some("PutItem"))];
+    let mut clients = Vec::new();
+    for (cursor, slowed) in cases {
+        tokio::time::sleep(Duration::from_millis(150)).await;
+        if let Some(op) = slowed {
+            store::testing::delay_next_request(&connections_table, op, Duration::from_millis(400));
+        }
+        let sse = open(&cloud, ALICE, &t, Some(cursor), None).await;
+        assert_eq!(sse.status, 200, "{}", sse.body);
+        clients.push((cursor, sse));
+    }
+    let finish = writing.await.expect("writer");
+    for (cursor, sse) in &mut clients {
+        sse.until_id(finish).await;
+        let ids: Vec<u64> = sse.durable().iter().map(|(id, _)| *id).collect();
+        assert_eq!(ids, (*cursor + 1..=finish).collect::<Vec<_>>(), "cursor {cursor}: {}", describe(&sse.seen));
+        assert!(sse.seen.iter().any(|i| matches!(i, Item::Comment(c) if c == "live")), "went live: {}", describe(&sse.seen));
+    }
+    // The frames are the log's events.
+    let log = EventLog::from_config(cloud.running.app.clients.dynamo.clone(), &cloud.running.app.config).expect("events table");
+    let stored = log.read_all_after(&ThreadId(t.clone()), 0).await.expect("log");
+    for (cursor, sse) in &clients {
+        for ((id, event), s) in sse.durable().iter().zip(&stored[*cursor as usize..]) {
+            assert_eq!((*id, event), (s.seq, &s.event));
+        }
+    }
+    drop(clients);
+    cloud.stop().await;
+}
+
+/// `GET /instance-ai/events/{thread}` as a Lambda request, for the handler
+/// itself (with options a test chooses) on the running cloud's App.
+fn request(thread: &str, key: Option<&str>, headers: &[(&str, &str)]) -> lambda_http::Request {
+    use lambda_http::RequestExt;
+    let mut b = http::Request::builder().method("GET").uri(format!("/instance-ai/events/{thread}"));
+    if let Some(k) = key {
+        b = b.header("authorization", format!("Bearer {k}"));
+    }
+    for (h, v) in headers {
+        b = b.header(*h, *v);
+    }
+    b.body(lambda_http::Body::Empty)
+        .expect("request")
+        .with_path_parameters(std::collections::HashMap::from([("threadId".to_owned(), thread.to_owned())]))
+}
+
+/// Reads a handler's streamed body until `until` holds for the text so far,
+/// it ends (`true`), or `limit` passes.
+async fn read_body(body: &mut api::sse::SseBody, limit: Duration, until: impl Fn(&str) -> bool) -> (String, bool) {
+    use http_body::Body as _;
+    let mut out = String::new();
+    let deadline = tokio::time::Instant::now() + limit;
+    loop {
+        let next = std::future::poll_fn(|cx| std::pin::Pin::new(&mut *body).poll_frame(cx));
+        match tokio::time::timeout_at(deadline, next).await {
+            Err(_) => return (out, false),
+            Ok(None) => return (out, true),
+            Ok(Some(Ok(frame))) => {
+                if let Ok(data) = frame.into_data() {
+                    out.push_str(&String::from_utf8_lossy(&data));
+                }
+                if until(&out) {
+                    return (out, false);
+                }
+            }
+            Ok(Some(Err(e))) => match e {},
+        }
+    }
+}
+
+fn ids_in(text: &str) -> Vec<u64> {
+    text.lines().filter_map(|l| l.strip_prefix("id: ")).map(|v| v.parse().expect("numeric id")).collect()
+}
+
+/// A publisher's post that never arrived (PostToConnection failed) leaves a
+/// hole the next frame reveals: the stream reads the missing event from the
+/// log and sends both in order. A lost *last* post is found by the next
+/// keep-alive's log read.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_post_that_never_arrived_is_read_from_the_log() {
+    let cloud = cloud(Setup { consumers: false, model: false, ..Setup::default() }).await;
+    let t = own_thread(&cloud, "alice").await;
+    let app = cloud.running.app.clone();
+    let opts = api::handlers::events::SseOptions { keep_alive: Duration::from_millis(700), ..Default::default() };
+    let resp = api::handlers::events::handle_with(&app, request(&t, Some(ALICE), &[]), opts).await;
+    assert_eq!(resp.status(), 200);
+    let mut body = resp.into_body();
+    let (text, _) = read_body(&mut body, WAIT, |s| s.contains(": live\n")).await;
+    assert!(ids_in(&text).is_empty(), "{text}");
+
+    // Appended, never posted (a writer without a publisher), then one posted.
+    let log = EventLog::from_config(app.clients.dynamo.clone(), &app.config).expect("events table");
+    let mut unposted = EventWriter::new(ThreadId(t.clone()), log.clone(), None);
+    let mut posted = writer(&cloud, &t);
+    unposted.emit(tool_call("r1", "lost")).await.expect("append");
+    posted.emit(tool_call("r1", "after")).await.expect("append");
+    let (text, _) = read_body(&mut body, WAIT, |s| s.contains("id: 2\n")).await;
+    assert_eq!(ids_in(&text), vec![1, 2], "{text}");
+    assert!(text.find("\"lost\"") < text.find("\"after\""), "{text}");
+
+    // The last post lost: the keep-alive's read finds it (well before the
+    // 15 s default, with this stream's 700 ms keep-alive).
+    unposted.emit(tool_call("r1", "lost-last")).await.expect("append");
+    let started = Instant::now();
+    let (text, _) = read_body(&mut body, WAIT, |s| s.contains("id: 3\n")).await;
+    assert_eq!(ids_in(&text), vec![3], "{text}");
+    assert!(text.contains(": keep-alive"), "{text}");
+    assert!(started.elapsed() < Duration::from_secs(5));
+    drop(body);
+    cloud.stop().await;
+}
+
+/// The stream ends by itself before its deadline with a `retry:` goodbye;
+/// a client that leaves ends it at once: its WebSocket subscription is gone
+/// and it reads nothing more.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_stream_ends_before_its_deadline_and_with_its_client() {
+    let cloud = cloud(Setup { consumers: false, model: false, ..Setup::default() }).await;
+    let t = own_thread(&cloud, "alice").await;
+    let opts = api::handlers::events::SseOptions {
+        max_duration: Duration::from_secs(2),
+        keep_alive: Duration::from_millis(300),
+        ..Default::default()
+    };
+    let mut body = api::handlers::events::handle_with(&cloud.running.app, request(&t, Some(ALICE), &[]), opts.clone()).await.into_body();
+    let (text, ended) = read_body(&mut body, Duration::from_secs(6), |_| false).await;
+    assert!(ended, "the stream must end by itself before the deadline: {text}");
+    assert!(text.contains(": keep-alive"), "{text}");
+    assert!(text.trim_end().ends_with("retry: 1000"), "{text}");
+
+    // An App whose DynamoDB requests are counted, on the same cloud.
+    let mut clients = cloud.running.app.clients.clone();
+    let (dynamo, counter) = store::counting::RequestCounter::instrument(&clients.dynamo);
+    clients.dynamo = dynamo;
+    let app = api::App::new(cloud.running.app.config.clone(), clients);
+    let conns = Connections::new(cloud.running.app.clients.dynamo.clone(), cloud.running.app.config.table(TableId::Connections).expect("table"));
+    let opts = api::handlers::events::SseOptions { max_duration: Duration::from_secs(60), ..opts };
+    let mut body = api::handlers::events::handle_with(&app, request(&t, Some(ALICE), &[]), opts).await.into_body();
+    let _ = read_body(&mut body, WAIT, |s| s.contains(": live\n")).await;
+    assert_eq!(conns.live_subscribers(&ThreadId(t.clone()), true).await.expect("subscribers").len(), 1);
+    drop(body);
+    let deadline = Instant::now() + WAIT;
+    while !conns.subscriptions(&ThreadId(t.clone()), true).await.expect("subscriptions").is_empty() {
+        assert!(Instant::now() < deadline, "the subscription outlived its client");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let before = counter.total();
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    assert_eq!(counter.total(), before, "the stream kept reading after the client left");
+    cloud.stop().await;
+}
+
+/// A malformed cursor is 400 and changes nothing; a wrong key is 401.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn bad_cursors_and_keys_are_refused() {
+    let cloud = cloud(Setup { consumers: false, model: false, ..Setup::default() }).await;
+    let t = own_thread(&cloud, "alice").await;
+    let bad = open(&cloud, ALICE, &t, None, Some("lastEventId=abc")).await;
+    assert_eq!(bad.status, 400, "{}", bad.body);
+    let req = cloud.http.get(cloud.url(&format!("/instance-ai/events/{t}"))).bearer_auth(ALICE).header("last-event-id", "-1").send().await.expect("request");
+    assert_eq!(req.status().as_u16(), 400);
+    let wrong = open(&cloud, "nope-nope-nope", &t, None, None).await;
+    assert_eq!(wrong.status, 401, "{}", wrong.body);
     cloud.stop().await;
 }

@@ -84,6 +84,8 @@ pub async fn start(options: Options) -> Result<Running, LocalError> {
 
     let mut config = options.config.clone();
     config.ws_management_url = Some(format!("http://{addr}"));
+    // The events function subscribes here, as a browser would.
+    config.ws_api_url = Some(format!("ws://{addr}/ws"));
     // Webhook, form and resume URLs are served here.
     if config.public_url.is_none() {
         config.public_url = Some(format!("http://{addr}"));

@@ -8,7 +8,7 @@
 use serde_json::{json, Map, Value};
 use store::deployment::{
     Access, Edge, FunctionDef, KeyType, QueueId, TableDef, TableId, FUNCTIONS, PUBLIC_URL_FUNCTIONS, QUEUES, ROUTES,
-    SCHEDULES, SCHEDULE_MANAGERS, TABLES, WS_FUNCTION, WS_ROUTES,
+    SCHEDULES, SCHEDULE_MANAGERS, TABLES, WS_CLIENT_FUNCTIONS, WS_FUNCTION, WS_ROUTES,
 };
 
 fn r#ref(logical: &str) -> Value {
@@ -105,6 +105,10 @@ fn function(def: &FunctionDef) -> Value {
             "Action": ["execute-api:ManageConnections"],
             "Resource": sub("arn:${AWS::Partition}:execute-api:${AWS::Region}:${AWS::AccountId}:${WebSocketApi}/*"),
         }]}));
+    }
+    if WS_CLIENT_FUNCTIONS.contains(&def.id) {
+        // A client of the WebSocket API like any browser: no IAM grant.
+        env.insert("WS_API_URL".into(), sub("wss://${WebSocketApi}.execute-api.${AWS::Region}.${AWS::URLSuffix}/${Stage}"));
     }
     if def.uses_kms {
         env.insert("INSTANCE_AI_KMS_KEY_ID".into(), r#ref("CredentialsKey"));

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use store::connections::Connections;
 use store::deployment::{QueueId, TableId};
-use store::{AwsClients, Config, EventLog, EventWriter, LiveFrames, Publisher, Runs, Suspensions};
+use store::{AwsClients, Config, EventLog, EventWriter, Publisher, Runs, Suspensions};
 
 /// The knobs of the run loop (from [`Config`]).
 #[derive(Debug, Clone)]
@@ -85,7 +85,6 @@ pub struct Runtime {
     pub runs: Runs,
     pub suspensions: Suspensions,
     pub log: EventLog,
-    pub live: Option<LiveFrames>,
     pub publisher: Option<Publisher>,
     pub sqs: aws_sdk_sqs::Client,
     /// `None` in a function that may not send steps.
@@ -135,7 +134,6 @@ impl Runtime {
     pub async fn from_config(config: &Config, clients: &AwsClients) -> Result<Runtime, AgentError> {
         let agent_table = config.table(TableId::Agent).map_err(store::StoreError::from)?;
         let events_table = config.table(TableId::Events).map_err(store::StoreError::from)?;
-        let live = config.table(TableId::LiveFrames).ok().map(|t| LiveFrames::new(clients.dynamo.clone(), t));
         let publisher = config
             .table(TableId::Connections)
             .ok()
@@ -164,7 +162,6 @@ impl Runtime {
             runs: Runs::new(clients.dynamo.clone(), agent_table),
             suspensions: Suspensions::new(clients.dynamo.clone(), agent_table),
             log: EventLog::new(clients.dynamo.clone(), events_table),
-            live,
             publisher,
             sqs: clients.sqs.clone(),
             steps_queue: config.queue_url(QueueId::Steps).ok().map(str::to_owned),
@@ -185,7 +182,7 @@ impl Runtime {
 
     /// A writer for one thread (one per step; the log's head cache is shared).
     pub fn writer(&self, thread: &ThreadId) -> EventWriter {
-        EventWriter::new(thread.clone(), self.log.clone(), self.live.clone(), self.publisher.clone())
+        EventWriter::new(thread.clone(), self.log.clone(), self.publisher.clone())
     }
 
     /// Sends a step message.

@@ -10,6 +10,7 @@ pub mod error;
 pub mod handlers;
 pub mod http_util;
 pub mod lambda;
+pub mod live_feed;
 pub mod logging;
 pub mod oauth;
 pub mod sse;

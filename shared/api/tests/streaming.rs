@@ -1,31 +1,27 @@
-//! SSE, WebSocket subscribe and session restore through the handlers, against
-//! moto and a fake Management API (the local cloud's end-to-end tests will
-//! drive the same handlers over real HTTP and WebSocket).
+//! WebSocket subscribe and session restore through the handlers, against
+//! moto and a fake Management API. The SSE endpoint needs the WebSocket API
+//! itself (its live feed subscribes through it): its tests run against the
+//! local cloud (`tests/tests/sse_stream.rs`).
 
-use api::handlers::events::SseOptions;
 use api::App;
 use aws_lambda_events::apigw::ApiGatewayWebsocketProxyRequest;
-use http_body::Body as _;
 use lambda_http::RequestExt;
 use protocol::events::*;
 use protocol::ids::{ConnectionId, ThreadId};
 use protocol::UserId;
 use std::collections::HashMap;
-use std::pin::Pin;
 use std::time::Duration;
 use store::connections::Connections;
-use store::counting::RequestCounter;
 use store::deployment::TableId;
 use store::fake_ws::FakeManagementApi;
 use store::testing::TestEnv;
-use store::{ApiKeys, AwsClients, EventLog, EventWriter, LiveFrames, Publisher, Threads};
+use store::{ApiKeys, AwsClients, EventLog, EventWriter, Publisher, Threads};
 
 struct Fixture {
     app: App,
     fake: FakeManagementApi,
     alice_key: String,
     bob_key: String,
-    counter: RequestCounter,
 }
 
 async fn fixture() -> Fixture {
@@ -33,13 +29,11 @@ async fn fixture() -> Fixture {
     let fake = FakeManagementApi::start().await;
     let mut config = env.config.clone();
     config.ws_management_url = Some(fake.url.clone());
-    let mut clients = AwsClients::new(&config).await;
-    let (dynamo, counter) = RequestCounter::instrument(&clients.dynamo);
-    clients.dynamo = dynamo;
+    let clients = AwsClients::new(&config).await;
     let keys = ApiKeys::new(clients.dynamo.clone(), config.table(TableId::ApiKeys).unwrap());
     let alice_key = keys.create(&UserId("alice".into()), "test").await.unwrap();
     let bob_key = keys.create(&UserId("bob".into()), "test").await.unwrap();
-    Fixture { app: App::new(config, clients), fake, alice_key, bob_key, counter }
+    Fixture { app: App::new(config, clients), fake, alice_key, bob_key }
 }
 
 impl Fixture {
@@ -58,7 +52,6 @@ impl Fixture {
         EventWriter::new(
             t.clone(),
             EventLog::from_config(self.app.clients.dynamo.clone(), c).unwrap(),
-            Some(LiveFrames::new(self.app.clients.dynamo.clone(), c.table(TableId::LiveFrames).unwrap())),
             Some(Publisher::new(conns, self.app.clients.connections.clone())),
         )
     }
@@ -102,172 +95,6 @@ fn get(path: &str, key: Option<&str>, headers: &[(&str, &str)]) -> lambda_http::
     }
     req.with_path_parameters(HashMap::from([("threadId".to_owned(), thread.to_owned())]))
         .with_query_string_parameters(query)
-}
-
-/// Reads the body until it ends or `limit` passes; returns the text.
-async fn read_body(body: &mut api::sse::SseBody, limit: Duration, until: impl Fn(&str) -> bool) -> (String, bool) {
-    let mut out = String::new();
-    let deadline = tokio::time::Instant::now() + limit;
-    loop {
-        let next = std::future::poll_fn(|cx| Pin::new(&mut *body).poll_frame(cx));
-        match tokio::time::timeout_at(deadline, next).await {
-            Err(_) => return (out, false),
-            Ok(None) => return (out, true),
-            Ok(Some(Ok(frame))) => {
-                if let Ok(data) = frame.into_data() {
-                    out.push_str(&String::from_utf8_lossy(&data));
-                }
-                if until(&out) {
-                    return (out, false);
-                }
-            }
-            Ok(Some(Err(e))) => match e {},
-        }
-    }
-}
-
-/// SSE frames as (id, event).
-fn frames(text: &str) -> Vec<(Option<u64>, Event)> {
-    text.split("\n\n")
-        .filter_map(|block| {
-            let mut id = None;
-            let mut data = None;
-            for line in block.lines() {
-                if let Some(v) = line.strip_prefix("id: ") {
-                    id = v.parse().ok();
-                } else if let Some(v) = line.strip_prefix("data: ") {
-                    data = Some(v);
-                }
-            }
-            data.map(|d| (id, Event::from_json(d).unwrap()))
-        })
-        .collect()
-}
-
-fn quick() -> SseOptions {
-    SseOptions { max_duration: Duration::from_secs(30), poll_interval: Duration::from_millis(50), ..SseOptions::default() }
-}
-
-#[tokio::test]
-async fn sse_replays_after_the_cursor_then_tails_live_and_durable() {
-    let f = fixture().await;
-    let t = f.thread("alice").await;
-    let mut w = f.writer(&t);
-    w.emit(run_start("r1", "hello")).await.unwrap();
-    for i in 0..4 {
-        w.emit(tool_call("r1", &format!("tc{i}"))).await.unwrap();
-    }
-    // Header wins over the query parameter.
-    let req = get(&format!("/instance-ai/events/{}?lastEventId=1", t.0), Some(&f.alice_key), &[("last-event-id", "3")]);
-    let resp = api::handlers::events::handle_with(&f.app, req, quick()).await;
-    assert_eq!(resp.status(), 200);
-    assert_eq!(resp.headers()["content-type"], "text/event-stream; charset=UTF-8");
-    assert_eq!(resp.headers()["cache-control"], "no-cache, no-transform");
-    assert_eq!(resp.headers()["x-accel-buffering"], "no");
-    let mut body = resp.into_body();
-    let (text, _) = read_body(&mut body, Duration::from_secs(10), |s| s.contains("id: 5\n")).await;
-    assert!(text.starts_with("retry: "), "{text}");
-    let got: Vec<Option<u64>> = frames(&text).into_iter().map(|(id, _)| id).collect();
-    assert_eq!(got, vec![Some(4), Some(5)]);
-
-    // Live: deltas arrive without ids, then the block and the durable event with ids.
-    let writer = tokio::spawn(async move {
-        tokio::time::sleep(Duration::from_millis(300)).await;
-        for piece in ["You ", "have ", "three."] {
-            w.emit(delta("r1", "resp1", piece)).await.unwrap();
-            tokio::time::sleep(Duration::from_millis(120)).await;
-        }
-        w.emit(run_finish("r1")).await.unwrap();
-    });
-    let (text, _) = read_body(&mut body, Duration::from_secs(15), |s| s.contains("run-finish")).await;
-    writer.await.unwrap();
-    let live = frames(&text);
-    let deltas: String = live
-        .iter()
-        .filter(|(_, e)| e.event_type() == EventType::TextDelta)
-        .map(|(id, e)| {
-            assert!(id.is_none(), "ephemeral frame with an id");
-            match &e.payload {
-                EventPayload::TextDelta(d) => d.text.clone(),
-                _ => unreachable!(),
-            }
-        })
-        .collect();
-    assert_eq!(deltas, "You have three.");
-    let durable: Vec<(u64, EventType)> = live.iter().filter_map(|(id, e)| id.map(|i| (i, e.event_type()))).collect();
-    assert_eq!(durable, vec![(6, EventType::TextBlock), (7, EventType::RunFinish)]);
-    let block = live.iter().find(|(_, e)| e.event_type() == EventType::TextBlock).unwrap();
-    assert_eq!(block.1.payload, EventPayload::TextBlock(TextBlock { text: "You have three.".into() }));
-    // The delta frames precede the block that closes them.
-    let first_block = live.iter().position(|(_, e)| e.event_type() == EventType::TextBlock).unwrap();
-    assert!(live[..first_block].iter().filter(|(_, e)| e.event_type() == EventType::TextDelta).count() == 3);
-
-    // A reconnect replays the same text, without deltas.
-    let req = get(&format!("/instance-ai/events/{}", t.0), Some(&f.alice_key), &[]);
-    let mut body = api::handlers::events::handle_with(&f.app, req, quick()).await.into_body();
-    let (text, _) = read_body(&mut body, Duration::from_secs(10), |s| s.contains("id: 7\n")).await;
-    let replay = frames(&text);
-    assert_eq!(replay.iter().map(|(id, _)| id.unwrap()).collect::<Vec<_>>(), (1..=7).collect::<Vec<u64>>());
-    assert!(replay.iter().all(|(_, e)| !e.is_ephemeral()));
-}
-
-#[tokio::test]
-async fn sse_query_cursor_auth_owner_and_bad_cursor() {
-    let f = fixture().await;
-    let t = f.thread("alice").await;
-    let mut w = f.writer(&t);
-    for i in 0..3 {
-        w.emit(tool_call("r1", &format!("tc{i}"))).await.unwrap();
-    }
-    let req = get(&format!("/instance-ai/events/{}?lastEventId=2", t.0), Some(&f.alice_key), &[]);
-    let mut body = api::handlers::events::handle_with(&f.app, req, quick()).await.into_body();
-    let (text, _) = read_body(&mut body, Duration::from_secs(10), |s| s.contains("id: 3\n")).await;
-    assert_eq!(frames(&text).iter().map(|(id, _)| *id).collect::<Vec<_>>(), vec![Some(3)]);
-
-    let status = |req| async { api::handlers::events::handle_with(&f.app, req, quick()).await.status().as_u16() };
-    assert_eq!(status(get(&format!("/instance-ai/events/{}", t.0), None, &[])).await, 401);
-    assert_eq!(status(get(&format!("/instance-ai/events/{}", t.0), Some("nope-nope-nope"), &[])).await, 401);
-    // Bob gets exactly what a missing thread gets.
-    let stranger = api::handlers::events::handle_with(&f.app, get(&format!("/instance-ai/events/{}", t.0), Some(&f.bob_key), &[]), quick()).await;
-    let missing = api::handlers::events::handle_with(&f.app, get("/instance-ai/events/th_missing", Some(&f.bob_key), &[]), quick()).await;
-    assert_eq!(stranger.status(), 404);
-    assert_eq!(missing.status(), 404);
-    let (a, _) = read_body(&mut stranger.into_body(), Duration::from_secs(1), |_| false).await;
-    let (b, _) = read_body(&mut missing.into_body(), Duration::from_secs(1), |_| false).await;
-    assert_eq!(a.replace(&t.0, "X"), b.replace("th_missing", "X"));
-    assert_eq!(
-        status(get(&format!("/instance-ai/events/{}", t.0), Some(&f.alice_key), &[("last-event-id", "abc")])).await,
-        400
-    );
-}
-
-#[tokio::test]
-async fn sse_ends_before_its_deadline_and_stops_when_the_client_goes() {
-    let f = fixture().await;
-    let t = f.thread("alice").await;
-    let opts = SseOptions {
-        max_duration: Duration::from_secs(2),
-        keep_alive: Duration::from_millis(300),
-        poll_interval: Duration::from_millis(50),
-        ..SseOptions::default()
-    };
-    let req = get(&format!("/instance-ai/events/{}", t.0), Some(&f.alice_key), &[]);
-    let mut body = api::handlers::events::handle_with(&f.app, req, opts.clone()).await.into_body();
-    let (text, ended) = read_body(&mut body, Duration::from_secs(6), |_| false).await;
-    assert!(ended, "stream must end by itself before the deadline");
-    assert!(text.contains(": keep-alive"), "{text}");
-    assert!(text.trim_end().ends_with("retry: 1000"), "{text}");
-
-    // Dropping the body (client gone) stops the polling.
-    let req = get(&format!("/instance-ai/events/{}", t.0), Some(&f.alice_key), &[]);
-    let opts = SseOptions { max_duration: Duration::from_secs(60), ..opts };
-    let mut body = api::handlers::events::handle_with(&f.app, req, opts).await.into_body();
-    let _ = read_body(&mut body, Duration::from_millis(300), |_| false).await;
-    drop(body);
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    let before = f.counter.total();
-    tokio::time::sleep(Duration::from_millis(800)).await;
-    assert_eq!(f.counter.total(), before, "the stream kept querying after the client left");
 }
 
 fn ws_event(route: &str, conn: &str, body: Option<serde_json::Value>, token: Option<&str>) -> ApiGatewayWebsocketProxyRequest {

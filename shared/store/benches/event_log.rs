@@ -14,7 +14,7 @@ use store::counting::RequestCounter;
 use store::deployment::TableId;
 use store::fake_ws::FakeManagementApi;
 use store::testing::TestEnv;
-use store::{AwsClients, EventLog, EventWriter, LiveFrames, Publisher};
+use store::{AwsClients, EventLog, EventWriter, Publisher};
 
 fn tool_call(i: usize) -> Event {
     let mut args = serde_json::Map::new();
@@ -101,8 +101,8 @@ async fn main() {
         per(&counter, 8 * per_thread)
     );
 
-    // 4. Through the EventWriter with one live WebSocket subscriber and the
-    //    LiveFrames feed: what a step pays per event.
+    // 4. Through the EventWriter with one live WebSocket subscriber: what a
+    //    step pays per event.
     let fake = FakeManagementApi::start().await;
     let mut config = env.config.clone();
     config.ws_management_url = Some(fake.url.clone());
@@ -114,10 +114,9 @@ async fn main() {
     conns.open(&c, &user).await.expect("open");
     let token = conns.subscribe_replaying(&t, &c, &user, 0).await.expect("subscribe");
     conns.go_live(&t, &c, &token, 0, &table).await.expect("live");
-    let live = LiveFrames::new(client.clone(), env.config.table(TableId::LiveFrames).unwrap());
     let publisher = Publisher::new(conns.clone(), ws.connections.clone());
     let log = EventLog::new(client.clone(), &table);
-    let mut writer = EventWriter::new(t.clone(), log, Some(live), Some(publisher));
+    let mut writer = EventWriter::new(t.clone(), log, Some(publisher));
     writer.emit(tool_call(0)).await.expect("warm up");
 
     counter.reset();

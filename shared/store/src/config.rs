@@ -31,6 +31,7 @@ pub const VARIABLES: &[Variable] = &[
     Variable { name: "AWS_REGION", purpose: "AWS region of DynamoDB and SQS (set by Lambda; `us-east-1` locally)", default: None },
     Variable { name: "AWS_ENDPOINT_URL", purpose: "endpoint for every AWS SDK client; points at moto_server locally, unset in AWS", default: None },
     Variable { name: "WS_MANAGEMENT_URL", purpose: "API Gateway Management API endpoint for pushing WebSocket frames (`https://{api}.execute-api.{region}.amazonaws.com/{stage}` in AWS, the local cloud's URL locally)", default: None },
+    Variable { name: "WS_API_URL", purpose: "WebSocket API URL the events function subscribes to a thread through, as a browser does, so SSE gets live frames pushed (`wss://{api}.execute-api.{region}.amazonaws.com/{stage}` in AWS, set by the template; the local cloud's `ws://…/ws` locally)", default: None },
     Variable { name: "INSTANCE_AI_MODEL", purpose: "model provider: `anthropic:<model>`, `openai:<model>`, `openai-compatible:<base-url>:<model>`, `bedrock:<model-id>` or `scripted:<path>`", default: None },
     Variable { name: "INSTANCE_AI_MAX_STEPS", purpose: "maximum agent steps (model calls) per run", default: Some("50") },
     Variable { name: "INSTANCE_AI_STEP_LEASE_SECS", purpose: "how long a queued or running agent step may go silent before the sweep finishes its run as interrupted", default: Some("960") },
@@ -74,6 +75,8 @@ pub struct Config {
     pub region: String,
     pub endpoint_url: Option<String>,
     pub ws_management_url: Option<String>,
+    /// The WebSocket API clients connect to (`ws://` or `wss://`).
+    pub ws_api_url: Option<String>,
     pub model: Option<String>,
     pub max_steps: u32,
     pub step_lease_secs: u64,
@@ -123,6 +126,7 @@ impl fmt::Debug for Config {
             .field("region", &self.region)
             .field("endpoint_url", &self.endpoint_url)
             .field("ws_management_url", &self.ws_management_url)
+            .field("ws_api_url", &self.ws_api_url)
             .field("model", &self.model)
             .field("max_steps", &self.max_steps)
             .field("step_lease_secs", &self.step_lease_secs)
@@ -164,6 +168,7 @@ impl Config {
         let endpoint_url = get("AWS_ENDPOINT_URL").map(|v| parse_url("AWS_ENDPOINT_URL", v)).transpose()?;
         let ws_management_url =
             get("WS_MANAGEMENT_URL").map(|v| parse_url("WS_MANAGEMENT_URL", v)).transpose()?;
+        let ws_api_url = get("WS_API_URL").map(|v| parse_ws_url("WS_API_URL", v)).transpose()?;
         let model = get("INSTANCE_AI_MODEL").map(|v| parse_model(v)).transpose()?;
         let max_steps = match get("INSTANCE_AI_MAX_STEPS") {
             None => 50,
@@ -271,6 +276,7 @@ impl Config {
             region,
             endpoint_url,
             ws_management_url,
+            ws_api_url,
             model,
             max_steps,
             step_lease_secs,
@@ -334,6 +340,9 @@ impl Config {
                 purpose: "the API Gateway Management API endpoint",
             });
         }
+        if crate::deployment::WS_CLIENT_FUNCTIONS.contains(&function.id) && self.ws_api_url.is_none() {
+            return Err(ConfigError::Missing { name: "WS_API_URL", purpose: "the WebSocket API the function subscribes through" });
+        }
         Ok(())
     }
 
@@ -371,6 +380,15 @@ fn parse_url(name: &'static str, v: String) -> Result<String, ConfigError> {
         Ok(v)
     } else {
         Err(malformed(name, format!("expected an http(s) URL, got {v:?}")))
+    }
+}
+
+fn parse_ws_url(name: &'static str, v: String) -> Result<String, ConfigError> {
+    let v = v.trim().to_owned();
+    if v.starts_with("ws://") || v.starts_with("wss://") {
+        Ok(v)
+    } else {
+        Err(malformed(name, format!("expected a ws(s) URL, got {v:?}")))
     }
 }
 
@@ -439,6 +457,7 @@ mod tests {
             ("INSTANCE_AI_HTTP_ALLOW_PRIVATE_NETWORK", "yes"),
             ("INSTANCE_AI_EXECUTION_PROGRESS_MS", "soon"),
             ("STEPS_QUEUE_URL", "steps"),
+            ("WS_API_URL", "https://example.com"),
         ] {
             let err = cfg(&[("AWS_REGION", "us-east-1"), (name, value)]).unwrap_err();
             assert!(err.to_string().contains(name), "{name}: {err}");

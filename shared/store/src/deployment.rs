@@ -11,7 +11,6 @@
 pub enum TableId {
     ApiKeys,
     Events,
-    LiveFrames,
     Connections,
     Agent,
     Instance,
@@ -67,17 +66,6 @@ pub const TABLES: &[TableDef] = &[
         sort_key: Some(("seq", KeyType::N)),
         indexes: &[],
         ttl_attribute: None,
-    },
-    TableDef {
-        id: TableId::LiveFrames,
-        logical_id: "LiveFramesTable",
-        env: "LIVE_FRAMES_TABLE",
-        local_suffix: "live-frames",
-        purpose: "short-lived feed of ephemeral frames for SSE tails",
-        partition_key: ("threadId", KeyType::S),
-        sort_key: Some(("at", KeyType::S)),
-        indexes: &[],
-        ttl_attribute: Some("expiresAt"),
     },
     TableDef {
         id: TableId::Connections,
@@ -292,7 +280,7 @@ pub const FUNCTIONS: &[FunctionDef] = &[
         package: "chat",
         timeout_secs: 15,
         memory_mb: 256,
-        tables: &[r(ApiKeys), rw(Agent), rw(Events), rw(LiveFrames), rw(Connections)],
+        tables: &[r(ApiKeys), rw(Agent), rw(Events), rw(Connections)],
         sends_to: &[QueueId::Steps],
         consumes: &[],
         inspects: &[],
@@ -306,7 +294,7 @@ pub const FUNCTIONS: &[FunctionDef] = &[
         package: "confirm",
         timeout_secs: 15,
         memory_mb: 256,
-        tables: &[r(ApiKeys), rw(Agent), rw(Events), rw(LiveFrames), rw(Connections)],
+        tables: &[r(ApiKeys), rw(Agent), rw(Events), rw(Connections)],
         sends_to: &[QueueId::Steps],
         consumes: &[],
         inspects: &[],
@@ -321,7 +309,7 @@ pub const FUNCTIONS: &[FunctionDef] = &[
         timeout_secs: 15,
         memory_mb: 256,
         // Executions: a run parked on an execution is cancelled with it.
-        tables: &[r(ApiKeys), rw(Agent), rw(Events), rw(LiveFrames), rw(Connections), rw(Executions)],
+        tables: &[r(ApiKeys), rw(Agent), rw(Events), rw(Connections), rw(Executions)],
         sends_to: &[QueueId::Steps],
         consumes: &[],
         inspects: &[],
@@ -352,7 +340,7 @@ pub const FUNCTIONS: &[FunctionDef] = &[
         memory_mb: 256,
         // Instance/Executions/Runs/KMS: the streaming webhook URLs
         // (`/stream/…`) start executions and read their streamed answers.
-        tables: &[r(ApiKeys), r(Agent), r(Events), r(LiveFrames), r(Instance), rw(Executions)],
+        tables: &[r(ApiKeys), r(Agent), r(Events), r(Instance), rw(Executions)],
         sends_to: &[QueueId::Runs],
         consumes: &[],
         inspects: &[],
@@ -394,7 +382,7 @@ pub const FUNCTIONS: &[FunctionDef] = &[
         package: "step",
         timeout_secs: 900,
         memory_mb: 1024,
-        tables: &[rw(Agent), rw(Events), rw(LiveFrames), rw(Connections), rw(Instance), rw(Executions), rw(DataRows)],
+        tables: &[rw(Agent), rw(Events), rw(Connections), rw(Instance), rw(Executions), rw(DataRows)],
         sends_to: &[QueueId::Steps, QueueId::Runs],
         consumes: &[QueueId::Steps],
         inspects: &[],
@@ -423,7 +411,7 @@ pub const FUNCTIONS: &[FunctionDef] = &[
         package: "sweep",
         timeout_secs: 300,
         memory_mb: 256,
-        tables: &[rw(Agent), rw(Events), rw(LiveFrames), rw(Connections), rw(Executions)],
+        tables: &[rw(Agent), rw(Events), rw(Connections), rw(Executions)],
         // Steps: an expired confirmation is resumed as denied.
         sends_to: &[QueueId::Steps, QueueId::Runs],
         consumes: &[],
@@ -614,6 +602,10 @@ pub const SCHEDULES: &[(FunctionId, u32)] = &[(FunctionId::Sweep, 60)];
 /// `RUNS_QUEUE_ARN`, `scheduler:*Schedule` and `iam:PassRole` on the
 /// scheduler's role). The schedules send their ticks to the Runs queue.
 pub const SCHEDULE_MANAGERS: &[FunctionId] = &[FunctionId::Mcp, FunctionId::Step];
+
+/// Functions that subscribe to threads through the WebSocket API as a
+/// client (`WS_API_URL`): the SSE endpoint gets live frames pushed.
+pub const WS_CLIENT_FUNCTIONS: &[FunctionId] = &[FunctionId::Events];
 
 /// Functions told the public base URL (`INSTANCE_AI_PUBLIC_URL`): the
 /// executor evaluates `$execution.resumeUrl`. Functions behind the HTTP API

@@ -1,8 +1,8 @@
 //! The one way events leave an agent: [`EventWriter::emit`].
 //!
 //! - Ephemeral events (deltas, status, filesystem requests) are published
-//!   live (WebSocket subscribers now, the LiveFrames feed for SSE tails in
-//!   small batches) and never stored.
+//!   live to the thread's WebSocket subscribers (the SSE endpoint is one of
+//!   them: `api::live_feed`) and never stored.
 //! - Text and reasoning deltas are accumulated per (agent, kind, responseId).
 //!   Before that agent's next durable event, and on [`EventWriter::flush`],
 //!   each open segment becomes one `text-block` / `reasoning-block` with its
@@ -14,15 +14,13 @@
 
 use crate::error::StoreError;
 use crate::event_log::EventLog;
-use crate::live_frames::{make_at, now_ms, LiveFrame, LiveFrames};
 use crate::publisher::Publisher;
 use protocol::events::{Event, EventPayload, TextBlock, WsFrame};
 use protocol::ids::{AgentId, RunId, ThreadId, UserId};
-use std::time::{Duration, Instant};
 
-/// Ephemeral frames are written to LiveFrames at least this often (and
-/// whenever 25 are waiting), so an SSE tail lags by about this much.
-pub const LIVE_FLUSH_INTERVAL: Duration = Duration::from_millis(100);
+fn now_ms() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or_default()
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kind {
@@ -64,28 +62,13 @@ impl Segment {
 pub struct EventWriter {
     thread: ThreadId,
     log: EventLog,
-    live: Option<LiveFrames>,
     publisher: Option<Publisher>,
     segments: Vec<Segment>,
-    live_buffer: Vec<LiveFrame>,
-    live_since: Option<Instant>,
-    writer_id: String,
-    counter: u64,
 }
 
 impl EventWriter {
-    pub fn new(thread: ThreadId, log: EventLog, live: Option<LiveFrames>, publisher: Option<Publisher>) -> Self {
-        EventWriter {
-            thread,
-            log,
-            live,
-            publisher,
-            segments: Vec::new(),
-            live_buffer: Vec::new(),
-            live_since: None,
-            writer_id: uuid::Uuid::new_v4().simple().to_string()[..8].to_owned(),
-            counter: 0,
-        }
+    pub fn new(thread: ThreadId, log: EventLog, publisher: Option<Publisher>) -> Self {
+        EventWriter { thread, log, publisher, segments: Vec::new() }
     }
 
     pub fn thread(&self) -> &ThreadId {
@@ -109,10 +92,9 @@ impl EventWriter {
         Ok(ids.last().copied())
     }
 
-    /// Appends every open segment as a block and writes pending live frames.
-    /// Call at the end of a step (and before handing the thread to anyone).
+    /// Appends every open segment as a block. Call at the end of a step (and
+    /// before handing the thread to anyone).
     pub async fn flush(&mut self) -> Result<Vec<u64>, StoreError> {
-        self.flush_live().await?;
         let blocks: Vec<Event> = self.segments.drain(..).map(Segment::into_block).collect();
         if blocks.is_empty() {
             return Ok(Vec::new());
@@ -144,23 +126,12 @@ impl EventWriter {
             }
         }
         if let Some(p) = &self.publisher {
-            p.publish_ephemeral(&self.thread, &[WsFrame::ephemeral(event.clone())]).await;
-        }
-        if self.live.is_some() {
-            self.counter += 1;
-            let at = make_at(now_ms(), self.counter, &self.writer_id);
-            self.live_buffer.push(LiveFrame { at, event });
-            let since = *self.live_since.get_or_insert_with(Instant::now);
-            if self.live_buffer.len() >= crate::live_frames::MAX_BATCH || since.elapsed() >= LIVE_FLUSH_INTERVAL {
-                self.flush_live().await?;
-            }
+            p.publish_ephemeral(&self.thread, &[WsFrame::ephemeral(event)]).await;
         }
         Ok(())
     }
 
     async fn emit_durable(&mut self, events: Vec<Event>) -> Result<Vec<u64>, StoreError> {
-        // Deltas already streamed go out before the fact that follows them.
-        self.flush_live().await?;
         let mut batch = Vec::new();
         for event in &events {
             // The agent's own block for a segment replaces ours.
@@ -194,20 +165,5 @@ impl EventWriter {
             p.publish_durable(&self.thread, &frames).await;
         }
         Ok(ids)
-    }
-
-    async fn flush_live(&mut self) -> Result<(), StoreError> {
-        self.live_since = None;
-        if self.live_buffer.is_empty() {
-            return Ok(());
-        }
-        let frames = std::mem::take(&mut self.live_buffer);
-        if let Some(live) = &self.live {
-            // Live frames are best-effort: a failed write must not fail the run.
-            if let Err(e) = live.put(&self.thread, &frames).await {
-                tracing::warn!(thread = %self.thread, error = %e, "live frames lost");
-            }
-        }
-        Ok(())
     }
 }

@@ -15,7 +15,6 @@ pub mod event_log;
 pub mod event_writer;
 #[cfg(feature = "test-support")]
 pub mod fake_ws;
-pub mod live_frames;
 pub mod oauth;
 pub mod provision;
 pub mod publisher;
@@ -31,7 +30,6 @@ pub use config::Config;
 pub use error::StoreError;
 pub use event_log::EventLog;
 pub use event_writer::EventWriter;
-pub use live_frames::LiveFrames;
 pub use publisher::Publisher;
 pub use runs::Runs;
 pub use suspensions::Suspensions;

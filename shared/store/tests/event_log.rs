@@ -1,4 +1,4 @@
-//! The event log, the coalescing writer, live frames and the publisher,
+//! The event log, the coalescing writer and the publisher,
 //! against moto (and a fake Management API for 410 Gone).
 
 use protocol::events::*;
@@ -8,9 +8,8 @@ use store::connections::{Connections, GoLive};
 use store::counting::RequestCounter;
 use store::deployment::TableId;
 use store::fake_ws::FakeManagementApi;
-use store::live_frames::at_cursor;
 use store::testing::TestEnv;
-use store::{AwsClients, EventLog, EventWriter, LiveFrames, Publisher, StoreError};
+use store::{AwsClients, EventLog, EventWriter, Publisher, StoreError};
 
 fn thread() -> ThreadId {
     ThreadId(format!("th_{}", uuid::Uuid::new_v4().simple()))
@@ -136,11 +135,18 @@ async fn ephemeral_events_are_refused_by_the_log() {
 async fn coalesced_blocks_replay_exactly_the_live_text() {
     let env = TestEnv::new().await;
     let t = thread();
-    let live = LiveFrames::new(env.clients.dynamo.clone(), env.config.table(TableId::LiveFrames).unwrap());
+    // One live WebSocket subscriber sees what the writer streams.
+    let fake = FakeManagementApi::start().await;
+    let clients = clients_with_ws(&env, &fake).await;
+    let conns = Connections::new(env.clients.dynamo.clone(), env.config.table(TableId::Connections).unwrap());
+    let (conn, user) = (ConnectionId("c1".into()), UserId("alice".into()));
+    conns.open(&conn, &user).await.unwrap();
+    let token = conns.subscribe_replaying(&t, &conn, &user, 0).await.unwrap();
+    assert_eq!(conns.go_live(&t, &conn, &token, 0, env.config.table(TableId::Events).unwrap()).await.unwrap(), GoLive::Live);
     let (client, counter) = RequestCounter::instrument(&env.clients.dynamo);
     let log = EventLog::new(client, env.config.table(TableId::Events).unwrap());
-    let mut w = EventWriter::new(t.clone(), log.clone(), Some(live.clone()), None);
-    let start = at_cursor(0);
+    let publisher = Publisher::new(conns.clone(), clients.connections.clone());
+    let mut w = EventWriter::new(t.clone(), log.clone(), Some(publisher));
 
     w.emit(Event::new("r1", "a1", EventPayload::RunStart(RunStart { message_id: "m1".into(), trace_id: None, message_group_id: None, message: Some("hi".into()) })))
         .await
@@ -156,7 +162,8 @@ async fn coalesced_blocks_replay_exactly_the_live_text() {
     w.emit(Event::new("r1", "a1", EventPayload::Status(Status { message: "working".into() }))).await.unwrap();
     counter.reset();
     w.emit(tool_call("r1", "a1", "tc1")).await.unwrap();
-    // Two blocks + the tool call in one transaction.
+    // Two blocks + the tool call in one transaction (and the publisher's
+    // consistent read of the subscribers).
     assert_eq!(counter.get("TransactWriteItems"), 1, "{:?}", counter.snapshot());
     assert_eq!(counter.get("PutItem"), 0);
     w.emit(text_delta("r1", "a1", "resp2", "Done.")).await.unwrap();
@@ -184,13 +191,14 @@ async fn coalesced_blocks_replay_exactly_the_live_text() {
     assert_eq!(replay.iter().map(|e| e.seq).collect::<Vec<_>>(), (1..=7).collect::<Vec<u64>>());
 
     // Live text per (agent, kind, responseId) == block text.
-    let frames = live.read_after(&t, &start, 1000).await.unwrap();
-    assert_eq!(frames.len(), 9, "every ephemeral frame is in the live feed");
+    let received: Vec<WsFrame> = fake.received("c1").iter().map(|f| serde_json::from_str(f).unwrap()).collect();
+    let frames: Vec<&Event> = received.iter().filter(|f| f.id.is_none()).map(|f| &f.event).collect();
+    assert_eq!(frames.len(), 9, "every ephemeral frame reached the subscriber");
     let live_text = |agent: &str, ty: EventType, resp: &str| -> String {
         frames
             .iter()
-            .filter(|f| f.event.agent_id.0 == agent && f.event.event_type() == ty && f.event.response_id.as_deref() == Some(resp))
-            .map(|f| match &f.event.payload {
+            .filter(|e| e.agent_id.0 == agent && e.event_type() == ty && e.response_id.as_deref() == Some(resp))
+            .map(|e| match &e.payload {
                 EventPayload::TextDelta(d) | EventPayload::ReasoningDelta(d) => d.text.clone(),
                 _ => String::new(),
             })
@@ -216,8 +224,11 @@ async fn coalesced_blocks_replay_exactly_the_live_text() {
         assert!(!l.is_empty());
         assert_eq!(l, block_text(agent, block, resp), "{agent} {resp}");
     }
-    // Frames are in emission order.
-    assert!(frames.windows(2).all(|w| w[0].at < w[1].at));
+    // Durable frames reached the subscriber in id order, after the deltas they close.
+    let ids: Vec<u64> = received.iter().filter_map(|f| f.id).collect();
+    assert_eq!(ids, (1..=7).collect::<Vec<u64>>());
+    let first_block = received.iter().position(|f| f.event.event_type() == EventType::ReasoningBlock).unwrap();
+    assert_eq!(received[..first_block].iter().filter(|f| f.id.is_none()).count(), 8, "the deltas and status streamed before tc1 precede the blocks it closed");
 }
 
 async fn clients_with_ws(env: &TestEnv, fake: &FakeManagementApi) -> AwsClients {
@@ -244,7 +255,7 @@ async fn a_gone_subscriber_is_removed_on_the_next_publish_and_never_fails_it() {
     }
     fake.mark_gone("c-gone");
     let publisher = Publisher::new(conns.clone(), clients.connections.clone());
-    let mut w = EventWriter::new(t.clone(), log_of(&env), None, Some(publisher.clone()));
+    let mut w = EventWriter::new(t.clone(), log_of(&env), Some(publisher.clone()));
     w.emit(tool_call("r", "a", "tc1")).await.unwrap();
 
     let got = fake.received("c-live");

@@ -8,7 +8,6 @@ use futures::future::BoxFuture;
 use futures::StreamExt;
 use local_cloud::{start, Options, Running};
 use protocol::events::{ConfirmationRequest, Event, EventPayload, EventType, Severity};
-use protocol::ids::ThreadId;
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -190,11 +189,16 @@ fn uuid_like() -> String {
 }
 
 impl Cloud {
-    /// Closes the event streams, then stops the cloud.
-    pub async fn stop(self) {
+    /// Closes every event stream opened so far (SSE and WebSocket readers).
+    pub fn close_feeds(&self) {
         for r in self.readers.lock().unwrap().drain(..) {
             r.abort();
         }
+    }
+
+    /// Closes the event streams, then stops the cloud.
+    pub async fn stop(self) {
+        self.close_feeds();
         tokio::time::sleep(Duration::from_millis(50)).await;
         let _ = tokio::time::timeout(Duration::from_secs(5), self.running.shutdown()).await;
     }
@@ -228,7 +232,6 @@ impl Cloud {
     pub async fn sse_events(&self, key: &str, thread: &str) -> Feed {
         let (tx, rx) = mpsc::unbounded_channel();
         let (http, url, key) = (self.http.clone(), self.url(&format!("/instance-ai/events/{thread}")), key.to_owned());
-        let (app, thread) = (self.running.app.clone(), ThreadId(thread.to_owned()));
         let reader = tokio::spawn(async move {
             let deadline = Instant::now() + Duration::from_secs(20);
             loop {
@@ -236,10 +239,6 @@ impl Cloud {
                 let status = resp.as_ref().map(|r| r.status().as_u16()).unwrap_or(0);
                 match resp {
                     Ok(r) if status == 200 => return read_sse(r, tx).await,
-                    _ if status == 501 => {
-                        eprintln!("SSE is not served; tailing the event log directly");
-                        return tail_store(app, thread, tx).await;
-                    }
                     _ if Instant::now() > deadline => panic!("SSE never admitted the subscriber ({status})"),
                     _ => tokio::time::sleep(Duration::from_millis(50)).await,
                 }
@@ -327,39 +326,6 @@ async fn read_sse(resp: reqwest::Response, tx: mpsc::UnboundedSender<Frame>) {
                 Err(_) => continue, // control frames of the stream, not events
             }
         }
-    }
-}
-
-async fn tail_store(app: Arc<api::App>, thread: ThreadId, tx: mpsc::UnboundedSender<Frame>) {
-    // The app's own clients: the runtime's may be counted by a benchmark.
-    let table = |id| app.config.table(id).expect("table").to_owned();
-    let log = store::EventLog::new(app.clients.dynamo.clone(), table(store::deployment::TableId::Events));
-    let live = store::LiveFrames::new(app.clients.dynamo.clone(), table(store::deployment::TableId::LiveFrames));
-    let mut cursor = 0u64;
-    let mut live_cursor = store::live_frames::at_cursor(0);
-    loop {
-        let mut batch: Vec<(u64, u8, Frame)> = Vec::new();
-        if let Ok(frames) = live.read_after(&thread, &live_cursor, 500).await {
-            for f in frames {
-                live_cursor = f.at.clone();
-                let ts = f.event.ts.unwrap_or(0);
-                batch.push((ts, 0, Frame { id: None, event: f.event, at: Instant::now() }));
-            }
-        }
-        if let Ok(events) = log.read_after(&thread, cursor, 500).await {
-            for e in events {
-                cursor = e.seq;
-                let ts = e.event.ts.unwrap_or(0);
-                batch.push((ts, 1, Frame { id: Some(e.seq), event: e.event, at: Instant::now() }));
-            }
-        }
-        batch.sort_by_key(|(ts, k, _)| (*ts, *k));
-        for (_, _, f) in batch {
-            if tx.send(f).is_err() {
-                return;
-            }
-        }
-        tokio::time::sleep(Duration::from_millis(30)).await;
     }
 }
 

@@ -1,14 +1,24 @@
 //! `GET /instance-ai/events/{threadId}`: the SSE event stream.
 //!
 //! Bearer auth and an owner check (a stranger's thread is 404), then a
-//! streamed body: a `retry:` hint, the replay of `seq > cursor` (cursor from
-//! `Last-Event-ID`, else `?lastEventId=`, else 0), then a tail that polls
-//! the log with short consistent queries and the LiveFrames feed for
-//! ephemeral frames. Only durable frames carry `id:`. Idle streams get
-//! keep-alive comments. The stream ends cleanly before the Lambda deadline
-//! (the client reconnects with `Last-Event-ID`) and stops as soon as the
-//! client disconnects (the body is dropped, the channel closes). Answers
-//! carry CORS for the web page's origin ([`crate::cors`]): in AWS this is a
+//! streamed body: a `retry:` hint, the replay of `seq > cursor` read from
+//! the log (cursor from `Last-Event-ID`, else `?lastEventId=`, else 0), then
+//! live frames pushed through a WebSocket subscription ([`crate::live_feed`]):
+//! the function subscribes at the cursor its replay reached, so the
+//! gateway's replaying → live hand-off and the publishers' posts give it
+//! every later event once, in order, with no polling. Durable ids are still
+//! checked here: an id already sent is dropped, and a gap (a post that
+//! failed) is filled from the log before the frame that revealed it; each
+//! keep-alive also reads the log once past the cursor, for a lost last post.
+//! Only durable frames carry `id:`; `: live` marks the moment the
+//! subscription is live (ephemeral frames published before it are not seen,
+//! nor those of a publisher whose cached subscriber list predates it,
+//! `store::publisher::EPHEMERAL_SUBSCRIBERS_MAX_AGE`: their blocks carry the
+//! text). The stream ends cleanly before the
+//! Lambda deadline, or when the live feed closes (the client reconnects with
+//! `Last-Event-ID`), and stops as soon as the client disconnects (the body
+//! is dropped, the channel closes, the WebSocket is closed). Answers carry
+//! CORS for the web page's origin ([`crate::cors`]): in AWS this is a
 //! Function URL on another origin than the page.
 
 use crate::sse::SseBody;
@@ -17,27 +27,26 @@ use bytes::Bytes;
 use lambda_http::{Request, RequestExt, Response};
 use protocol::events::sse_frame;
 use protocol::ids::ThreadId;
-use std::collections::{BTreeSet, HashSet};
-use std::time::{Duration, Instant};
+use crate::live_feed::{Incoming, LiveFeed};
+use protocol::Event;
+use std::collections::HashSet;
+use std::time::Duration;
 use store::deployment::{FunctionId, TableId};
-use store::live_frames::{at_cursor, at_millis, LiveFrames};
 use store::{EventLog, Threads};
 use tokio::sync::mpsc::Sender;
+use tokio::time::Instant;
 
 /// Knobs of one stream; [`SseOptions::default`] fits the `events` Lambda.
 #[derive(Debug, Clone)]
 pub struct SseOptions {
     /// End the stream this long after it started (before the function's limit).
     pub max_duration: Duration,
-    /// Comment line after this much silence, so proxies keep the connection.
+    /// Comment line after this much silence, so proxies keep the connection;
+    /// each one also reads the log once past the cursor (a publisher's post
+    /// that failed is caught up within this).
     pub keep_alive: Duration,
-    /// Sleep between polls when nothing new arrived.
-    pub poll_interval: Duration,
     /// The `retry:` hint (ms) the client waits before reconnecting.
     pub retry_ms: u64,
-    /// Live frames are read from this far behind the newest one seen: a
-    /// writer's 100 ms batch can land after a later-stamped frame.
-    pub live_lag: Duration,
 }
 
 impl Default for SseOptions {
@@ -47,18 +56,13 @@ impl Default for SseOptions {
         SseOptions {
             max_duration: Duration::from_secs(limit.saturating_sub(30).max(10)),
             keep_alive: Duration::from_secs(15),
-            poll_interval: Duration::from_millis(200),
             retry_ms: 1000,
-            live_lag: Duration::from_secs(1),
         }
     }
 }
 
 /// Durable events per log query.
 const PAGE: u32 = 200;
-/// Consecutive store failures after which the stream ends (the client
-/// reconnects with its cursor, maybe to a healthier instance).
-const MAX_FAILURES: u32 = 5;
 
 pub async fn handle(app: &App, req: Request) -> Response<SseBody> {
     // the function's URL also carries the streaming webhook URLs
@@ -109,10 +113,12 @@ async fn start(app: &App, req: &Request, options: SseOptions) -> Result<Response
     let threads = Threads::new(app.clients.dynamo.clone(), app.config.table(TableId::Agent).map_err(internal)?);
     threads.check_owner(&thread, &user).await?;
     let log = EventLog::from_config(app.clients.dynamo.clone(), &app.config).map_err(|e| ApiError::Internal(e.to_string()))?;
-    let live = LiveFrames::new(app.clients.dynamo.clone(), app.config.table(TableId::LiveFrames).map_err(internal)?);
+    let feed_url = app.config.ws_api_url.clone().ok_or_else(|| ApiError::Internal("WS_API_URL is not configured".into()))?;
+    // The live feed subscribes as the caller, with the key they presented.
+    let key = crate::auth::bearer_token(req.headers()).unwrap_or_default().to_owned();
 
     let (tx, body) = SseBody::channel();
-    tokio::spawn(stream(log, live, thread, cursor, options, tx));
+    tokio::spawn(stream(Source { log, feed_url, key }, thread, cursor, options, tx));
     Response::builder()
         .status(200)
         .header(http::header::CONTENT_TYPE, "text/event-stream; charset=UTF-8")
@@ -151,7 +157,9 @@ fn cursor(req: &Request) -> Result<u64, ApiError> {
 }
 
 /// The text segment a delta or block belongs to: (agent, responseId, reasoning?).
-fn segment(e: &protocol::Event) -> Option<(String, Option<String>, bool)> {
+type Segment = (String, Option<String>, bool);
+
+fn segment(e: &Event) -> Option<Segment> {
     use protocol::EventType as T;
     let reasoning = match e.event_type() {
         T::TextDelta | T::TextBlock => false,
@@ -161,159 +169,236 @@ fn segment(e: &protocol::Event) -> Option<(String, Option<String>, bool)> {
     Some((e.agent_id.0.clone(), e.response_id.clone(), reasoning))
 }
 
-/// Sends one chunk; `false` once the client is gone.
-async fn send(tx: &Sender<Bytes>, chunk: String) -> bool {
-    tx.send(Bytes::from(chunk)).await.is_ok()
+/// What the stream has sent: durable ids up to `cursor`, each once and in
+/// order, and the segments whose block went out (a late delta of one of them
+/// would be appended after the block's replace and show its text twice).
+#[derive(Debug, Default)]
+struct Relay {
+    cursor: u64,
+    closed: HashSet<Segment>,
 }
 
-fn now_ms() -> u64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or_default()
+/// What to do with a durable frame that arrived.
+#[derive(Debug, PartialEq)]
+enum Durable {
+    /// The next id: send this SSE frame.
+    Send(String),
+    /// Sent already (a replay overlap): drop it.
+    Duplicate,
+    /// Ids between the cursor and this one are missing: read them first.
+    Gap,
 }
 
-async fn stream(log: EventLog, live: LiveFrames, thread: ThreadId, mut cursor: u64, o: SseOptions, tx: Sender<Bytes>) {
-    let started = Instant::now();
-    let mut last_sent = Instant::now();
-    if !send(&tx, format!("retry: {}\n\n", o.retry_ms)).await {
-        return;
+impl Relay {
+    fn new(cursor: u64) -> Relay {
+        Relay { cursor, closed: HashSet::new() }
     }
-    // Ephemeral frames stamped from now on; earlier ones are covered by blocks.
-    let lag_ms = o.live_lag.as_millis() as u64;
-    let live_floor = at_cursor(now_ms());
-    let mut live_newest = now_ms();
-    let mut live_seen: BTreeSet<String> = BTreeSet::new();
-    // Segments whose block this stream already sent: a late delta of one of
-    // them would be appended after the block's replace and show text twice.
-    let mut closed: HashSet<(String, Option<String>, bool)> = HashSet::new();
-    let mut failures = 0u32;
-    tracing::info!(thread = %thread, cursor, "sse stream started");
-    loop {
-        if tx.is_closed() {
-            tracing::info!(thread = %thread, "sse client gone");
-            return;
+
+    fn durable(&mut self, seq: u64, event: &Event) -> Durable {
+        if seq <= self.cursor {
+            return Durable::Duplicate;
         }
-        if started.elapsed() >= o.max_duration {
-            // Ask the client to come back at once with its Last-Event-ID.
-            let _ = send(&tx, format!(": deadline, reconnect\nretry: {}\n\n", o.retry_ms)).await;
-            tracing::info!(thread = %thread, cursor, "sse stream ended at its deadline");
-            return;
+        if seq > self.cursor + 1 {
+            return Durable::Gap;
         }
-        let mut sent_any = false;
-        let mut failed = false;
-        let durable = match log.read_after(&thread, cursor, PAGE).await {
-            Ok(events) => events,
-            Err(e) => {
-                failed = true;
-                tracing::warn!(thread = %thread, error = %e, "sse: log read failed");
-                Vec::new()
-            }
-        };
-        // A full page means we are still replaying: live frames belong after
-        // the events not read yet, so they wait for the next poll.
-        let replaying = durable.len() == PAGE as usize;
-        let mut ephemeral = Vec::new();
-        if !replaying {
-            match live.read_after(&thread, &at_cursor(live_newest.saturating_sub(lag_ms)), 500).await {
-                Ok(frames) => {
-                    for f in frames {
-                        if f.at < live_floor || !live_seen.insert(f.at.clone()) {
-                            continue;
-                        }
-                        live_newest = live_newest.max(at_millis(&f.at));
-                        ephemeral.push(f);
-                    }
-                    // Keys older than the look-back window are never read again.
-                    let floor = at_cursor(live_newest.saturating_sub(lag_ms));
-                    live_seen = live_seen.split_off(&floor);
-                }
-                Err(e) => {
-                    failed = true;
-                    tracing::warn!(thread = %thread, error = %e, "sse: live frames read failed");
-                }
-            }
+        if let Some(key) = segment(event) {
+            self.closed.insert(key);
         }
-        // An event appended after the log read but before a delta read just
-        // now must still go out before that delta: read the log once more up
-        // to the newest frame's stamp (later events wait for the next poll, so
-        // a block never overtakes deltas this poll has not seen).
-        let mut durable = durable;
-        if let (Some(newest), false) = (ephemeral.iter().map(|f| at_millis(&f.at)).max(), failed) {
-            let after = durable.last().map(|e| e.seq).unwrap_or(cursor);
-            match log.read_after(&thread, after, PAGE).await {
-                Ok(more) => durable.extend(more.into_iter().take_while(|e| e.event.ts.unwrap_or(0) <= newest)),
-                Err(e) => {
-                    failed = true;
-                    tracing::warn!(thread = %thread, error = %e, "sse: log read failed");
-                }
-            }
+        self.cursor = seq;
+        Durable::Send(sse_frame(Some(seq), event))
+    }
+
+    /// The SSE frame of an ephemeral event, unless its segment was closed.
+    fn ephemeral(&mut self, event: &Event) -> Option<String> {
+        if segment(event).is_some_and(|key| self.closed.contains(&key)) {
+            return None;
         }
-        // A poll with any failed read counts towards giving up (a log that
-        // keeps failing must end the stream even while live frames read fine).
-        failures = if failed { failures + 1 } else { 0 };
-        // One poll's frames go out in publish order (durable first on a tie),
-        // so a delta never overtakes the event published before it. A delta
-        // of a segment whose block was already sent is dropped: the block
-        // replaced its text.
-        let mut durable = durable.into_iter().peekable();
-        let mut ephemeral: std::collections::VecDeque<_> = ephemeral.into();
-        let mut out = Vec::new();
+        Some(sse_frame(None, event))
+    }
+}
+
+/// Where a stream reads from: the log, and the WebSocket API as the caller.
+struct Source {
+    log: EventLog,
+    feed_url: String,
+    key: String,
+}
+
+/// One stream's output side.
+struct Out {
+    tx: Sender<Bytes>,
+    relay: Relay,
+    last_sent: Instant,
+}
+
+/// Why a stream stopped sending.
+enum Stop {
+    /// The client went away: nothing more to say.
+    Gone,
+    /// Tell the client to come back with its cursor (the reason is a comment).
+    Reconnect(String),
+}
+
+impl Out {
+    async fn send(&mut self, chunk: String) -> Result<(), Stop> {
+        self.last_sent = Instant::now();
+        self.tx.send(Bytes::from(chunk)).await.map_err(|_| Stop::Gone)
+    }
+
+    /// Sends what the log holds after the cursor: the replay, a gap's fill,
+    /// the keep-alive's check for a lost post.
+    async fn catch_up(&mut self, log: &EventLog, thread: &ThreadId) -> Result<(), Stop> {
         loop {
-            let take_durable = match (durable.peek(), ephemeral.front()) {
-                (Some(d), Some(f)) => d.event.ts.unwrap_or(0) <= at_millis(&f.at),
-                (Some(_), None) => true,
-                (None, Some(_)) => false,
-                (None, None) => break,
-            };
-            if take_durable {
-                let Some(stored) = durable.next() else { break };
-                if let Some(key) = segment(&stored.event) {
-                    // The segment's own deltas go before the block that
-                    // replaces their text, whatever their stamps say.
-                    let (mine, rest): (Vec<_>, Vec<_>) =
-                        ephemeral.drain(..).partition(|f| segment(&f.event).as_ref() == Some(&key));
-                    ephemeral = rest.into();
-                    out.extend(mine.iter().map(|f| sse_frame(None, &f.event)));
-                    closed.insert(key);
+            let page = log.read_after(thread, self.relay.cursor, PAGE).await.map_err(|e| {
+                tracing::warn!(thread = %thread, error = %e, "sse: log read failed");
+                Stop::Reconnect("store unavailable, reconnect".into())
+            })?;
+            let short = page.len() < PAGE as usize;
+            for stored in page {
+                if let Durable::Send(frame) = self.relay.durable(stored.seq, &stored.event) {
+                    self.send(frame).await?;
                 }
-                cursor = stored.seq;
-                out.push(sse_frame(Some(stored.seq), &stored.event));
-            } else {
-                let Some(f) = ephemeral.pop_front() else { break };
-                if segment(&f.event).is_some_and(|key| closed.contains(&key)) {
-                    continue;
+            }
+            if short {
+                return Ok(());
+            }
+        }
+    }
+
+    async fn incoming(&mut self, log: &EventLog, thread: &ThreadId, incoming: Incoming) -> Result<(), Stop> {
+        match incoming {
+            Incoming::Durable(seq, event) => match self.relay.durable(seq, &event) {
+                Durable::Send(frame) => self.send(frame).await,
+                Durable::Duplicate => Ok(()),
+                Durable::Gap => {
+                    tracing::info!(thread = %thread, cursor = self.relay.cursor, seq, "sse: gap in the live feed; reading the log");
+                    // The log holds every id up to `seq` (it was appended
+                    // before it was posted), this one included.
+                    self.catch_up(log, thread).await
                 }
-                out.push(sse_frame(None, &f.event));
+            },
+            Incoming::Ephemeral(event) => match self.relay.ephemeral(&event) {
+                Some(frame) => self.send(frame).await,
+                None => Ok(()),
+            },
+            // A comment EventSource ignores; it tells a watcher (a test, a
+            // person with curl) that frames published from now on arrive.
+            Incoming::Subscribed { .. } => self.send(": live\n\n".to_owned()).await,
+            Incoming::Refused(why) => {
+                tracing::warn!(thread = %thread, why = %why, "sse: live feed refused the subscription");
+                Err(Stop::Reconnect("live feed refused, reconnect".into()))
             }
         }
-        for frame in out {
-            sent_any = true;
-            if !send(&tx, frame).await {
-                return;
-            }
+    }
+}
+
+async fn stream(source: Source, thread: ThreadId, cursor: u64, o: SseOptions, tx: Sender<Bytes>) {
+    let mut out = Out { tx, relay: Relay::new(cursor), last_sent: Instant::now() };
+    tracing::info!(thread = %thread, cursor, "sse stream started");
+    let retry = format!("retry: {}\n\n", o.retry_ms);
+    let stop = match run(&source, &thread, &o, &mut out, retry.clone()).await {
+        Err(stop) => stop,
+        Ok(never) => match never {},
+    };
+    match stop {
+        Stop::Gone => tracing::info!(thread = %thread, "sse client gone"),
+        Stop::Reconnect(why) => {
+            // Ask the client to come back at once with its Last-Event-ID.
+            let _ = out.send(format!(": {why}\n{retry}")).await;
+            tracing::info!(thread = %thread, cursor = out.relay.cursor, why = %why, "sse stream ended");
         }
-        if replaying {
-            last_sent = Instant::now();
-            continue;
+    }
+}
+
+/// The stream until it stops: replay, subscribe, relay.
+async fn run(source: &Source, thread: &ThreadId, o: &SseOptions, out: &mut Out, retry: String) -> Result<std::convert::Infallible, Stop> {
+    let deadline = Instant::now() + o.max_duration;
+    out.send(retry).await?;
+    // The handshake and `$connect`'s key check overlap the replay.
+    let (url, key) = (source.feed_url.clone(), source.key.clone());
+    let connecting = tokio::spawn(async move { LiveFeed::connect(&url, &key).await });
+    let replayed = out.catch_up(&source.log, thread).await;
+    if let Err(stop) = replayed {
+        connecting.abort();
+        return Err(stop);
+    }
+    let mut feed = match connecting.await {
+        Ok(Ok(feed)) => feed,
+        Ok(Err(e)) => {
+            tracing::warn!(thread = %thread, error = %e, "sse: live feed unavailable");
+            return Err(Stop::Reconnect("live feed unavailable, reconnect".into()));
         }
-        if failures >= MAX_FAILURES {
-            let _ = send(&tx, format!(": store unavailable, reconnect\nretry: {}\n\n", o.retry_ms)).await;
-            return;
-        }
-        if sent_any {
-            last_sent = Instant::now();
-            continue;
-        }
-        if last_sent.elapsed() >= o.keep_alive {
-            if !send(&tx, ": keep-alive\n\n".to_owned()).await {
-                return;
-            }
-            last_sent = Instant::now();
-        }
+        Err(e) => return Err(Stop::Reconnect(format!("live feed task failed ({e}), reconnect"))),
+    };
+    let result = relay(source, thread, o, out, &mut feed, deadline).await;
+    feed.close().await;
+    result
+}
+
+async fn relay(
+    source: &Source,
+    thread: &ThreadId,
+    o: &SseOptions,
+    out: &mut Out,
+    feed: &mut LiveFeed,
+    deadline: Instant,
+) -> Result<std::convert::Infallible, Stop> {
+    if let Err(e) = feed.subscribe(thread, out.relay.cursor).await {
+        tracing::warn!(thread = %thread, error = %e, "sse: subscribe failed");
+        return Err(Stop::Reconnect("live feed unavailable, reconnect".into()));
+    }
+    loop {
+        let tx = out.tx.clone();
         tokio::select! {
-            _ = tx.closed() => {
-                tracing::info!(thread = %thread, "sse client gone");
-                return;
+            _ = tx.closed() => return Err(Stop::Gone),
+            _ = tokio::time::sleep_until(deadline) => return Err(Stop::Reconnect("deadline, reconnect".into())),
+            _ = tokio::time::sleep_until(out.last_sent + o.keep_alive) => {
+                out.send(": keep-alive\n\n".to_owned()).await?;
+                out.catch_up(&source.log, thread).await?;
             }
-            _ = tokio::time::sleep(o.poll_interval) => {}
+            incoming = feed.next() => match incoming {
+                Some(incoming) => out.incoming(&source.log, thread, incoming).await?,
+                None => return Err(Stop::Reconnect("live feed closed, reconnect".into())),
+            },
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use protocol::events::{EventPayload, TextBlock, TextDelta, ToolCall};
+
+    fn delta(resp: &str) -> Event {
+        Event::new("r1", "a1", EventPayload::TextDelta(TextDelta { text: "x".into() })).with_response_id(resp)
+    }
+
+    fn block(resp: &str) -> Event {
+        Event::new("r1", "a1", EventPayload::TextBlock(TextBlock { text: "x".into() })).with_response_id(resp)
+    }
+
+    fn call() -> Event {
+        Event::new("r1", "a1", EventPayload::ToolCall(ToolCall { tool_call_id: "c".into(), tool_name: "w".into(), args: Default::default() }))
+    }
+
+    #[test]
+    fn ids_go_out_once_in_order_and_a_gap_is_named() {
+        let mut r = Relay::new(4);
+        assert_eq!(r.durable(3, &call()), Durable::Duplicate);
+        assert_eq!(r.durable(4, &call()), Durable::Duplicate);
+        assert_eq!(r.durable(6, &call()), Durable::Gap);
+        assert_eq!(r.cursor, 4, "a gap sends nothing");
+        assert!(matches!(r.durable(5, &call()), Durable::Send(f) if f.starts_with("id: 5\n")));
+        assert!(matches!(r.durable(6, &call()), Durable::Send(f) if f.starts_with("id: 6\n")));
+        assert_eq!(r.durable(6, &call()), Durable::Duplicate);
+    }
+
+    #[test]
+    fn a_delta_after_its_block_is_dropped() {
+        let mut r = Relay::new(0);
+        assert!(r.ephemeral(&delta("s1")).is_some());
+        assert!(matches!(r.durable(1, &block("s1")), Durable::Send(_)));
+        assert_eq!(r.ephemeral(&delta("s1")), None);
+        assert!(r.ephemeral(&delta("s2")).is_some(), "another segment is open");
     }
 }
