@@ -40,7 +40,18 @@ fn fake_openai() -> (String, Offered) {
                         }
                     };
                     let finish = if message.get("tool_calls").is_some() { "tool_calls" } else { "stop" };
-                    Json(json!({"id": "c1", "object": "chat.completion", "model": "gpt-4o-mini", "choices": [{"index": 0, "message": message, "finish_reason": finish}], "usage": {"prompt_tokens": 5, "completion_tokens": 5, "total_tokens": 10}}))
+                    // the chat model streams: the message as one delta, then the finish
+                    let mut delta = message;
+                    if let Some(calls) = delta.get_mut("tool_calls").and_then(Value::as_array_mut) {
+                        for (i, c) in calls.iter_mut().enumerate() {
+                            c["index"] = json!(i);
+                        }
+                    }
+                    let chunk = |choice: Value, usage: Value| format!("data: {}\n\n", json!({"id": "c1", "object": "chat.completion.chunk", "model": "gpt-4o-mini", "choices": [choice], "usage": usage}));
+                    let body = chunk(json!({"index": 0, "delta": delta, "finish_reason": null}), Value::Null)
+                        + &chunk(json!({"index": 0, "delta": {}, "finish_reason": finish}), json!({"prompt_tokens": 5, "completion_tokens": 5, "total_tokens": 10}))
+                        + "data: [DONE]\n\n";
+                    ([(axum::http::header::CONTENT_TYPE, "text/event-stream")], body)
                 }))
                 .with_state(state);
             let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();

@@ -190,7 +190,8 @@ async fn lookups_refuse_what_they_cannot_do_before_calling_anyone() {
     assert!(refused(inst.explore_resources(&alice, &req("n8n-nodes-base.set", "getChannels", "slackApi", &slack, json!({}))).await).contains("no dynamic resources"));
     let e = refused(inst.explore_resources(&alice, &req("n8n-nodes-base.slack", "getGuilds", "slackApi", &slack, json!({}))).await);
     assert!(e.contains("has no listSearch method \"getGuilds\"") && e.contains("getChannels (listSearch)"), "{e}");
-    let mut load = req("n8n-nodes-base.slack", "getChannels", "slackApi", &slack, json!({}));
+    // Airtable's base search is a listSearch only (Slack's getChannels is both, as in n8n).
+    let mut load = req("n8n-nodes-base.airtable", "baseSearch", "slackApi", &slack, json!({}));
     load.method_type = "loadOptions".into();
     assert!(refused(inst.explore_resources(&alice, &load).await).contains("no loadOptions method"));
     let e = refused(inst.explore_resources(&alice, &req("n8n-nodes-base.discord", "guildSearch", "discordWebhookApi", &hook, json!({}))).await);

@@ -11,6 +11,10 @@
 //!   stream showed.
 //! - Durable events are appended to the log first and published after, so a
 //!   live frame always names an id that is already readable.
+//! - A subscriber that joins while a segment is open (a page that connects
+//!   just after posting its message) gets the segment's text so far as its
+//!   first delta, then the deltas: no block covers that text yet, so without
+//!   it the answer would show from mid-sentence until the block lands.
 
 use crate::error::StoreError;
 use crate::event_log::EventLog;
@@ -37,6 +41,8 @@ struct Segment {
     kind: Kind,
     text: String,
     ts: Option<u64>,
+    /// Connections this segment's text went to (they get deltas; others its text so far).
+    seen_by: std::collections::HashSet<protocol::ids::ConnectionId>,
 }
 
 impl Segment {
@@ -108,13 +114,19 @@ impl EventWriter {
             EventPayload::ReasoningDelta(d) => Some((Kind::Reasoning, d.text.as_str())),
             _ => None,
         };
-        if let Some((kind, text)) = delta {
-            let open = self.segments.iter_mut().find(|s| {
-                s.agent == event.agent_id && s.kind == kind && s.response_id == event.response_id
-            });
-            match open {
-                Some(s) => s.text.push_str(text),
-                None => self.segments.push(Segment {
+        let Some((kind, text)) = delta else {
+            if let Some(p) = &self.publisher {
+                p.publish_ephemeral(&self.thread, &[WsFrame::ephemeral(event)]).await;
+            }
+            return Ok(());
+        };
+        let i = match self.segments.iter().position(|s| s.agent == event.agent_id && s.kind == kind && s.response_id == event.response_id) {
+            Some(i) => {
+                self.segments[i].text.push_str(text);
+                i
+            }
+            None => {
+                self.segments.push(Segment {
                     agent: event.agent_id.clone(),
                     run: event.run_id.clone(),
                     user: event.user_id.clone(),
@@ -122,11 +134,20 @@ impl EventWriter {
                     kind,
                     text: text.to_owned(),
                     ts: event.ts,
-                }),
+                    seen_by: Default::default(),
+                });
+                self.segments.len() - 1
             }
-        }
+        };
         if let Some(p) = &self.publisher {
-            p.publish_ephemeral(&self.thread, &[WsFrame::ephemeral(event)]).await;
+            let seg = &mut self.segments[i];
+            // the same delta carrying the whole text so far, for late joiners
+            let mut so_far = event.clone();
+            match &mut so_far.payload {
+                EventPayload::TextDelta(d) | EventPayload::ReasoningDelta(d) => d.text = seg.text.clone(),
+                _ => {}
+            }
+            p.publish_segment_delta(&self.thread, WsFrame::ephemeral(event), WsFrame::ephemeral(so_far), &mut seg.seen_by).await;
         }
         Ok(())
     }

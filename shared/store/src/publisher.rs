@@ -99,23 +99,43 @@ impl Publisher {
         if self.client.is_none() || frames.is_empty() {
             return PublishReport::default();
         }
+        let Some(subs) = self.ephemeral_subscribers(thread).await else { return PublishReport::default() };
+        self.post_all(thread, &subs, frames).await
+    }
+
+    /// Posts one delta of an open text segment: `delta` to the connections
+    /// in `seen_by`, `so_far` (the segment's whole text up to and including
+    /// this delta) to a connection that joined since, which is then added.
+    pub async fn publish_segment_delta(&self, thread: &ThreadId, delta: WsFrame, so_far: WsFrame, seen_by: &mut std::collections::HashSet<ConnectionId>) -> PublishReport {
+        if self.client.is_none() {
+            return PublishReport::default();
+        }
+        let Some(subs) = self.ephemeral_subscribers(thread).await else { return PublishReport::default() };
+        let (known, joined): (Vec<ConnectionId>, Vec<ConnectionId>) = subs.into_iter().partition(|c| seen_by.contains(c));
+        let (a, b) = futures::future::join(self.post_all(thread, &known, std::slice::from_ref(&delta)), self.post_all(thread, &joined, std::slice::from_ref(&so_far))).await;
+        seen_by.extend(joined);
+        PublishReport { subscribers: a.subscribers + b.subscribers, posted: a.posted + b.posted, gone: a.gone + b.gone, failed: a.failed + b.failed }
+    }
+
+    /// The live subscribers ephemeral frames go to (cached for
+    /// [`EPHEMERAL_SUBSCRIBERS_MAX_AGE`]); `None` when they cannot be read.
+    async fn ephemeral_subscribers(&self, thread: &ThreadId) -> Option<Vec<ConnectionId>> {
         let cached = self.cache.lock().ok().and_then(|c| {
             c.get(&thread.0).filter(|(at, _)| at.elapsed() < EPHEMERAL_SUBSCRIBERS_MAX_AGE).map(|(_, s)| s.clone())
         });
-        let subs = match cached {
-            Some(s) => s,
-            None => match self.connections.live_subscribers(thread, false).await {
-                Ok(s) => {
-                    self.remember(thread, &s);
-                    s
-                }
-                Err(e) => {
-                    tracing::warn!(thread = %thread, error = %e, "publish: cannot read subscriptions");
-                    return PublishReport::default();
-                }
-            },
-        };
-        self.post_all(thread, &subs, frames).await
+        if cached.is_some() {
+            return cached;
+        }
+        match self.connections.live_subscribers(thread, false).await {
+            Ok(s) => {
+                self.remember(thread, &s);
+                Some(s)
+            }
+            Err(e) => {
+                tracing::warn!(thread = %thread, error = %e, "publish: cannot read subscriptions");
+                None
+            }
+        }
     }
 
     fn remember(&self, thread: &ThreadId, subs: &[ConnectionId]) {

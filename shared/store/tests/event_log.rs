@@ -274,6 +274,53 @@ async fn a_gone_subscriber_is_removed_on_the_next_publish_and_never_fails_it() {
     assert!(!got[1].contains("\"id\""), "{}", got[1]);
 }
 
+/// A page connects just after posting its message: its subscription goes
+/// live while the answer streams. Its first delta carries the segment's text
+/// so far (no block covers it yet), then it gets the deltas like everyone.
+#[tokio::test]
+async fn a_subscriber_that_joins_mid_segment_gets_the_text_so_far_then_deltas() {
+    let env = TestEnv::new().await;
+    let fake = FakeManagementApi::start().await;
+    let clients = clients_with_ws(&env, &fake).await;
+    let conns = Connections::new(env.clients.dynamo.clone(), env.config.table(TableId::Connections).unwrap());
+    let events_table = env.config.table(TableId::Events).unwrap();
+    let t = thread();
+    let user = UserId("alice".into());
+    let join = |c: &'static str| {
+        let (conns, t, user) = (conns.clone(), t.clone(), user.clone());
+        async move {
+            let c = ConnectionId(c.into());
+            conns.open(&c, &user).await.unwrap();
+            let token = conns.subscribe_replaying(&t, &c, &user, 0).await.unwrap();
+            assert_eq!(conns.go_live(&t, &c, &token, 0, events_table).await.unwrap(), GoLive::Live);
+        }
+    };
+    join("early").await;
+    let publisher = Publisher::new(conns.clone(), clients.connections.clone());
+    let mut w = EventWriter::new(t.clone(), log_of(&env), Some(publisher.clone()));
+    w.emit(text_delta("r", "a", "m", "Hello ")).await.unwrap();
+    join("late").await;
+    // the subscriber list is cached for a moment: the late one is seen after it
+    tokio::time::sleep(store::publisher::EPHEMERAL_SUBSCRIBERS_MAX_AGE + std::time::Duration::from_millis(50)).await;
+    w.emit(text_delta("r", "a", "m", "wor")).await.unwrap();
+    w.emit(text_delta("r", "a", "m", "ld")).await.unwrap();
+    let texts = |c: &str| -> Vec<String> {
+        fake.received(c)
+            .iter()
+            .filter_map(|f| match serde_json::from_str::<WsFrame>(f).unwrap().event.payload {
+                EventPayload::TextDelta(d) => Some(d.text),
+                _ => None,
+            })
+            .collect()
+    };
+    assert_eq!(texts("early"), ["Hello ", "wor", "ld"]);
+    assert_eq!(texts("late"), ["Hello wor", "ld"], "the text so far once, then the deltas");
+    // The block that closes the segment has the whole text; a later segment starts afresh for both.
+    w.flush().await.unwrap();
+    w.emit(text_delta("r", "a", "m2", "Next")).await.unwrap();
+    assert_eq!(texts("late").last().map(String::as_str), Some("Next"));
+}
+
 #[tokio::test]
 async fn go_live_is_refused_while_events_remain_to_replay() {
     let env = TestEnv::new().await;

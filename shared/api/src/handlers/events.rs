@@ -13,8 +13,9 @@
 //! Only durable frames carry `id:`; `: live` marks the moment the
 //! subscription is live (ephemeral frames published before it are not seen,
 //! nor those of a publisher whose cached subscriber list predates it,
-//! `store::publisher::EPHEMERAL_SUBSCRIBERS_MAX_AGE`: their blocks carry the
-//! text). The stream ends cleanly before the
+//! `store::publisher::EPHEMERAL_SUBSCRIBERS_MAX_AGE`; a text segment still
+//! open when it joins comes whole in its first delta to this connection,
+//! `store::event_writer`). The stream ends cleanly before the
 //! Lambda deadline, or when the live feed closes (the client reconnects with
 //! `Last-Event-ID`), and stops as soon as the client disconnects (the body
 //! is dropped, the channel closes, the WebSocket is closed). Answers carry
