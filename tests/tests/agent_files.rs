@@ -189,3 +189,55 @@ async fn attached_files_are_stored_with_the_message_and_parsed_page_by_page() {
     assert_eq!(resp.status().as_u16(), 404, "no run, no thread");
     cloud.stop().await;
 }
+
+/// A reload restores the conversation from the event log: `run-start`
+/// carries the message's files (metadata only, never their bytes), so the
+/// SSE replay and the session-restore messages both show them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_replayed_run_start_and_the_restored_message_list_the_files() {
+    let model = Arc::new(Recording::default());
+    model.script.set(json!({"conversations": {"Summarise this": [parse(json!({})), {"text": "Two products."}]}}));
+    let setup = Setup { stubs: false, ..Setup::default() };
+    let cloud = cloud_with(setup, |c| (c.clone(), ()), Some(model.clone() as Arc<dyn agent::model::ModelProvider>)).await.0;
+    let t = thread();
+    let csv = "Product,Price\nTea,3.5\nCoffee,4\n";
+    let attachments = json!([
+        {"type": "file", "fileName": "prices.csv", "mimeType": "text/csv", "data": b64(csv.as_bytes())},
+        {"fileName": "photo.png", "mimeType": "IMAGE/PNG", "data": b64(b"\x89PNG\r\n\x1a\n")}
+    ]);
+    let mut live = cloud.sse_events(ALICE, &t).await;
+    let (status, body) = cloud.post(ALICE, &format!("/instance-ai/chat/{t}"), json!({"message": "Summarise this", "attachments": attachments})).await;
+    assert_eq!(status, 200, "{body}");
+    let frames = live.until_type(EventType::RunFinish, WAIT).await;
+    assert_eq!(payload(frames.last().unwrap())["status"], "completed", "{:?}", kinds(&frames));
+    let want = json!([
+        {"fileName": "prices.csv", "mimeType": "text/csv", "size": csv.len()},
+        {"fileName": "photo.png", "mimeType": "image/png", "size": 8}
+    ]);
+    assert_eq!(payload(find(&frames, EventType::RunStart)[0])["attachments"], want, "live");
+
+    // The replay a reloaded page reads: from the start of the log.
+    let mut replay = cloud.sse_events(ALICE, &t).await;
+    let frames = replay.until_type(EventType::RunFinish, WAIT).await;
+    let start = find(&frames, EventType::RunStart)[0];
+    assert!(start.id.is_some(), "run-start is a durable, replayable event");
+    let start = payload(start);
+    assert_eq!(start["attachments"], want, "replayed: {start}");
+    assert_eq!(start["message"], "Summarise this");
+    let raw = start.to_string();
+    assert!(!raw.contains(&b64(csv.as_bytes())) && !raw.contains("\"data\""), "never the bytes: {raw}");
+
+    // Session restore: the user's message lists them; the assistant's does not.
+    let resp = cloud.http.get(cloud.url(&format!("/instance-ai/threads/{t}/messages"))).bearer_auth(ALICE).send().await.unwrap();
+    let page: Value = resp.json().await.unwrap();
+    let messages = page["messages"].as_array().unwrap();
+    assert_eq!((messages[0]["role"].as_str(), &messages[0]["attachments"]), (Some("user"), &want), "{page}");
+    assert!(messages[1].get("attachments").is_none(), "{}", messages[1]);
+
+    // A message without files carries none.
+    let (status, _) = cloud.post(ALICE, &format!("/instance-ai/chat/{t}"), json!({"message": "Summarise this"})).await;
+    assert_eq!(status, 200);
+    let frames = live.until_type(EventType::RunFinish, WAIT).await;
+    assert!(payload(find(&frames, EventType::RunStart)[0]).get("attachments").is_none());
+    cloud.stop().await;
+}

@@ -307,7 +307,7 @@ async fn reconnect_with_last_event_id_sees_every_durable_event_once_in_order() {
 
     // Before anyone listens: run-start (1), segment z0 (block 2, call 3).
     let mut w = writer(&cloud, &t);
-    w.emit(Event::new("r1", "agent-001", EventPayload::RunStart(RunStart { message_id: "m1".into(), trace_id: None, message_group_id: None, message: Some("hi".into()) })))
+    w.emit(Event::new("r1", "agent-001", EventPayload::RunStart(RunStart { message_id: "m1".into(), trace_id: None, message_group_id: None, message: Some("hi".into()), attachments: Vec::new() })))
         .await
         .expect("run-start");
     segment(&mut w, "z", 0, Duration::ZERO).await;

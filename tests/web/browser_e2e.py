@@ -173,6 +173,73 @@ def _(ctx):
     shot(page, "full-run")
 
 
+ORDERS_CSV = b"Order ID,Customer,Amount\n1001,Ada Lovelace,120.5\n1002,Grace Hopper,80\n1003,Alan Turing,42\n"
+
+
+@check("files attached to a message: chips in the composer, sent with it, read by parse-file, still there after a reload")
+def _(ctx):
+    page = S["page"]
+    new_conversation(page)
+    picker = page.get_by_label("Choose files to attach")
+    expect(page.get_by_role("button", name="Attach files")).to_be_visible()
+    picker.set_input_files([
+        {"name": "orders.csv", "mimeType": "text/csv", "buffer": ORDERS_CSV},
+        {"name": "notes.txt", "mimeType": "text/plain", "buffer": b"remember the milk"},
+    ])
+    chips = page.locator(".composer-files .file-chip")
+    expect(chips).to_have_count(2)
+    expect(chips.first).to_contain_text("orders.csv")
+    expect(chips.first).to_contain_text(f"{len(ORDERS_CSV)} B")
+    shot(page, "attach-chips")
+    page.get_by_role("button", name="Remove notes.txt").click()
+    expect(chips).to_have_count(1)
+    expect(chips.first).to_contain_text("orders.csv")
+
+    turn = say(page, "Summarise the attached orders")
+    expect(chips).to_have_count(0)
+    expect(page.locator(".composer-files")).to_be_hidden()
+    expect(turn.locator(".md strong")).to_have_text("3 orders", timeout=WAIT)
+    finished(turn)
+    turn = page.locator(".turn[data-run-id]").last
+    sent = turn.locator(".msg-user .file-chip")
+    expect(sent).to_have_count(1)
+    expect(sent).to_contain_text("orders.csv")
+    expect(sent).to_contain_text(f"{len(ORDERS_CSV)} B")
+    expect(sent.locator("button")).to_have_count(0)
+    tool = turn.locator("details.tool")
+    expect(tool).to_have_attribute("data-state", "done")
+    expect(tool.locator("summary")).to_contain_text("parse-file")
+    tool.locator("summary").click()
+    expect(tool.locator(".tool-body")).to_contain_text("Ada Lovelace")
+    expect(tool.locator(".tool-body")).to_contain_text("customer")
+    shot(page, "attach-sent")
+
+    # A reload restores the message with its file (metadata from the event log).
+    page.reload()
+    turn = page.locator(".turn").last
+    expect(turn.locator(".bubble")).to_have_text("Summarise the attached orders", timeout=WAIT)
+    expect(turn.locator(".msg-user .file-chip")).to_contain_text("orders.csv")
+    expect(turn.locator(".msg-user .file-chip")).to_contain_text(f"{len(ORDERS_CSV)} B")
+    shot(page, "attach-restored")
+
+    # Too large: the server's own words, and the file and text stay to fix it.
+    big = b"a," * (2 * 1024 * 1024 + 1024)
+    picker.set_input_files([{"name": "huge.csv", "mimeType": "text/csv", "buffer": big}])
+    expect(chips).to_have_count(1)
+    expect(chips.first).to_contain_text("4.0 MB")
+    box = page.get_by_role("textbox", name="Message", exact=True)
+    box.fill("Summarise the attached orders")
+    box.press("Enter")
+    expect(page.locator(".banner")).to_contain_text("exceed 4 MiB", timeout=WAIT)
+    expect(box).to_have_value("Summarise the attached orders")
+    expect(chips).to_have_count(1)
+    expect(page.locator(".turn")).to_have_count(1)
+    shot(page, "attach-too-large")
+    page.get_by_role("button", name="Remove huge.csv").click()
+    expect(page.locator(".composer-files")).to_be_hidden()
+    box.fill("")
+
+
 @check("a questions card: single choice with the page's own free text, and a text question")
 def _(ctx):
     page = S["page"]
@@ -529,6 +596,8 @@ def main():
         browser = pw.chromium.launch(executable_path=args.chromium, headless=True, args=FLAGS)
         ctx = browser.new_context(viewport={"width": 1280, "height": 860})
         ctx.set_default_timeout(WAIT)
+        # The page's own errors, printed: a failed check then says why.
+        ctx.on("page", lambda pg: pg.on("pageerror", lambda e: print(f"page error ({pg.url}): {e}", flush=True)))
         done = 0
         for name, fn in checks:
             t = time.monotonic()

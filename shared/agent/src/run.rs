@@ -121,6 +121,7 @@ pub async fn start(rt: &Runtime, thread: &ThreadId, user: &UserId, req: &ChatReq
         trace_id: None,
         message_group_id: None,
         message: Some(req.message.clone()),
+        attachments: files.iter().map(|f| f.info.clone()).collect(),
     };
     writer.lock().await.emit(event(&run, &agent, EventPayload::RunStart(start))).await?;
     // Stored with the run once its slot is taken (a refused message stores nothing).

@@ -32,6 +32,7 @@ const SOURCES: &[Source] = &[
     source!("markdown.js", JS),
     source!("dom.js", JS),
     source!("format.js", JS),
+    source!("attachments.js", JS),
     source!("state.js", JS),
     source!("api.js", JS),
     source!("sse.js", JS),

@@ -62,7 +62,7 @@ fn tool_call(run: &str, id: &str) -> Event {
 }
 
 fn run_start(run: &str, text: &str) -> Event {
-    Event::new(run, "a1", EventPayload::RunStart(RunStart { message_id: format!("m-{run}"), trace_id: None, message_group_id: None, message: Some(text.into()) }))
+    Event::new(run, "a1", EventPayload::RunStart(RunStart { message_id: format!("m-{run}"), trace_id: None, message_group_id: None, message: Some(text.into()), attachments: Vec::new() }))
 }
 
 fn run_finish(run: &str) -> Event {

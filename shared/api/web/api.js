@@ -44,7 +44,8 @@ export function createApi({ base = '', getKey, onUnauthorized }) {
       onUnauthorized();
       throw new ApiError(401, 'unauthorized', 'Your API key was not accepted. Sign in again.');
     }
-    const message = WORDS[resp.status] || err.message || `The server answered ${resp.status}.`;
+    // A 413 from this server names what was too large (the files); keep its words.
+    const message = (resp.status === 413 && err.message) || WORDS[resp.status] || err.message || `The server answered ${resp.status}.`;
     throw new ApiError(resp.status, err.code || String(resp.status), resp.status >= 500 && resp.status !== 503
       ? `Something went wrong on the server (${resp.status}). Try again.` : message);
   }
@@ -55,7 +56,7 @@ export function createApi({ base = '', getKey, onUnauthorized }) {
     listThreads: (before) => request('GET', `/instance-ai/threads${before ? `?before=${enc(before)}` : ''}`),
     messages: (t) => request('GET', `/instance-ai/threads/${enc(t)}/messages`),
     status: (t) => request('GET', `/instance-ai/threads/${enc(t)}/status`),
-    chat: (t, message) => request('POST', `/instance-ai/chat/${enc(t)}`, { message }),
+    chat: (t, message, attachments) => request('POST', `/instance-ai/chat/${enc(t)}`, attachments && attachments.length ? { message, attachments } : { message }),
     confirm: (requestId, body) => request('POST', `/instance-ai/confirm/${enc(requestId)}`, body),
     cancel: (t) => request('POST', `/instance-ai/chat/${enc(t)}/cancel`, {}),
     cancelTask: (t, taskId) => request('POST', `/instance-ai/chat/${enc(t)}/tasks/${enc(taskId)}/cancel`, {}),

@@ -8,6 +8,7 @@ import { connectEvents } from './sse.js';
 import { createThread, loadSnapshot, loadStatus, applyEvent } from './state.js';
 import { renderConversation } from './render.js';
 import { relativeTime } from './format.js';
+import { createPicker, describe, encode, messageFiles } from './attachments.js';
 
 const KEY_STORAGE = 'instance-ai.key';
 const root = document.getElementById('app');
@@ -106,7 +107,9 @@ function showShell() {
   ui.send = h('button', { type: 'submit', class: 'btn btn-primary send', text: 'Send' });
   ui.stop = h('button', { type: 'button', class: 'btn btn-stop stop', text: 'Stop', attrs: { 'aria-label': 'Stop the response' } });
   ui.stop.hidden = true;
-  ui.composer = h('form', { class: 'composer', attrs: { 'aria-label': 'Send a message' } }, h('div', { class: 'composer-box' }, ui.input, ui.send, ui.stop));
+  ui.picker = createPicker(() => ui.picker.render());
+  ui.composer = h('form', { class: 'composer', attrs: { 'aria-label': 'Send a message' } },
+    h('div', { class: 'composer-box' }, ui.picker.chips, h('div', { class: 'composer-row' }, ui.picker.button, ui.picker.input, ui.input, ui.send, ui.stop)));
   ui.menu = h('button', { type: 'button', class: 'btn btn-ghost menu', attrs: { 'aria-label': 'Show conversations', 'aria-expanded': 'false', 'aria-controls': 'sidebar' } }, h('span', { class: 'menu-icon', attrs: { 'aria-hidden': 'true' } }));
   ui.sidebar = h('aside', { id: 'sidebar', class: 'sidebar', attrs: { 'aria-label': 'Conversations' } },
     h('div', { class: 'brand' }, logo(), h('span', { text: 'Instance AI' })),
@@ -303,12 +306,23 @@ function onApplied(thread, ev) {
 async function send() {
   const thread = app.thread;
   const text = ui.input.value.trim();
-  if (!thread || !text || app.sending) return;
+  const files = ui.picker.files;
+  if (!thread || app.sending) return;
+  if (!text) { if (files.length) banner('Add a message to send with the files.'); return; }
   if (thread.activeRunId) { banner('A response is already in progress. Wait for it to finish, or press Stop.'); return; }
   app.sending = true;
+  let attachments;
+  try {
+    attachments = files.length ? await encode(files) : undefined;
+  } catch (e) {
+    app.sending = false;
+    banner(e.message);
+    return;
+  }
   banner('');
-  app.pending = text;
+  app.pending = { text, files: describe(files) };
   ui.input.value = '';
+  ui.picker.clear();
   autosize();
   app.metrics.sendAt = performance.now();
   app.metrics.firstEventMs = null;
@@ -317,13 +331,14 @@ async function send() {
   render();
   scrollToEnd();
   try {
-    const { runId } = await api.chat(thread.threadId, text);
+    const { runId } = await api.chat(thread.threadId, text, attachments);
     if (!thread.activeRunId) thread.activeRunId = runId;
     if (!app.stream) connect(thread);
     refreshThreads();
   } catch (e) {
     app.pending = null;
     ui.input.value = text;
+    ui.picker.set(files);
     autosize();
     banner(e.message);
     // This tab missed the run that holds the thread: learn it, show Stop.
@@ -393,7 +408,7 @@ function render() {
   renderConversation(ui.conversation, thread, ctx);
   if (app.pending) {
     ui.conversation.append(h('article', { class: 'turn is-pending' },
-      h('div', { class: 'msg-user' }, h('div', { class: 'bubble', text: app.pending })),
+      h('div', { class: 'msg-user' }, messageFiles(app.pending.files), h('div', { class: 'bubble', text: app.pending.text })),
       h('div', { class: 'msg-assistant' }, h('div', { class: 'working' }, h('span', { class: 'pulse', attrs: { 'aria-hidden': 'true' } }), 'Sending…'))));
   }
   ui.empty.hidden = thread.runs.length > 0 || !!app.pending;
@@ -406,6 +421,7 @@ function render() {
   ui.stop.disabled = app.stopping;
   ui.stop.textContent = app.stopping ? 'Stopping…' : 'Stop';
   ui.send.disabled = app.sending;
+  ui.picker.button.disabled = app.sending;
   if (nearBottom) scrollToEnd();
   if (app.metrics.sendAt && app.metrics.firstEventMs !== null && app.metrics.firstRenderMs === undefined) {
     app.metrics.firstRenderMs = performance.now() - app.metrics.sendAt;

@@ -9,6 +9,7 @@ import { h, sync, srOnly } from './dom.js';
 import { renderMarkdown } from './markdown.js';
 import { toolLabel, pretty, resultSummary, finishReason, TASK_STATUS } from './format.js';
 import { confirmationCard, decidedNote } from './cards.js';
+import { messageFiles } from './attachments.js';
 
 const STATE_WORDS = { pending: 'Running', done: 'Done', error: 'Failed', interrupted: 'Interrupted', 'awaiting-confirmation': 'Waiting for you', cancelled: 'Cancelled' };
 
@@ -20,7 +21,8 @@ export function renderConversation(container, thread, ctx) {
 function turn(run, thread, ctx, old) {
   const el = old || h('article', { class: 'turn', dataset: { runId: run.runId } });
   const user = run.user && run.user.content
-    ? ctx.memo.get(`user:${run.runId}`, run.user.content, () => h('div', { class: 'msg-user' }, srOnly('You said: '), h('div', { class: 'bubble', text: run.user.content })))
+    ? ctx.memo.get(`user:${run.runId}`, `${run.user.content}:${JSON.stringify(run.user.attachments || [])}`,
+      () => h('div', { class: 'msg-user' }, srOnly('You said: '), messageFiles(run.user.attachments), h('div', { class: 'bubble', text: run.user.content })))
     : null;
   const active = run.status === 'active';
   const body = run.root ? agentBody(run, run.root, ctx, true) : [];

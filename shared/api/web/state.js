@@ -53,7 +53,7 @@ export function loadSnapshot(thread, page) {
   for (const m of page.messages || []) {
     if (m.role === 'user') { pendingUser = m; continue; }
     const run = ensureRun(thread, m.runId);
-    if (pendingUser && pendingUser.runId === m.runId) run.user = { id: pendingUser.id, content: pendingUser.content, createdAt: pendingUser.createdAt };
+    if (pendingUser && pendingUser.runId === m.runId) run.user = { id: pendingUser.id, content: pendingUser.content, createdAt: pendingUser.createdAt, attachments: pendingUser.attachments || [] };
     pendingUser = null;
     if (m.agentTree) { run.root = m.agentTree; indexTree(run, run.root); }
     run.status = m.status || (m.isStreaming ? 'active' : 'completed');
@@ -142,7 +142,7 @@ export function applyEvent(thread, ev, id) {
   const run = ensureRun(thread, ev.runId);
   switch (ev.type) {
     case 'run-start': {
-      run.user = { id: p.messageId, content: p.message || '', createdAt: ev.ts };
+      run.user = { id: p.messageId, content: p.message || '', createdAt: ev.ts, attachments: p.attachments || [] };
       if (!run.root) { run.root = newNode(ev.agentId, 'orchestrator'); run.agents.set(ev.agentId, run.root); }
       run.status = 'active';
       thread.activeRunId = ev.runId;

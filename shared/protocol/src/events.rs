@@ -245,6 +245,12 @@ pub struct RunStart {
     /// log alone, so the user's side travels on the event that starts the run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
+    /// The files the user's message carried, in order (their index is
+    /// `parse-file`'s `attachmentIndex`): metadata only, never the bytes.
+    /// Our addition, for the same reason as `message`; the names are those
+    /// of the chat request (`fileName`, `mimeType`) plus the decoded `size`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub attachments: Vec<crate::attachments::AttachmentInfo>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

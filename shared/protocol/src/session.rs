@@ -44,6 +44,9 @@ pub struct Message {
     pub created_at: Option<u64>,
     /// User text, or the orchestrator's text.
     pub content: String,
+    /// User only: the message's files (`run-start.attachments`), metadata only.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub attachments: Vec<crate::attachments::AttachmentInfo>,
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub reasoning: String,
     /// Assistant only: true while the run has no `run-finish`.
@@ -286,6 +289,7 @@ impl RunBuild {
             run_id: self.run_id.clone(),
             created_at: self.created_at,
             content: tree.as_ref().map(|t| t.text_content.clone()).unwrap_or_default(),
+            attachments: Vec::new(),
             reasoning: tree.as_ref().map(|t| t.reasoning.clone()).unwrap_or_default(),
             is_streaming: self.finished.is_none(),
             status: Some(status.into()),
@@ -351,6 +355,7 @@ pub fn fold_runs(events: &[StoredEvent]) -> Vec<RunFold> {
                     run_id: run_id.clone(),
                     created_at: e.ts,
                     content: p.message.clone().unwrap_or_default(),
+                    attachments: p.attachments.clone(),
                     reasoning: String::new(),
                     is_streaming: false,
                     status: None,

@@ -148,7 +148,7 @@ async fn coalesced_blocks_replay_exactly_the_live_text() {
     let publisher = Publisher::new(conns.clone(), clients.connections.clone());
     let mut w = EventWriter::new(t.clone(), log.clone(), Some(publisher));
 
-    w.emit(Event::new("r1", "a1", EventPayload::RunStart(RunStart { message_id: "m1".into(), trace_id: None, message_group_id: None, message: Some("hi".into()) })))
+    w.emit(Event::new("r1", "a1", EventPayload::RunStart(RunStart { message_id: "m1".into(), trace_id: None, message_group_id: None, message: Some("hi".into()), attachments: Vec::new() })))
         .await
         .unwrap();
     for piece in ["Let me ", "look ", "that up."] {
