@@ -43,7 +43,9 @@ python3 "$TOOL" "$CARGO_TARGET_DIR/release/lambda-hello" events/health.json "$RU
 
 cargo build --quiet -p local-cloud
 mapfile -t ENV_VARS < <("$CARGO_TARGET_DIR/debug/local-cloud" env)
-ENV_VARS+=("WS_MANAGEMENT_URL=http://127.0.0.1:9" "WS_API_URL=ws://127.0.0.1:9/ws" "SWEEP_SCHEDULE=ia-sweep" "INSTANCE_AI_MODEL=bedrock:anthropic.claude-sonnet-4-5"
+ENV_VARS+=("WS_MANAGEMENT_URL=http://127.0.0.1:9" "WS_API_URL=ws://127.0.0.1:9/ws" "SWEEP_SCHEDULE=ia-sweep"
+  "SCHEDULER_GROUP=ia-workflows" "SCHEDULER_ROLE_ARN=arn:aws:iam::123456789012:role/ia-scheduler" "RUNS_QUEUE_ARN=arn:aws:sqs:us-east-1:123456789012:ia-runs"
+  "INSTANCE_AI_MODEL=bedrock:anthropic.claude-sonnet-4-5"
   "INSTANCE_AI_LOCAL_DATA_KEY=$(python3 -c 'import os,base64; print(base64.b64encode(os.urandom(32)).decode())')"
   "AWS_ENDPOINT_URL=$AWS_ENDPOINT_URL")
 
