@@ -2,7 +2,9 @@
 # Cold start per function, the way AWS defines Init Duration: each release
 # binary is started against a stand-in Lambda Runtime API (../shared/tools/
 # init_duration.py) with the environment the template gives it, pointed at a
-# local moto; prints init p50, first-invoke p50 and binary size per function.
+# local moto; prints init p50, first-invoke p50 and binary size per function,
+# after the same figures for a plain lambda_http hello (built here with this
+# workspace's release profile and lock file: the yardstick).
 #
 #   ./infra/local/measure_init.sh [RELEASE_DIR] [RUNS]
 #
@@ -16,9 +18,34 @@ RUNS="${2:-10}"
 TOOL="$REPO_ROOT/../shared/tools/init_duration.py"
 [ -f "$TOOL" ] || { log "missing $TOOL"; exit 1; }
 
+# The yardstick: `lambda_http::run` answering "hello", nothing else.
+HELLO="$CARGO_TARGET_DIR/lambda-hello"
+mkdir -p "$HELLO/src"
+{
+  printf '[package]\nname = "lambda-hello"\nversion = "0.1.0"\nedition = "2021"\npublish = false\n\n'
+  printf '[dependencies]\nlambda_http = { version = "1.0", default-features = false, features = ["apigw_http"] }\n'
+  printf 'tokio = { version = "1", features = ["macros", "rt-multi-thread"] }\n\n[workspace]\n\n'
+  # The workspace's release profile, verbatim.
+  awk '/^\[profile\.release\]/{p=1; print; next} /^\[/{p=0} p' Cargo.toml
+} > "$HELLO/Cargo.toml"
+cat > "$HELLO/src/main.rs" <<'RS'
+use lambda_http::{run, service_fn, Body, Error, Request, Response};
+
+#[tokio::main]
+async fn main() -> Result<(), Error> {
+    run(service_fn(|_: Request| async { Ok::<_, Error>(Response::new(Body::from("hello"))) })).await
+}
+RS
+cp Cargo.lock "$HELLO/Cargo.lock"
+cargo build --quiet --release --manifest-path "$HELLO/Cargo.toml"
+printf '%-9s ' "hello"
+python3 "$TOOL" "$CARGO_TARGET_DIR/release/lambda-hello" events/health.json "$RUNS" 2>&1 | tail -1
+
 cargo build --quiet -p local-cloud
 mapfile -t ENV_VARS < <("$CARGO_TARGET_DIR/debug/local-cloud" env)
-ENV_VARS+=("WS_MANAGEMENT_URL=http://127.0.0.1:9" "WS_API_URL=ws://127.0.0.1:9/ws" "INSTANCE_AI_MODEL=bedrock:anthropic.claude-sonnet-4-5"
+ENV_VARS+=("WS_MANAGEMENT_URL=http://127.0.0.1:9" "WS_API_URL=ws://127.0.0.1:9/ws" "SWEEP_SCHEDULE=ia-sweep"
+  "SCHEDULER_GROUP=ia-workflows" "SCHEDULER_ROLE_ARN=arn:aws:iam::123456789012:role/ia-scheduler" "RUNS_QUEUE_ARN=arn:aws:sqs:us-east-1:123456789012:ia-runs"
+  "INSTANCE_AI_MODEL=bedrock:anthropic.claude-sonnet-4-5"
   "INSTANCE_AI_LOCAL_DATA_KEY=$(python3 -c 'import os,base64; print(base64.b64encode(os.urandom(32)).decode())')"
   "AWS_ENDPOINT_URL=$AWS_ENDPOINT_URL")
 

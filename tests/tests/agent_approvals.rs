@@ -164,3 +164,31 @@ async fn an_expired_confirmation_is_resumed_as_a_denial_by_the_sweep() {
     assert_eq!(status, 409, "too late");
     cloud.stop().await;
 }
+
+/// In AWS the chat, confirm and cancel functions run on
+/// `agent::Runtime::control` (no model, no tools: their binaries link
+/// neither). A run started there is stepped by the step function's runtime,
+/// and "always allow" decided there is recorded from the key the tool named
+/// when it asked: the same action later in the run is not asked again.
+#[tokio::test]
+async fn run_control_without_tools_starts_runs_and_records_session_grants() {
+    let cloud = cloud(Setup::default()).await;
+    let app = cloud.running.app.clone();
+    let control = agent::Runtime::control(&app.config, &app.clients).expect("control runtime");
+    assert!(control.tools.names().is_empty() && control.model.is_err(), "{control:?}");
+    let (t, user) = (thread(), protocol::UserId("alice".into()));
+    let thread_id = protocol::ids::ThreadId(t.clone());
+    let mut feed = cloud.events(ALICE, &t).await;
+    let chat: agent::run::ChatRequest = serde_json::from_value(json!({"message": "Delete the scratch workflow"})).unwrap();
+    agent::run::start(&control, &thread_id, &user, &chat).await.expect("run started");
+    let frames = feed.until_type(EventType::ConfirmationRequest, WAIT).await;
+    assert_eq!(payload(frames.last().unwrap())["args"]["workflowId"], "wf-1");
+    let always: agent::run::ConfirmRequest = serde_json::from_value(json!({"approved": true, "scope": "session"})).unwrap();
+    agent::run::confirm(&control, &request_id(&frames), &user, &always).await.expect("confirmed");
+    let frames = feed.until_type(EventType::RunFinish, WAIT).await;
+    assert!(find(&frames, EventType::ConfirmationRequest).is_empty(), "wf-2 is covered by the grant: {:?}", kinds(&frames));
+    let results: Vec<_> = find(&frames, EventType::ToolResult).iter().map(|f| payload(f)["result"].clone()).collect();
+    assert_eq!(results, [json!({"archived": "wf-1"}), json!({"archived": "wf-2"})]);
+    assert_eq!(payload(frames.last().unwrap())["status"], "completed");
+    cloud.stop().await;
+}

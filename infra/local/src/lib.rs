@@ -92,6 +92,12 @@ pub async fn start(options: Options) -> Result<Running, LocalError> {
     }
     let clients = AwsClients::new(&config).await;
     store::provision::provision(&clients, &mut config, &options.prefix).await?;
+    // The sweep's schedule, on until the sweep finds nothing to watch.
+    let sweep = store::provision::local_name(&options.prefix, "sweep");
+    store::sweep_schedule::SweepSchedule::new(clients.scheduler.clone(), &sweep)
+        .provision(&format!("arn:aws:lambda:{}:123456789012:function:{sweep}", config.region), &format!("arn:aws:iam::123456789012:role/{sweep}"))
+        .await?;
+    config.set_var(store::sweep_schedule::VARIABLE, sweep);
     let keys = seed_keys(&clients, &config).await?;
     let app = Arc::new(App::new(config, clients));
 

@@ -8,7 +8,7 @@
 use serde_json::{json, Map, Value};
 use store::deployment::{
     Access, Edge, FunctionDef, KeyType, QueueId, TableDef, TableId, FUNCTIONS, PUBLIC_URL_FUNCTIONS, QUEUES, ROUTES,
-    SCHEDULES, SCHEDULE_MANAGERS, TABLES, WS_CLIENT_FUNCTIONS, WS_FUNCTION, WS_ROUTES,
+    SCHEDULES, SCHEDULE_MANAGERS, SWEEP_ARMERS, TABLES, WS_CLIENT_FUNCTIONS, WS_FUNCTION, WS_ROUTES,
 };
 
 fn r#ref(logical: &str) -> Value {
@@ -137,6 +137,24 @@ fn function(def: &FunctionDef) -> Value {
             },
         ]}));
     }
+    if SWEEP_ARMERS.contains(&def.id) {
+        // Turns the sweep's schedule on (and the sweep, off): UpdateSchedule
+        // passes the schedule's role along.
+        env.insert("SWEEP_SCHEDULE".into(), sub(SWEEP_SCHEDULE_NAME));
+        policies.push(json!({"Statement": [
+            {
+                "Effect": "Allow",
+                "Action": ["scheduler:GetSchedule", "scheduler:UpdateSchedule"],
+                "Resource": sub(&format!("arn:${{AWS::Partition}}:scheduler:${{AWS::Region}}:${{AWS::AccountId}}:schedule/default/{SWEEP_SCHEDULE_NAME}")),
+            },
+            {
+                "Effect": "Allow",
+                "Action": ["iam:PassRole"],
+                "Resource": get_att("SweepScheduleRole", "Arn"),
+                "Condition": {"StringEquals": {"iam:PassedToService": "scheduler.amazonaws.com"}},
+            },
+        ]}));
+    }
     if PUBLIC_URL_FUNCTIONS.contains(&def.id) {
         env.insert(
             "INSTANCE_AI_PUBLIC_URL".into(),
@@ -189,16 +207,6 @@ fn function(def: &FunctionDef) -> Value {
             }}),
         );
     }
-    for (f, rate) in SCHEDULES.iter().filter(|(f, _)| *f == def.id) {
-        let _ = f;
-        let expr = if rate % 60 == 0 {
-            let m = rate / 60;
-            format!("rate({m} minute{})", if m == 1 { "" } else { "s" })
-        } else {
-            format!("rate({rate} seconds)")
-        };
-        events.insert("Schedule".into(), json!({"Type": "ScheduleV2", "Properties": {"ScheduleExpression": expr}}));
-    }
 
     let mut props = Map::new();
     props.insert("CodeUri".into(), json!(".."));
@@ -224,6 +232,67 @@ fn function(def: &FunctionDef) -> Value {
         "Metadata": {"BuildMethod": "rust-cargolambda", "BuildProperties": {"Binary": def.package}},
         "Properties": props,
     })
+}
+
+/// The sweep's schedule, by name (functions turn it on and off by name).
+const SWEEP_SCHEDULE_NAME: &str = "${AWS::StackName}-sweep";
+
+fn rate_expression(rate: u32) -> String {
+    if rate % 60 == 0 {
+        let m = rate / 60;
+        format!("rate({m} minute{})", if m == 1 { "" } else { "s" })
+    } else {
+        format!("rate({rate} seconds)")
+    }
+}
+
+/// The scheduled functions (the sweep): an EventBridge Scheduler schedule
+/// of a known name each, enabled at deploy; the sweep switches it off while
+/// there is nothing to sweep (`store::sweep_schedule`).
+fn schedules(resources: &mut Map<String, Value>) {
+    for (f, rate) in SCHEDULES {
+        let def = f.def();
+        let name = def.logical_id.trim_end_matches("Function");
+        let role = format!("{name}ScheduleRole");
+        let policy = format!("{name}SchedulePolicy");
+        resources.insert(
+            role.clone(),
+            json!({"Type": "AWS::IAM::Role", "Properties": {
+                "Description": format!("Assumed by EventBridge Scheduler to invoke functions/{}", def.package),
+                "AssumeRolePolicyDocument": {"Version": "2012-10-17", "Statement": [{
+                    "Effect": "Allow",
+                    "Principal": {"Service": "scheduler.amazonaws.com"},
+                    "Action": "sts:AssumeRole",
+                    "Condition": {"StringEquals": {"aws:SourceAccount": r#ref("AWS::AccountId")}},
+                }]},
+            }}),
+        );
+        // A policy of its own: the function's role names the role above
+        // (PassRole), so the role itself cannot name the function.
+        resources.insert(
+            policy.clone(),
+            json!({"Type": "AWS::IAM::Policy", "Properties": {
+                "PolicyName": "InvokeScheduledFunction",
+                "Roles": [r#ref(&role)],
+                "PolicyDocument": {"Version": "2012-10-17", "Statement": [{
+                    "Effect": "Allow",
+                    "Action": "lambda:InvokeFunction",
+                    "Resource": get_att(def.logical_id, "Arn"),
+                }]},
+            }}),
+        );
+        resources.insert(
+            format!("{name}Schedule"),
+            json!({"Type": "AWS::Scheduler::Schedule", "DependsOn": [policy], "Properties": {
+                "Name": sub(&format!("${{AWS::StackName}}-{}", def.package)),
+                "Description": format!("Runs functions/{} while it has work (it turns this off when idle)", def.package),
+                "ScheduleExpression": rate_expression(*rate),
+                "FlexibleTimeWindow": {"Mode": "OFF"},
+                "State": "ENABLED",
+                "Target": {"Arn": get_att(def.logical_id, "Arn"), "RoleArn": get_att(&role, "Arn"), "Input": "{}"},
+            }}),
+        );
+    }
 }
 
 fn ws_route_id(route: &str) -> String {
@@ -354,6 +423,7 @@ pub fn render() -> String {
             }],
         }}),
     );
+    schedules(&mut resources);
     for f in FUNCTIONS {
         resources.insert(f.logical_id.into(), function(f));
     }

@@ -1,4 +1,5 @@
-//! EventBridge: the scheduled functions run at their rate (the sweep), and
+//! EventBridge: the scheduled functions run at their rate while their
+//! schedule is enabled (the sweep's, in moto, switched by the sweep), and
 //! EventBridge Scheduler's schedules (published Schedule Triggers) fire
 //! from their definitions as stored in moto — the same `CreateSchedule`
 //! calls AWS receives: at each minute, every enabled schedule of the group
@@ -11,18 +12,32 @@ use chrono::{Datelike, TimeZone, Timelike};
 use std::sync::Arc;
 use std::time::Duration;
 use store::deployment::{QueueId, SCHEDULES};
+use store::sweep_schedule::SweepSchedule;
 use tokio::sync::watch;
 
 pub fn spawn_all(app: Arc<App>, meter: Arc<Meter>, shutdown: watch::Receiver<bool>) {
     for &(function, rate_secs) in SCHEDULES {
         let (app, meter) = (app.clone(), meter.clone());
         let mut shutdown = shutdown.clone();
+        // Like EventBridge Scheduler, a disabled schedule fires nothing.
+        let schedule = SweepSchedule::from_config(&app.clients.scheduler, &app.config).ok();
         tokio::spawn(async move {
             let mut tick = tokio::time::interval(Duration::from_secs(u64::from(rate_secs)));
             tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
             loop {
                 tokio::select! {
-                    _ = tick.tick() => crate::dispatch::scheduled(&app, &meter, function).await,
+                    _ = tick.tick() => {
+                        let enabled = match &schedule {
+                            Some(s) => s.enabled().await.unwrap_or_else(|e| {
+                                tracing::warn!(error = %e, "local scheduler: cannot read the sweep's schedule");
+                                false
+                            }),
+                            None => true,
+                        };
+                        if enabled {
+                            crate::dispatch::scheduled(&app, &meter, function).await;
+                        }
+                    }
                     _ = shutdown.changed() => return,
                 }
             }

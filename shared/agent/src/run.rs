@@ -134,10 +134,19 @@ pub async fn start(rt: &Runtime, thread: &ThreadId, user: &UserId, req: &ChatReq
         }
         return Err(e.into());
     }
-    let queued = rt.enqueue(&StepMessage { run_id: run.0.clone(), agent_id: agent.0.clone(), step: 1, request_id: None, wait_id: None }).await;
+    // The chain's lease is in the sweep's index: the sweep watches it from
+    // now on (store::sweep_schedule), then step 1 goes out.
+    let armed = match &rt.sweep {
+        Some(flag) => flag.arm().await.map_err(AgentError::from),
+        None => Ok(()),
+    };
+    let queued = match armed {
+        Ok(()) => rt.enqueue(&StepMessage { run_id: run.0.clone(), agent_id: agent.0.clone(), step: 1, request_id: None, wait_id: None }).await,
+        Err(e) => Err(e),
+    };
     if let Err(e) = queued {
         // Nobody will ever run it: end it now rather than at the lease.
-        tracing::error!(runId = %run, error = %e, "cannot queue step 1");
+        tracing::error!(runId = %run, error = %e, "cannot start step 1");
         if let Some(chain) = rt.runs.chain(&run, &agent).await? {
             let ending = Ending { status: RunStatus::Error, reason: Some("the run could not be queued".into()), result: None };
             finish_chain(rt, &writer, &chain, ChainState::Queued, Some(0), ckpt, Vec::new(), Settle::Failed, ending).await?;
@@ -176,11 +185,13 @@ pub async fn confirm(rt: &Runtime, request_id: &str, user: &UserId, req: &Confir
         },
     };
     let allow_key = match (req.approved, req.scope) {
-        (true, Some(Scope::Session)) => match rt.tools.get(&sus.tool_name) {
+        // Named by the tool when it asked (a record from before that: by the
+        // tool or the MCP server, when this process has it).
+        (true, Some(Scope::Session)) => sus.allow_key.clone().or_else(|| match rt.tools.get(&sus.tool_name) {
             Some(t) => t.allow_key(&Value::Object(sus.args.clone())),
             None if crate::mcp::is_mcp_tool(&sus.tool_name) => Some(crate::mcp::allow_key(&sus.tool_name)),
             None => None,
-        },
+        }),
         _ => None,
     };
     let state = if req.approved { "approved" } else { "denied" };

@@ -101,6 +101,9 @@ pub struct Runtime {
     /// Stops executions a cancelled run waits on; `None` where the function
     /// has no Executions table.
     pub executions: Option<executions::Sweeper>,
+    /// Turns the sweep on when a run starts (`None` where `SWEEP_SCHEDULE`
+    /// is not configured: tests that run no sweep).
+    pub sweep: Option<store::sweep_schedule::SweepFlag>,
     /// The guarded outbound client (the SSRF guard's policy from
     /// `INSTANCE_AI_HTTP_*`), shared by the tools that read the web.
     pub outbound: outbound::Client,
@@ -132,13 +135,6 @@ impl Runtime {
     /// cancel work without one) but ends each run with an error naming
     /// `INSTANCE_AI_MODEL`.
     pub async fn from_config(config: &Config, clients: &AwsClients) -> Result<Runtime, AgentError> {
-        let agent_table = config.table(TableId::Agent).map_err(store::StoreError::from)?;
-        let events_table = config.table(TableId::Events).map_err(store::StoreError::from)?;
-        let publisher = config
-            .table(TableId::Connections)
-            .ok()
-            .map(|t| Publisher::new(Connections::new(clients.dynamo.clone(), t), clients.connections.clone()));
-        let policy = Policy::parse(config.var(crate::tools::policy::VARIABLE)).map_err(|e| AgentError::Invalid(e.to_string()))?;
         let instance = match config.table(TableId::Instance) {
             Ok(_) => Some(Arc::new(
                 instance::Instance::new(clients, config).await.map_err(|e| AgentError::Invalid(e.message()))?,
@@ -149,10 +145,38 @@ impl Runtime {
         if let Err(e) = &model {
             tracing::warn!(error = %e, "no usable model; runs will end with an error");
         }
+        Runtime::build(config, clients, model, Registry::standard(), crate::skills::system_prompt(), instance)
+    }
+
+    /// A runtime that starts, decides, cancels and sweeps runs but runs no
+    /// step: no model, no tools, no domain layer (the chat, confirm, cancel
+    /// and sweep functions, whose deployment grants no instance tables), so
+    /// their binaries link none of it. A step run on it ends with an error.
+    pub fn control(config: &Config, clients: &AwsClients) -> Result<Runtime, AgentError> {
+        let model = Err(ModelError::new("none", crate::model::ModelErrorKind::Config, "this function runs no agent steps"));
+        Runtime::build(config, clients, model, Registry::empty(), String::new(), None)
+    }
+
+    fn build(
+        config: &Config,
+        clients: &AwsClients,
+        model: Result<Arc<dyn ModelProvider>, ModelError>,
+        tools: Registry,
+        system_prompt: String,
+        instance: Option<Arc<instance::Instance>>,
+    ) -> Result<Runtime, AgentError> {
+        let agent_table = config.table(TableId::Agent).map_err(store::StoreError::from)?;
+        let events_table = config.table(TableId::Events).map_err(store::StoreError::from)?;
+        let publisher = config
+            .table(TableId::Connections)
+            .ok()
+            .map(|t| Publisher::new(Connections::new(clients.dynamo.clone(), t), clients.connections.clone()));
+        let policy = Policy::parse(config.var(crate::tools::policy::VARIABLE)).map_err(|e| AgentError::Invalid(e.to_string()))?;
         let executions = match config.table(TableId::Executions) {
             Ok(_) => Some(executions::Sweeper::stopper_from_config(clients, config).map_err(|e| AgentError::Invalid(e.to_string()))?),
             Err(_) => None,
         };
+        let sweep = store::sweep_schedule::agent_flag(clients, config).map_err(store::StoreError::from)?;
         let guard = outbound::Policy { allow_private: config.http_allow_private_network, allowed_hosts: config.http_allowed_hosts.clone() };
         let outbound = outbound::Client::new(guard, Arc::new(outbound::SystemResolver)).map_err(|e| AgentError::Invalid(e.to_string()))?;
         let research = research::Research::new(outbound.clone(), crate::tools::research::settings_from_config(config)?);
@@ -166,11 +190,12 @@ impl Runtime {
             sqs: clients.sqs.clone(),
             steps_queue: config.queue_url(QueueId::Steps).ok().map(str::to_owned),
             model,
-            tools: Registry::standard(),
-            system_prompt: crate::skills::system_prompt(),
+            tools,
+            system_prompt,
             policy,
             instance,
             executions,
+            sweep,
             outbound,
             research,
             models,

@@ -526,6 +526,7 @@ impl<'a> Step<'a> {
             decision: None,
             created_at: now_ms(),
             wait: Some(wait.clone()),
+            allow_key: None,
         };
         let resume = StepMessage {
             run_id: self.run_id().0.clone(),
@@ -658,6 +659,9 @@ impl<'a> Step<'a> {
         request.tool_call_id = call.id.clone();
         request.tool_name = call.name.clone();
         request.args = args.clone();
+        // The grant an "always allow" answer records, named now: `confirm`
+        // reads it from the record and needs no tools of its own.
+        let allow_key = self.toolbox().get(&call.name).and_then(|t| t.allow_key(&Value::Object(args.clone())));
         let sus = Suspension {
             request_id: request_id.clone(),
             thread_id: self.chain.thread_id.clone(),
@@ -672,6 +676,7 @@ impl<'a> Step<'a> {
             decision: None,
             created_at: now_ms(),
             wait: None,
+            allow_key,
         };
         let deadline = self.rt.settings.confirmation_timeout.map(|t| now_ms() + t.as_millis() as u64);
         // Deltas streamed so far become blocks before the request.

@@ -5,8 +5,7 @@
 
 use crate::{ApiError, App};
 use http::HeaderMap;
-use mcp_server::scopes::Scopes;
-use mcp_server::transport::Caller;
+use mcp_server::{scopes::Scopes, transport::Caller};
 use protocol::UserId;
 use store::oauth::TokenKind;
 

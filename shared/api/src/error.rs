@@ -74,6 +74,7 @@ impl From<StoreError> for ApiError {
     }
 }
 
+#[cfg(feature = "agent")]
 impl From<agent::AgentError> for ApiError {
     fn from(e: agent::AgentError) -> Self {
         use agent::AgentError as A;
@@ -89,6 +90,7 @@ impl From<agent::AgentError> for ApiError {
     }
 }
 
+#[cfg(feature = "instance")]
 impl From<instance::InstanceError> for ApiError {
     fn from(e: instance::InstanceError) -> Self {
         use instance::InstanceError as I;
@@ -103,6 +105,7 @@ impl From<instance::InstanceError> for ApiError {
     }
 }
 
+#[cfg(feature = "executions")]
 impl From<executions::ExecutionError> for ApiError {
     fn from(e: executions::ExecutionError) -> Self {
         use executions::ExecutionError as E;
@@ -115,6 +118,7 @@ impl From<executions::ExecutionError> for ApiError {
     }
 }
 
+#[cfg(feature = "triggers")]
 impl From<triggers::TriggerError> for ApiError {
     fn from(e: triggers::TriggerError) -> Self {
         use triggers::TriggerError as T;

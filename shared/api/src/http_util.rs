@@ -69,6 +69,21 @@ fn percent_decode(s: &str) -> Option<String> {
     percent_encoding::percent_decode_str(s).decode_utf8().ok().map(|c| c.into_owned())
 }
 
+/// Text or an attribute value escaped for our server-rendered pages (the
+/// OAuth consent page, the credential connected page).
+pub fn html_escape(s: &str) -> String {
+    s.chars()
+        .map(|c| match c {
+            '&' => "&amp;".to_owned(),
+            '<' => "&lt;".to_owned(),
+            '>' => "&gt;".to_owned(),
+            '"' => "&quot;".to_owned(),
+            '\'' => "&#39;".to_owned(),
+            c => c.to_string(),
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,7 +1,9 @@
 //! The entrypoints: what each Lambda function does with its event. A
 //! function's `main.rs` builds an [`App`] once and hands each event to a
 //! plain async fn in [`handlers`]; the local cloud calls the very same fns.
-//! Errors become HTTP answers in one place ([`error::ApiError`]).
+//! Errors become HTTP answers in one place ([`error::ApiError`]). Handlers
+//! that need a heavy crate (the agent, the domain layer, the MCP server,
+//! triggers, the SSE live feed) are behind its feature (Cargo.toml).
 
 pub mod app;
 pub mod auth;
@@ -10,9 +12,11 @@ pub mod error;
 pub mod handlers;
 pub mod http_util;
 pub mod lambda;
+#[cfg(feature = "events")]
 pub mod live_feed;
 pub mod logging;
 pub mod oauth;
+#[cfg(feature = "events")]
 pub mod sse;
 pub mod web;
 

@@ -72,7 +72,7 @@ use std::time::{Duration, Instant};
 use store::data::db;
 use store::data::executions::{DataSelection, NewExecution};
 use store::data::InstanceData;
-use store::deployment::QueueId;
+use store::deployment::{QueueId, TableId};
 use store::{AwsClients, Config};
 use tracing::Instrument;
 
@@ -357,6 +357,13 @@ fn mode_str(mode: ExecutionMode) -> String {
         .unwrap_or_else(|| "manual".into())
 }
 
+/// The executions' part of the sweep's schedule: running leases and waits
+/// in the Executions table (`None` when `SWEEP_SCHEDULE` is not configured).
+pub fn sweep_flag(clients: &AwsClients, config: &Config) -> Result<Option<store::sweep_schedule::SweepFlag>> {
+    let watched = records::WATCHED_INDEXES.iter().map(|i| (*i).to_owned()).collect();
+    Ok(store::sweep_schedule::flag(clients, config, TableId::Executions, "executions", watched)?)
+}
+
 pub(crate) fn iso_in(d: Duration) -> String {
     db::iso(time::OffsetDateTime::now_utc() + d)
 }
@@ -395,7 +402,14 @@ impl Executor {
         let data = Box::pin(InstanceData::new(clients, config)).await?;
         let url = config.queue_url(QueueId::Runs)?.to_owned();
         let steps = config.queue_url(QueueId::Steps).ok().map(str::to_owned);
-        Ok(Executor::new(data, clients.sqs.clone(), url, settings).notifying(steps))
+        Ok(Executor::new(data, clients.sqs.clone(), url, settings).notifying(steps).watched_by(sweep_flag(clients, config)?))
+    }
+
+    /// Turns the sweep on at each claim (`None`: no sweep schedule, tests).
+    pub fn watched_by(self, sweep: Option<store::sweep_schedule::SweepFlag>) -> Self {
+        let mut inner = Arc::try_unwrap(self.inner).unwrap_or_else(|shared| (*shared).clone());
+        inner.sweeper.records.sweep = sweep;
+        Executor { inner: Arc::new(inner) }
     }
 
     /// Sends each settled execution's waiter message to `steps_queue_url`

@@ -68,7 +68,12 @@ pub(crate) enum Claim {
 #[derive(Clone, Debug)]
 pub(crate) struct Records {
     table: Table,
+    /// Turned on at each claim: the sweep watches leases while any exist.
+    pub sweep: Option<store::sweep_schedule::SweepFlag>,
 }
+
+/// The `gsi1` partitions of the index items: what the sweep watches.
+pub const WATCHED_INDEXES: [&str; 2] = [RUNNING_INDEX, WAITING_INDEX];
 
 fn marker(id: &str, sk: &str, index: &str, at: &str) -> Item {
     let mut item = key(pk(id), sk);
@@ -80,7 +85,7 @@ fn marker(id: &str, sk: &str, index: &str, at: &str) -> Item {
 
 impl Records {
     pub fn new(table: Table) -> Self {
-        Records { table }
+        Records { table, sweep: None }
     }
 
     pub async fn meta(&self, id: &str) -> Result<Option<Meta>> {
@@ -136,6 +141,11 @@ impl Records {
         // still finds the execution. A claim that then fails leaves a stale
         // hint, which the sweep re-checks and drops.
         self.reindex_lease(id, lease_until).await?;
+        // The sweep watches from now on (store::sweep_schedule); if it
+        // cannot, nothing is claimed and the message comes back.
+        if let Some(flag) = &self.sweep {
+            flag.arm().await?;
+        }
         // One conditional UpdateItem: atomic on its own, so of concurrent
         // deliveries exactly one claims.
         self.table.count();

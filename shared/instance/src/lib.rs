@@ -82,7 +82,8 @@ impl Instance {
         let data = InstanceData::new(clients, config).await?;
         let runs = config.queue_url(QueueId::Runs).map_err(|e| InstanceError::Internal(e.to_string()))?;
         let steps = config.queue_url(QueueId::Steps).ok().map(str::to_owned);
-        let executor = Executor::new(data.clone(), clients.sqs.clone(), runs, ExecutorSettings::from_config(config)).notifying(steps);
+        let sweep = ::executions::sweep_flag(clients, config).map_err(|e| InstanceError::Internal(e.to_string()))?;
+        let executor = Executor::new(data.clone(), clients.sqs.clone(), runs, ExecutorSettings::from_config(config)).notifying(steps).watched_by(sweep);
         let activation = triggers::Activation::new(data.clone(), triggers::Schedules::from_config(clients, config));
         let values = match config.var(ALLOW_VALUES_VARIABLE).map(str::trim) {
             None | Some("true") | Some("1") => executions::view::Values::Shown,

@@ -59,6 +59,7 @@ pub const VARIABLES: &[Variable] = &[
     Variable { name: "INSTANCE_AI_WEBHOOK_RESPONSE_WAIT_SECS", purpose: "how long a webhook call waits for a `lastNode` or Respond to Webhook answer before it gets `202` with the execution id (the run goes on); below API Gateway's 30 s", default: Some("25") },
     Variable { name: "SCHEDULER_GROUP", purpose: "EventBridge Scheduler schedule group that holds the schedules of published Schedule Trigger workflows", default: None },
     Variable { name: "SCHEDULER_ROLE_ARN", purpose: "IAM role EventBridge Scheduler assumes to send a schedule's tick to the Runs queue", default: None },
+    Variable { name: "SWEEP_SCHEDULE", purpose: "name of the sweep's EventBridge Scheduler schedule (default group, every minute): enabled while runs or executions hold leases or waits, disabled by the sweep when none are left, so an idle deployment invokes nothing", default: None },
     Variable { name: "RUNS_QUEUE_ARN", purpose: "ARN of the Runs queue, the target of every schedule", default: None },
     Variable { name: "INSTANCE_AI_OAUTH_ACCESS_TOKEN_SECS", purpose: "lifetime of an OAuth access token for `/mcp` (short: a client refreshes it)", default: Some("900") },
     Variable { name: "INSTANCE_AI_OAUTH_REFRESH_TOKEN_SECS", purpose: "how long an OAuth refresh token (rotated at each use) stays valid unused", default: Some("2592000") },
@@ -339,6 +340,9 @@ impl Config {
                 name: "WS_MANAGEMENT_URL",
                 purpose: "the API Gateway Management API endpoint",
             });
+        }
+        if crate::deployment::SWEEP_ARMERS.contains(&function.id) && self.var(crate::sweep_schedule::VARIABLE).is_none() {
+            return Err(ConfigError::Missing { name: "SWEEP_SCHEDULE", purpose: "the sweep's schedule, turned on when work appears" });
         }
         if crate::deployment::WS_CLIENT_FUNCTIONS.contains(&function.id) && self.ws_api_url.is_none() {
             return Err(ConfigError::Missing { name: "WS_API_URL", purpose: "the WebSocket API the function subscribes through" });

@@ -603,6 +603,13 @@ pub const SCHEDULES: &[(FunctionId, u32)] = &[(FunctionId::Sweep, 60)];
 /// scheduler's role). The schedules send their ticks to the Runs queue.
 pub const SCHEDULE_MANAGERS: &[FunctionId] = &[FunctionId::Mcp, FunctionId::Step];
 
+/// Functions that write work the sweep watches (a run's first chain, an
+/// execution's claim) and so turn its schedule on (`SWEEP_SCHEDULE`,
+/// `scheduler:GetSchedule`/`UpdateSchedule` on it, `iam:PassRole` on its
+/// role); the sweep turns it off when nothing is left
+/// (`store::sweep_schedule`).
+pub const SWEEP_ARMERS: &[FunctionId] = &[FunctionId::Chat, FunctionId::Executor, FunctionId::Webhook, FunctionId::Sweep];
+
 /// Functions that subscribe to threads through the WebSocket API as a
 /// client (`WS_API_URL`): the SSE endpoint gets live frames pushed.
 pub const WS_CLIENT_FUNCTIONS: &[FunctionId] = &[FunctionId::Events];

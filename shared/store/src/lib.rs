@@ -20,6 +20,7 @@ pub mod provision;
 pub mod publisher;
 pub mod runs;
 pub mod suspensions;
+pub mod sweep_schedule;
 #[cfg(feature = "test-support")]
 pub mod testing;
 pub mod threads;

@@ -182,6 +182,11 @@ fn shard(run: &RunId) -> u32 {
     h % LEASE_SHARDS
 }
 
+/// The `gsi1` partitions that hold chain leases (what the sweep watches).
+pub fn lease_partitions() -> Vec<String> {
+    (0..LEASE_SHARDS).map(|k| format!("runlease#{k}")).collect()
+}
+
 fn lease_pk(run: &RunId) -> String {
     format!("runlease#{}", shard(run))
 }

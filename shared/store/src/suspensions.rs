@@ -35,6 +35,9 @@ pub struct Suspension {
     pub created_at: u64,
     /// Set on a wait record: the execution the call waits on.
     pub wait: Option<ExecutionWait>,
+    /// The session grant an "always allow" answer records: the tool's key
+    /// for this call, computed when it asked (so `confirm` needs no tools).
+    pub allow_key: Option<String>,
 }
 
 /// What a call parked on an execution waits for.
@@ -62,6 +65,9 @@ impl Suspension {
         item.insert("step".into(), n(self.step));
         item.insert("state".into(), s(&self.state));
         item.insert("createdAt".into(), n(self.created_at));
+        if let Some(k) = &self.allow_key {
+            item.insert("allowKey".into(), s(k));
+        }
         if let Some(w) = &self.wait {
             item.insert("kind".into(), s("execution"));
             item.insert("executionId".into(), s(&w.execution_id));
@@ -104,6 +110,7 @@ impl Suspension {
                 }),
                 _ => None,
             },
+            allow_key: get_s(item, "allowKey").map(str::to_owned),
         })
     }
 }

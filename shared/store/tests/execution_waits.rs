@@ -48,6 +48,7 @@ fn record(run: &RunId, agent: &AgentId, id: &str, execution: &str) -> Suspension
         decision: None,
         created_at: now_ms(),
         wait: Some(ExecutionWait { execution_id: execution.into(), deadline_ms: now_ms() + 600_000, state: json!({"timeoutMs": 5000}) }),
+        allow_key: None,
     }
 }
 

@@ -299,8 +299,9 @@ async fn turns() -> Vec<(String, Bill)> {
     bills
 }
 
-/// An hour with nobody connected: what the functions do on their own (the
-/// sweep on its schedule), measured over a window holding one sweep run.
+/// An hour with nobody connected: what the functions do on their own,
+/// measured over a window holding one tick of the sweep's schedule (which
+/// the sweep switched off at its first run: nothing to sweep).
 async fn idle_hour() -> Bill {
     let env = TestEnv::new().await;
     let running = start(Options { config: env.config.clone(), prefix: env.prefix.clone(), port: 0, run_consumers: true, run_schedules: true })
@@ -332,14 +333,18 @@ async fn main() {
     }
     let idle = idle_hour().await;
     idle.print("idle hour (nobody connected): the functions' own work");
-    let polling = QUEUES.len() as f64 * ESM_IDLE_RECEIVES_PER_QUEUE_HOUR;
-    println!(
-        "idle hour: SQS event source polling on AWS's side (assumed, not measured): {polling:.0} receives = ${:.7}",
-        polling * SQS_REQUEST
-    );
     let ticks = idle.usage.functions.get(&FunctionId::Sweep).map_or(0, |f| f.invocations);
     println!("idle hour: EventBridge Scheduler: {ticks} sweep ticks = ${:.7}", ticks as f64 * SCHEDULER_INVOCATION);
-    println!("idle hour total: ${:.7}", idle.total() + polling * SQS_REQUEST + ticks as f64 * SCHEDULER_INVOCATION);
+    println!(
+        "idle hour total of what the deployment does (the sweep's schedule is off with nothing to sweep): ${:.7}",
+        idle.total() + ticks as f64 * SCHEDULER_INVOCATION
+    );
+    let polling = QUEUES.len() as f64 * ESM_IDLE_RECEIVES_PER_QUEUE_HOUR;
+    println!(
+        "idle hour, not ours to switch off: the SQS event sources' own long polls on AWS's side (assumed, not measured: {} queues, 5 pollers, 20 s polls): {polling:.0} receives = ${:.7}",
+        QUEUES.len(),
+        polling * SQS_REQUEST
+    );
     println!(
         "for comparison, an SSE client left open an hour holds the events function ({} MB) streaming: ${:.5}/hour",
         FunctionId::Events.def().memory_mb,

@@ -163,7 +163,7 @@ async fn callback(app: &App, req: &Request) -> Result<Response<Body>, ApiError> 
     };
     let inst = app.instance().await?;
     let credential = inst.finish_oauth_connect(&q).await?;
-    let name = html_escape(&credential.name);
+    let name = crate::http_util::html_escape(&credential.name);
     let page = format!(
         "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>Connected</title></head><body><h1>Connected</h1><p>The credential <strong>{name}</strong> is connected. You can close this window.</p></body></html>"
     );
@@ -175,17 +175,4 @@ async fn callback(app: &App, req: &Request) -> Result<Response<Body>, ApiError> 
         .header("referrer-policy", "no-referrer")
         .body(Body::from(page))
         .map_err(|e| ApiError::Internal(e.to_string()))
-}
-
-fn html_escape(s: &str) -> String {
-    s.chars()
-        .map(|c| match c {
-            '&' => "&amp;".to_owned(),
-            '<' => "&lt;".to_owned(),
-            '>' => "&gt;".to_owned(),
-            '"' => "&quot;".to_owned(),
-            '\'' => "&#39;".to_owned(),
-            c => c.to_string(),
-        })
-        .collect()
 }

@@ -11,8 +11,7 @@ use super::authorize::AuthorizationRequest;
 use http::header::{self, HeaderValue};
 use lambda_http::{Body, Response};
 use mcp_server::scopes::Scope;
-// One HTML escaper for our server-rendered pages (the form pages' and this one).
-use triggers::html::escape;
+use crate::http_util::html_escape as escape;
 
 /// Where the web page keeps its key (`shared/api/web/app.js`, `KEY_STORAGE`).
 pub const WEB_KEY_STORAGE: &str = "instance-ai.key";
