@@ -159,25 +159,30 @@ impl RequestSpec {
         let Some(r) = r.as_object() else { return Ok(()) };
         for (k, raw) in r {
             match k.as_str() {
-                // a body that is not an object (a JSON array) goes out as it is
-                "body" if !raw.is_object() => {
-                    let v = resolve_bound(ctx, raw, i, b)?;
-                    if !v.is_null() {
-                        self.raw_body = Some(v);
-                    }
-                }
                 "qs" | "headers" | "body" => {
+                    let target = match k.as_str() {
+                        "qs" => &mut self.qs,
+                        "headers" => &mut self.headers,
+                        _ => &mut self.body,
+                    };
+                    if !raw.is_object() {
+                        // one expression for the whole object (`"={{ Object.assign(…) }}"`)
+                        // spreads what it comes to; a body that is not an object (a JSON
+                        // array) goes out as it is
+                        match resolve_bound(ctx, raw, i, b)? {
+                            Value::Object(m) => target.extend(m),
+                            Value::Null => {}
+                            v if k == "body" => self.raw_body = Some(v),
+                            _ => {}
+                        }
+                        continue;
+                    }
                     for (name, x) in raw.as_object().into_iter().flatten() {
                         let v = resolve_bound(ctx, x, i, b)?;
                         // an expression that comes to undefined leaves the key out, as in n8n
                         if v.is_null() && crate::expr::has_expression(x) {
                             continue;
                         }
-                        let target = match k.as_str() {
-                            "qs" => &mut self.qs,
-                            "headers" => &mut self.headers,
-                            _ => &mut self.body,
-                        };
                         target.insert(name.clone(), v);
                     }
                 }
