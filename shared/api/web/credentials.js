@@ -138,7 +138,8 @@ export function credentialPicker(api, request, onChosen) {
       save.textContent = 'Saved';
       message.hidden = true;
       onChosen(saved && saved.id);
-      if (typeInfo && typeInfo.connect && saved && saved.id) {
+      const grant = data.grantType;
+      if (typeInfo && typeInfo.connect && saved && saved.id && (grant === undefined || grant === 'authorizationCode' || grant === 'pkce')) {
         // OAuth2: the account is connected at the provider
         const connect = h('button', { class: 'btn', type: 'button', text: 'Connect' });
         connect.addEventListener('click', () => connectCredential(api, saved.id).catch((e) => show(e.message)));

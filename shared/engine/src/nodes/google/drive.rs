@@ -6,7 +6,7 @@
 
 use serde_json::{json, Map, Value};
 
-use super::{api_error, at, item, locator, per_item, text};
+use super::{api_error, at, item, list, locator, per_item, text};
 use crate::data::Item;
 use crate::declarative::{Call, Run, ServiceRequest};
 use crate::error::{EngineError, Result};
@@ -223,29 +223,8 @@ fn search(call: &mut Call<'_, '_>) -> Result<Vec<Item>> {
             qs.insert("driveId".into(), json!(drive));
             qs.insert("corpora".into(), json!("drive"));
         }
-        let mut files: Vec<Value> = vec![];
-        if p.get("returnAll").and_then(Value::as_bool).unwrap_or(false) {
-            let mut page: Option<String> = None;
-            loop {
-                let mut r = ServiceRequest::new(Method::GET, "/drive/v3/files");
-                r.qs = qs.clone();
-                r.qs.insert("pageSize".into(), json!(100));
-                if let Some(t) = &page {
-                    r.qs.insert("pageToken".into(), json!(t));
-                }
-                let answer = call.json(r)?;
-                files.extend(answer.get("files").and_then(Value::as_array).cloned().unwrap_or_default());
-                page = answer.get("nextPageToken").and_then(Value::as_str).filter(|t| !t.is_empty()).map(str::to_owned);
-                if page.is_none() {
-                    break;
-                }
-            }
-        } else {
-            let mut r = ServiceRequest::new(Method::GET, "/drive/v3/files");
-            r.qs = qs;
-            r.qs.insert("pageSize".into(), p.get("limit").cloned().unwrap_or(json!(50)));
-            files = call.json(r)?.get("files").and_then(Value::as_array).cloned().unwrap_or_default();
-        }
+        let all = p.get("returnAll").and_then(Value::as_bool).unwrap_or(false);
+        let files = list(call, "/drive/v3/files", &qs, "pageSize", "files", all, p.get("limit").cloned().unwrap_or(json!(50)))?;
         Ok(files.into_iter().map(item).collect())
     })
 }

@@ -7,7 +7,7 @@
 use serde_json::{json, Map, Value};
 
 use super::mime::{Attachment, Email};
-use super::{at, item, per_item, text};
+use super::{at, item, list, per_item, text};
 use crate::data::Item;
 use crate::declarative::{Call, Run, ServiceRequest};
 use crate::error::{EngineError, Result};
@@ -71,6 +71,12 @@ fn body(p: &Map<String, Value>) -> (String, String) {
     }
 }
 
+/// The CC and BCC options' addresses.
+fn copies(p: &Map<String, Value>) -> Result<(String, String)> {
+    let list = |path: &str, field: &str| at(p, path).map(js_string).filter(|v| !v.is_empty()).map(|v| emails(&v, field)).transpose().map(Option::unwrap_or_default);
+    Ok((list("options.ccList", "CC")?, list("options.bccList", "BCC")?))
+}
+
 /// The attachments `options.attachmentsUi` names (binary fields of the item, comma-separated).
 fn attachments(call: &Call<'_, '_>, p: &Map<String, Value>, i: usize) -> Result<Vec<Attachment>> {
     let items = call.items();
@@ -102,8 +108,7 @@ fn send(call: &mut Call<'_, '_>) -> Result<Vec<Item>> {
     per_item(call, |call, i| {
         let p = call.params(i)?;
         let to = emails(&text(&p, "sendTo"), "To")?;
-        let cc = at(&p, "options.ccList").map(js_string).filter(|v| !v.is_empty()).map(|v| emails(&v, "CC")).transpose()?.unwrap_or_default();
-        let bcc = at(&p, "options.bccList").map(js_string).filter(|v| !v.is_empty()).map(|v| emails(&v, "BCC")).transpose()?.unwrap_or_default();
+        let (cc, bcc) = copies(&p)?;
         let files = attachments(call, &p, i)?;
         let sender = at(&p, "options.senderName").map(js_string).unwrap_or_default();
         let from = if sender.is_empty() { String::new() } else { format!("{sender} <{}>", profile_address(call)?) };
@@ -136,8 +141,7 @@ fn reply(call: &mut Call<'_, '_>) -> Result<Vec<Item>> {
     per_item(call, |call, i| {
         let p = call.params(i)?;
         let id = text(&p, "messageId");
-        let cc = at(&p, "options.ccList").map(js_string).filter(|v| !v.is_empty()).map(|v| emails(&v, "CC")).transpose()?.unwrap_or_default();
-        let bcc = at(&p, "options.bccList").map(js_string).filter(|v| !v.is_empty()).map(|v| emails(&v, "BCC")).transpose()?.unwrap_or_default();
+        let (cc, bcc) = copies(&p)?;
         let files = attachments(call, &p, i)?;
         let original = call.json(ServiceRequest::new(Method::GET, format!("/gmail/v1/users/me/messages/{id}")).query("format", "metadata"))?;
         let headers = original.pointer("/payload/headers").and_then(Value::as_array).cloned().unwrap_or_default();
@@ -305,29 +309,8 @@ fn get_all(call: &mut Call<'_, '_>) -> Result<Vec<Item>> {
             return Err(unsupported_raw());
         }
         let qs = query(p.get("filters").and_then(Value::as_object).unwrap_or(&Map::new()))?;
-        let mut listed: Vec<Value> = vec![];
-        if p.get("returnAll").and_then(Value::as_bool).unwrap_or(false) {
-            let mut page: Option<String> = None;
-            loop {
-                let mut r = ServiceRequest::new(Method::GET, "/gmail/v1/users/me/messages");
-                r.qs = qs.clone();
-                r.qs.insert("maxResults".into(), json!(100));
-                if let Some(t) = &page {
-                    r.qs.insert("pageToken".into(), json!(t));
-                }
-                let answer = call.json(r)?;
-                listed.extend(answer.get("messages").and_then(Value::as_array).cloned().unwrap_or_default());
-                page = answer.get("nextPageToken").and_then(Value::as_str).filter(|t| !t.is_empty()).map(str::to_owned);
-                if page.is_none() {
-                    break;
-                }
-            }
-        } else {
-            let mut r = ServiceRequest::new(Method::GET, "/gmail/v1/users/me/messages");
-            r.qs = qs;
-            r.qs.insert("maxResults".into(), p.get("limit").cloned().unwrap_or(json!(50)));
-            listed = call.json(r)?.get("messages").and_then(Value::as_array).cloned().unwrap_or_default();
-        }
+        let all = p.get("returnAll").and_then(Value::as_bool).unwrap_or(false);
+        let listed = list(call, "/gmail/v1/users/me/messages", &qs, "maxResults", "messages", all, p.get("limit").cloned().unwrap_or(json!(50)))?;
         let mut messages = vec![];
         for m in &listed {
             messages.push(metadata(call, &m.get("id").map(js_string).unwrap_or_default())?);

@@ -12,7 +12,7 @@ pub mod sheets;
 use serde_json::{Map, Value};
 
 use crate::data::Item;
-use crate::declarative::{Call, Run};
+use crate::declarative::{Call, Run, ServiceRequest};
 use crate::error::{EngineError, Result};
 use crate::nodes::http::{self, Response};
 use crate::nodes::js_string;
@@ -79,6 +79,33 @@ pub(crate) fn per_item(call: &mut Call<'_, '_>, mut f: impl FnMut(&mut Call<'_, 
         }
     }
     Ok(out)
+}
+
+/// A list's entries (`entries` of each answer): every page with `all`
+/// (pages of 100, Google's `pageToken`/`nextPageToken`), else one page of
+/// `limit`; `size` names the page size parameter (`maxResults`, `pageSize`).
+pub(crate) fn list(call: &mut Call<'_, '_>, path: &str, qs: &Map<String, Value>, size: &str, entries: &str, all: bool, limit: Value) -> Result<Vec<Value>> {
+    let mut out = vec![];
+    let mut page: Option<String> = None;
+    loop {
+        let mut r = ServiceRequest::new(reqwest::Method::GET, path);
+        r.qs = qs.clone();
+        r.qs.insert(size.into(), if all { serde_json::json!(100) } else { limit.clone() });
+        if let Some(t) = &page {
+            r.qs.insert("pageToken".into(), serde_json::json!(t));
+        }
+        let answer = call.json(r)?;
+        out.extend(answer.get(entries).and_then(Value::as_array).cloned().unwrap_or_default());
+        page = answer.get("nextPageToken").and_then(Value::as_str).filter(|t| !t.is_empty() && all).map(str::to_owned);
+        if page.is_none() {
+            return Ok(out);
+        }
+    }
+}
+
+/// A whole-number parameter (a number, or text of one), at least 1.
+pub(crate) fn count(p: &Map<String, Value>, name: &str, default: u64) -> usize {
+    p.get(name).and_then(|v| v.as_u64().or_else(|| js_string(v).trim().parse().ok())).unwrap_or(default).max(1) as usize
 }
 
 /// An item of `json`.

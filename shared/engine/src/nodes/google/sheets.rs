@@ -6,7 +6,7 @@
 
 use serde_json::{json, Map, Value};
 
-use super::{api_error, at, item, locator, per_item, text};
+use super::{api_error, at, count, item, locator, per_item, text};
 use crate::data::{item_from, with_pair, Item};
 use crate::declarative::{Call, Run, ServiceRequest};
 use crate::error::{EngineError, Result};
@@ -699,7 +699,7 @@ fn clear(call: &mut Call<'_, '_>) -> Result<Vec<Item>> {
     let items = call.items();
     for i in 0..items.len() {
         let pi = call.params(i)?;
-        let n = |k: &str| pi.get(k).and_then(|v| v.as_u64().or_else(|| js_string(v).parse().ok())).unwrap_or(1).max(1) as usize;
+        let n = |k: &str| count(&pi, k, 1);
         let range = match text(&pi, "clear").as_str() {
             "specificRows" => {
                 let start = n("startIndex");
@@ -790,13 +790,13 @@ fn delete_dimension(call: &mut Call<'_, '_>) -> Result<Vec<Item>> {
     let items = call.items();
     for i in 0..items.len() {
         let pi = call.params(i)?;
-        let count = pi.get("numberToDelete").and_then(|v| v.as_u64().or_else(|| js_string(v).parse().ok())).unwrap_or(1).max(1) as usize;
+        let number = count(&pi, "numberToDelete", 1);
         let (dimension, start) = if text(&pi, "toDelete") == "columns" {
             ("COLUMNS", column_number(&text(&pi, "startIndex")).saturating_sub(1))
         } else {
-            ("ROWS", pi.get("startIndex").and_then(|v| v.as_u64().or_else(|| js_string(v).parse().ok())).unwrap_or(2).saturating_sub(1) as usize)
+            ("ROWS", count(&pi, "startIndex", 2) - 1)
         };
-        let range = json!({"sheetId": s.sheet_id, "dimension": dimension, "startIndex": start, "endIndex": start + count});
+        let range = json!({"sheetId": s.sheet_id, "dimension": dimension, "startIndex": start, "endIndex": start + number});
         call.json(ServiceRequest::new(Method::POST, format!("/v4/spreadsheets/{}:batchUpdate", s.id)).json(json!({"requests": [{"deleteDimension": {"range": range}}]})))?;
     }
     let mut one = item(json!({"success": true}));
