@@ -302,3 +302,44 @@ async fn an_embedded_chat_for_project_members_answers_when_the_last_node_finishe
 fn uuid_like() -> String {
     format!("{:x}", std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos())
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_streaming_webhook_answers_on_its_streaming_url() {
+    let model = openai::start();
+    let s = stack().await;
+    let credential = s.credential("openAiApi", json!({"apiKey": "sk-test", "url": format!("{}/v1", model.base)})).await;
+    let path = format!("ask-{}", uuid_like());
+    let wf = s
+        .workflow(
+            "Streaming webhook",
+            &json!({
+                "nodes": [
+                    {"parameters": {"httpMethod": "POST", "path": path, "responseMode": "streaming", "options": {}}, "name": "Webhook", "type": "n8n-nodes-base.webhook", "typeVersion": 2.1, "position": [0, 0], "webhookId": "w1"},
+                    {"parameters": {"promptType": "define", "text": "={{ $json.body.q }}", "options": {}}, "id": "a1", "name": "Agent", "type": "@n8n/n8n-nodes-langchain.agent", "typeVersion": 2.2, "position": [200, 0]},
+                    {"parameters": {"model": "gpt-4o-mini", "options": {}}, "name": "Model", "type": "@n8n/n8n-nodes-langchain.lmChatOpenAi", "typeVersion": 1.2, "position": [200, 200],
+                     "credentials": {"openAiApi": {"id": credential, "name": "OpenAI"}}}
+                ],
+                "connections": {
+                    "Webhook": {"main": [[{"node": "Agent", "type": "main", "index": 0}]]},
+                    "Model": {"ai_languageModel": [[{"node": "Agent", "type": "ai_languageModel", "index": 0}]]}
+                }
+            }),
+        )
+        .await;
+    s.tool("publish_workflow", json!({"workflowId": wf})).await.expect("published");
+    // the HTTP API cannot carry it, and says where to go
+    let api = s.http.post(s.url(&format!("/webhook/{path}"))).json(&json!({"q": "hi"})).send().await.unwrap();
+    assert_eq!(api.status(), 501);
+    assert!(api.text().await.unwrap().contains(&format!("/stream/webhook/{path}")));
+    let mut resp = s.http.post(s.url(&format!("/stream/webhook/{path}"))).json(&json!({"q": "tell me in pieces"})).send().await.unwrap();
+    assert_eq!(resp.status(), 200);
+    let mut body = String::new();
+    while let Some(b) = resp.chunk().await.unwrap() {
+        body.push_str(std::str::from_utf8(&b).unwrap());
+    }
+    let lines: Vec<Value> = body.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(lines.first().unwrap()["type"], "begin");
+    assert_eq!(lines.last().unwrap()["type"], "end");
+    let text: String = lines.iter().filter(|l| l["type"] == "item").map(|l| l["content"].as_str().unwrap()).collect();
+    assert_eq!(text, "You said: tell me in pieces");
+}

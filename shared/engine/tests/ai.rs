@@ -300,6 +300,38 @@ fn a_root_without_a_model_and_a_private_model_url_fail_clearly() {
 }
 
 #[test]
+fn a_fallback_model_and_anthropic_thinking_are_refused_before_any_call() {
+    let server = openai::start();
+    let mut wf = support_workflow(&server.base, 5);
+    wf["nodes"][1]["typeVersion"] = json!(2.1);
+    wf["nodes"][1]["parameters"]["needsFallback"] = json!(true);
+    let st = run(&engine(&server.base, true), &wf, json!({"chatInput": "hi", "sessionId": "s-fallback"}));
+    assert_eq!(st.status, ExecutionStatus::Error);
+    assert!(st.error.unwrap().message.contains("fallback model (Enable Fallback Model) is not supported"));
+    assert!(server.completions().is_empty(), "nothing reached the server");
+
+    let (base, seen) = anthropic_server();
+    let wf = json!({
+        "nodes": [
+            {"parameters": {}, "name": "Start", "type": "n8n-nodes-base.manualTrigger", "typeVersion": 1},
+            {"parameters": {"promptType": "define", "text": "hi"}, "name": "Agent", "type": "@n8n/n8n-nodes-langchain.agent", "typeVersion": 1.7},
+            {"parameters": {"model": "claude-3-5-haiku-20241022", "options": {"thinking": true}}, "name": "Claude", "type": "@n8n/n8n-nodes-langchain.lmChatAnthropic", "typeVersion": 1.3,
+             "credentials": {"anthropicApi": {"id": "a1", "name": "Anthropic"}}}
+        ],
+        "connections": {
+            "Start": {"main": [[{"node": "Agent", "type": "main", "index": 0}]]},
+            "Claude": {"ai_languageModel": [[{"node": "Agent", "type": "ai_languageModel", "index": 0}]]}
+        }
+    });
+    let host = Host { credentials: Some(Arc::new(AnthropicCreds(base))), ..Default::default() };
+    let engine = Engine::new(EngineSettings { allow_private_network: true, ..Default::default() }, host);
+    let (st, _) = engine.run(&Graph::from_json(&wf).unwrap(), RunOptions::default()).unwrap();
+    assert_eq!(st.status, ExecutionStatus::Error);
+    assert!(st.error.unwrap().message.contains("extended thinking (the Enable Thinking option) is not supported"));
+    assert!(seen.lock().unwrap().is_empty(), "nothing reached the server");
+}
+
+#[test]
 fn cancel_reaches_a_model_call_in_flight() {
     let server = openai::start();
     let engine = engine(&server.base, true);

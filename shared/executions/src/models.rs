@@ -28,6 +28,11 @@ fn field<'a>(c: &'a Value, k: &str) -> Option<&'a str> {
 /// `maxRetries` is the one retry layer).
 fn bedrock(setup: &ModelSetup) -> Result<Box<dyn ModelProvider>, String> {
     use aws_sdk_bedrockruntime::config::{BehaviorVersion, Credentials, Region};
+    for option in ["latency", "guardrail"] {
+        if setup.options.get(option).is_some_and(|v| !v.is_null() && v != "standard" && v != &serde_json::json!({})) {
+            return Err(format!("AWS Bedrock Chat Model: the \"{option}\" option is not supported on this instance"));
+        }
+    }
     let c = setup.credential.as_ref().ok_or("AWS Bedrock Chat Model: no AWS credential")?;
     let (Some(key), Some(secret)) = (field(c, "accessKeyId"), field(c, "secretAccessKey")) else {
         return Err("AWS Bedrock Chat Model: the AWS credential needs an access key ID and a secret access key".into());

@@ -23,6 +23,9 @@ pub fn agent(ctx: &mut NodeContext<'_>) -> Result<NodeOutput> {
     if !matches!(flavour.as_str(), "toolsAgent" | "conversationalAgent" | "openAiFunctionsAgent") {
         return Err(EngineError::node(format!("The {flavour} agent is not supported on this instance; use the Tools Agent")));
     }
+    if ctx.param_bool("needsFallback", 0, false)? {
+        return Err(EngineError::node("AI Agent: a fallback model (Enable Fallback Model) is not supported on this instance"));
+    }
     each_item(ctx, Root::Agent)
 }
 

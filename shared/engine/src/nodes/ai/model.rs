@@ -380,6 +380,9 @@ fn openai(ctx: &mut NodeContext<'_>, s: &ModelSetup, retry: RetryPolicy) -> Resu
 
 /// Anthropic's Messages API.
 fn anthropic(ctx: &mut NodeContext<'_>, s: &ModelSetup, retry: RetryPolicy) -> Result<models::anthropic::AnthropicProvider> {
+    if s.options.get("thinking").and_then(Value::as_bool) == Some(true) {
+        return Err(EngineError::node("Anthropic Chat Model: extended thinking (the Enable Thinking option) is not supported on this instance"));
+    }
     let raw = cred_str(&s.credential, "url").unwrap_or_else(|| "https://api.anthropic.com".into());
     let mut config = models::anthropic::AnthropicConfig::new(cred_str(&s.credential, "apiKey").unwrap_or_default(), s.model.clone());
     config.base_url = base_url(ctx, &raw)?;
