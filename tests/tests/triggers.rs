@@ -409,6 +409,52 @@ async fn a_wait_on_webhook_resumes_by_its_url_and_an_error_workflow_runs_on_fail
     s.cloud.shutdown().await;
 }
 
+/// A form whose completion redirects, in headless Chromium: the browser
+/// follows the redirect to the other origin (the page's CSP names it in
+/// `form-action`, which browsers also check on the redirect after a
+/// submission), and the submission ran the workflow.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_form_that_redirects_ends_on_the_redirect_in_a_browser() {
+    let chromium = std::env::var("INSTANCE_AI_CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
+    assert!(std::path::Path::new(&chromium).exists(), "{chromium} is missing: install Debian's chromium");
+    // The page the form sends people to, on another origin.
+    let thanks = axum::Router::new().fallback(|| async { axum::response::Html("<h1>Thanks from the shop</h1>") });
+    let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let elsewhere = format!("http://localhost:{}", l.local_addr().unwrap().port());
+    tokio::spawn(async move { axum::serve(l, thanks).await.unwrap() });
+    let s = stack(|_| {}).await;
+    let form = node(
+        "Form",
+        "n8n-nodes-base.formTrigger",
+        2.2,
+        json!({"path": "signup-redirect", "formTitle": "Sign up", "formFields": {"values": [{"fieldLabel": "Name", "requiredField": true}]},
+               "options": {"respondWithOptions": {"values": {"respondWith": "redirect", "redirectUrl": format!("{elsewhere}/thanks")}}}}),
+    );
+    let id = s.workflow("Signup", chain(vec![form, node("Keep", "n8n-nodes-base.noOp", 1.0, json!({}))])).await;
+    s.publish(&id).await.expect("publish");
+    let page = s.http.get(s.url("/form/signup-redirect")).send().await.unwrap();
+    let csp = page.headers()["content-security-policy"].to_str().unwrap().to_owned();
+    assert!(csp.contains(&format!("form-action 'self' {elsewhere}")), "{csp}");
+
+    let python = std::env::var("INSTANCE_AI_PYTHON").unwrap_or_else(|_| "python3".into());
+    let run = tokio::process::Command::new(&python)
+        .arg(format!("{}/web/form_submit.py", env!("CARGO_MANIFEST_DIR")))
+        .args(["--url", &s.url("/form/signup-redirect"), "--chromium", &chromium, "--field", "field-0=Ada"])
+        .kill_on_drop(true)
+        .output();
+    let out = tokio::time::timeout(Duration::from_secs(120), run)
+        .await
+        .expect("the browser finishes in 2 minutes")
+        .unwrap_or_else(|e| panic!("cannot run {python}: {e} (set INSTANCE_AI_PYTHON to a python with `playwright` installed)"));
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let seen: Value = serde_json::from_slice(&out.stdout).expect("the script's JSON line");
+    assert_eq!(seen["url"], format!("{elsewhere}/thanks"), "{seen}");
+    assert!(seen["text"].as_str().unwrap().contains("Thanks from the shop"), "{seen}");
+    let done = s.settled(&id, 1, Duration::from_secs(20)).await;
+    assert_eq!(output(&s.run_data(&id, done[0]["id"].as_str().unwrap()).await, "Keep")["Name"], "Ada");
+    s.cloud.shutdown().await;
+}
+
 /// A Wait "on form submitted": the run parks, `$execution.resumeFormUrl`
 /// is `/form-waiting/<id>`, which renders the Wait's own form (plain HTML),
 /// refuses a submission without a required field (the run keeps waiting),

@@ -41,6 +41,33 @@ pub(crate) fn completion(def: &FormDefinition) -> HttpReply {
     }
 }
 
+/// A form page (the form, or the form again with an error) whose
+/// submissions may end on another origin: the completion's redirect, or
+/// whatever a Respond to Webhook node answers.
+pub(crate) fn form_reply(status: u16, def: &FormDefinition, node: &engine::Node, page: String) -> HttpReply {
+    let mut sources = Vec::new();
+    if let Completion::Redirect { url } = &def.completion {
+        sources.extend(origin(url));
+    }
+    if ResponseSpec::of(node).mode == ResponseMode::ResponseNode {
+        // A Respond to Webhook node may redirect anywhere; the page has no script to abuse it.
+        sources.push("https:".to_owned());
+    }
+    HttpReply::html(status, page).allow_form_action(&sources)
+}
+
+/// `scheme://host[:port]` of an absolute http(s) URL, as a CSP source.
+fn origin(url: &str) -> Option<String> {
+    let (scheme, rest) = url.trim().split_once("://")?;
+    let scheme = scheme.to_ascii_lowercase();
+    if scheme != "https" && scheme != "http" {
+        return None;
+    }
+    let host = rest.split(['/', '?', '#']).next()?.rsplit('@').next()?;
+    let valid = !host.is_empty() && host.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | ':' | '[' | ']'));
+    valid.then(|| format!("{scheme}://{}", host.to_ascii_lowercase()))
+}
+
 pub(crate) fn problem() -> HttpReply {
     HttpReply::html(500, html::message_page("Problem submitting response", "There was a problem submitting your response. Please try again."))
 }
@@ -55,13 +82,13 @@ impl Triggers {
         let incoming = request::incoming(req, target.params.clone()).await?;
         self.admit(&target.project_id, &target.node, &incoming).await?;
         if req.method == "GET" {
-            return Ok(HttpReply::html(200, html::form_page(&def, None, None)));
+            return Ok(form_reply(200, &def, &target.node, html::form_page(&def, None, None)));
         }
         let (fields, files) = submission(&incoming)?;
         let mode = if scope == Scope::Test { "test" } else { "production" };
         let item = match def.submission_item(&fields, &files, &incoming.query, mode, &timezone(&target.workflow)) {
             Ok(item) => item,
-            Err(e) => return Ok(HttpReply::html(400, html::form_page(&def, Some(&e.0), Some(&fields)))),
+            Err(e) => return Ok(form_reply(400, &def, &target.node, html::form_page(&def, Some(&e.0), Some(&fields)))),
         };
         let spec = ResponseSpec::of(&target.node);
         let waits = matches!(spec.mode, ResponseMode::LastNode | ResponseMode::ResponseNode);
@@ -89,5 +116,21 @@ impl Triggers {
             }
             _ => Ok(completion(&def)),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::origin;
+
+    #[test]
+    fn a_redirect_url_becomes_its_origin_and_nothing_else_passes() {
+        assert_eq!(origin("https://Shop.example:8443/thanks?x=1#y").as_deref(), Some("https://shop.example:8443"));
+        assert_eq!(origin(" http://user:pw@localhost:9000").as_deref(), Some("http://localhost:9000"));
+        // nothing that could end or extend the CSP directive
+        assert_eq!(origin("https://a.example; script-src *"), None);
+        assert_eq!(origin("javascript://alert(1)"), None);
+        assert_eq!(origin("/relative/thanks"), None);
+        assert_eq!(origin("https:///nohost"), None);
     }
 }

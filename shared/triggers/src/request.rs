@@ -70,6 +70,22 @@ impl HttpReply {
         }
     }
 
+    /// Lets the page's forms also submit to `sources` (CSP sources such as
+    /// an origin or `https:`): a browser checks `form-action` on the
+    /// redirect that follows a submission too, so a form whose answer
+    /// redirects elsewhere must name where.
+    pub fn allow_form_action(mut self, sources: &[String]) -> Self {
+        if sources.is_empty() {
+            return self;
+        }
+        for (k, v) in self.headers.iter_mut() {
+            if k == "content-security-policy" {
+                *v = v.replace("form-action 'self'", &format!("form-action 'self' {}", sources.join(" ")));
+            }
+        }
+        self
+    }
+
     pub fn redirect(url: &str) -> Self {
         HttpReply { status: 303, headers: vec![("location".into(), url.to_owned())], body: Vec::new() }
     }
@@ -204,6 +220,17 @@ mod tests {
         assert_eq!((s, rest.as_str()), (Space::Webhook, "a b/c"));
         assert_eq!(split_space("/form-waiting/123").unwrap().0, Space::FormWaiting);
         assert!(split_space("/elsewhere/x").is_err());
+    }
+
+    #[test]
+    fn form_action_names_the_sources_only_on_a_page_that_needs_them() {
+        let csp = |r: &HttpReply| r.headers.iter().find(|(k, _)| k == "content-security-policy").map(|(_, v)| v.clone()).unwrap();
+        let page = HttpReply::html(200, "<form></form>".into());
+        let before = csp(&page);
+        assert_eq!(csp(&page.clone().allow_form_action(&[])), before);
+        let wider = page.allow_form_action(&["https://shop.example".into()]);
+        assert!(csp(&wider).contains("form-action 'self' https://shop.example;"), "{}", csp(&wider));
+        assert!(csp(&wider).contains("default-src 'none'"));
     }
 
     #[tokio::test]

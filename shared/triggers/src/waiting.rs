@@ -6,7 +6,7 @@
 
 use crate::answer::token;
 use crate::error::{Result, TriggerError};
-use crate::forms::{completion, problem, submission, timezone};
+use crate::forms::{completion, form_reply, problem, submission, timezone};
 use crate::html;
 use crate::request::{self, HttpReply, HttpRequest};
 use crate::Triggers;
@@ -86,12 +86,12 @@ impl Triggers {
         let incoming = request::incoming(req, Map::new()).await?;
         self.admit(&w.project_id, &w.node, &incoming).await?;
         if req.method == "GET" {
-            return Ok(HttpReply::html(200, html::form_page(&def, None, None)));
+            return Ok(form_reply(200, &def, &w.node, html::form_page(&def, None, None)));
         }
         let (fields, files) = submission(&incoming)?;
         let item = match def.submission_item(&fields, &files, &Map::new(), "production", &timezone(&w.workflow)) {
             Ok(item) => item,
-            Err(e) => return Ok(HttpReply::html(400, html::form_page(&def, Some(&e.0), Some(&fields)))),
+            Err(e) => return Ok(form_reply(400, &def, &w.node, html::form_page(&def, Some(&e.0), Some(&fields)))),
         };
         let spec = ResponseSpec::of(&w.node);
         let waits = matches!(spec.mode, ResponseMode::LastNode | ResponseMode::ResponseNode);
