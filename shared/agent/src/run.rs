@@ -159,9 +159,12 @@ pub async fn start(rt: &Runtime, thread: &ThreadId, user: &UserId, req: &ChatReq
 
 /// A project the user is a member of; any other is not found.
 async fn member_of(rt: &Runtime, user: &UserId, project: &str) -> Result<(), AgentError> {
-    let instance = rt.instance.as_deref().ok_or_else(|| AgentError::Instance(instance::InstanceError::Internal("no instance data in this function (deployment error)".into())))?;
-    instance.require_project(&instance::Caller::new(user.clone()), project, "project:read").await?;
-    Ok(())
+    let projects = rt.projects.as_ref().ok_or_else(|| AgentError::Instance(instance::InstanceError::Internal("no instance data in this function (deployment error)".into())))?;
+    let role = projects.role(user, project).await.map_err(|e| AgentError::Instance(e.into()))?;
+    match role {
+        Some(r) if r.can("project:read") => Ok(()),
+        _ => Err(AgentError::Instance(instance::InstanceError::NotFound(format!("project {project}")))),
+    }
 }
 
 /// Records a decision (the first wins) and enqueues the resume step.

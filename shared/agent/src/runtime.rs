@@ -98,6 +98,10 @@ pub struct Runtime {
     /// The domain layer the domain tools act on; `None` in functions that do
     /// not run tools (chat, cancel), whose deployment grants no instance tables.
     pub instance: Option<Arc<instance::Instance>>,
+    /// Project memberships, for a thread's first message that names a
+    /// project (the chat function reads them without the domain layer);
+    /// `None` without an Instance table.
+    pub projects: Option<store::data::Projects>,
     /// Stops executions a cancelled run waits on; `None` where the function
     /// has no Executions table.
     pub executions: Option<executions::Sweeper>,
@@ -177,6 +181,7 @@ impl Runtime {
             Err(_) => None,
         };
         let sweep = store::sweep_schedule::agent_flag(clients, config).map_err(store::StoreError::from)?;
+        let projects = config.table(TableId::Instance).ok().map(|t| store::data::Projects::new(store::data::db::Table::new(clients.dynamo.clone(), t)));
         let guard = outbound::Policy { allow_private: config.http_allow_private_network, allowed_hosts: config.http_allowed_hosts.clone() };
         let outbound = outbound::Client::new(guard, Arc::new(outbound::SystemResolver)).map_err(|e| AgentError::Invalid(e.to_string()))?;
         let research = research::Research::new(outbound.clone(), crate::tools::research::settings_from_config(config)?);
@@ -194,6 +199,7 @@ impl Runtime {
             system_prompt,
             policy,
             instance,
+            projects,
             executions,
             sweep,
             outbound,

@@ -280,7 +280,8 @@ pub const FUNCTIONS: &[FunctionDef] = &[
         package: "chat",
         timeout_secs: 15,
         memory_mb: 256,
-        tables: &[r(ApiKeys), rw(Agent), rw(Events), rw(Connections)],
+        // Instance: the project a thread's first message binds (membership).
+        tables: &[r(ApiKeys), rw(Agent), rw(Events), rw(Connections), r(Instance)],
         sends_to: &[QueueId::Steps],
         consumes: &[],
         inspects: &[],
