@@ -10,6 +10,10 @@ pub enum EngineError {
     /// A node type the engine does not implement: never silently passed through.
     #[error("node \"{node}\" has unknown type \"{node_type}\"")]
     UnknownNodeType { node: String, node_type: String },
+    /// A node at a version, or with a parameter value, the engine does not
+    /// implement ([`crate::nodes::unsupported`]): refused before the run.
+    #[error("node \"{node}\": {message}")]
+    Unsupported { node: String, message: String },
     #[error("node \"{0}\" not found in workflow")]
     NodeNotFound(String),
     /// A node failed while executing (n8n's NodeOperationError / NodeApiError).

@@ -228,7 +228,8 @@ impl Engine {
     }
 
     /// Fails on anything that would make a run meaningless: unknown node
-    /// types (named), dangling connections.
+    /// types (named), versions and parameter values the engine does not
+    /// implement (`nodes::unsupported`), dangling connections.
     pub fn validate(&self, graph: &Graph) -> Result<()> {
         for n in graph.nodes() {
             if nodes::is_annotation(&n.node_type) {
@@ -236,6 +237,9 @@ impl Engine {
             }
             if nodes::get(&n.node_type).is_none() {
                 return Err(EngineError::UnknownNodeType { node: n.name.clone(), node_type: n.node_type.clone() });
+            }
+            if let Some(message) = nodes::unsupported::refusal(&n.node_type, n.type_version, &n.parameters).filter(|_| !n.disabled) {
+                return Err(EngineError::Unsupported { node: n.name.clone(), message });
             }
         }
         Ok(())

@@ -16,8 +16,8 @@
 //! (a frozen clock, credentials, files, the process zone it was recorded in)
 //! is in `conformance_env.json` ([`FixtureEnv`]); `CONFORMANCE_ENV` names
 //! another such file to merge (for fixture sets kept outside the repository).
-//! `tests/fixtures/n8n/**` holds more of n8n's fixtures
-//! (copied from its repository, listed in `tests/fixtures/README.md`); all must pass.
+//! No fixture of n8n's is kept in this repository: what the nodes must do is
+//! in our own tests (`nodes_data.rs`, `nodes_flow.rs`, ...).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -65,7 +65,7 @@ struct FixtureEnv {
     why: Option<String>,
 }
 
-/// Environments by root (`n8n`, `round2`, `extra`) and fixture path in it:
+/// Environments by root (`n8n`, `round2`) and fixture path in it:
 /// the repository's `conformance_env.json`, merged with `CONFORMANCE_ENV`'s.
 fn fixture_envs() -> BTreeMap<String, BTreeMap<String, FixtureEnv>> {
     type Envs = BTreeMap<String, BTreeMap<String, FixtureEnv>>;
@@ -468,16 +468,4 @@ fn conformance_round2() {
         problems.push(format!("{k} is listed as a known failure but is no fixture"));
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
-}
-
-/// More of n8n's fixtures, kept in this repository (`tests/fixtures/`).
-#[test]
-fn conformance_extra() {
-    let results = run_root(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/n8n"), "extra");
-    let failed: Vec<_> = results.iter().filter(|(_, r)| r.is_err()).collect();
-    println!("fixtures extra: {} passed, {} failed", results.len() - failed.len(), failed.len());
-    for (name, e) in &failed {
-        println!("  FAILED {name}\n    {}", e.as_ref().err().map(String::as_str).unwrap_or(""));
-    }
-    assert!(failed.is_empty(), "{} fixture(s) failed", failed.len());
 }

@@ -184,6 +184,32 @@ fn runaway_code_is_stopped_and_the_next_run_works() {
     assert_eq!(out(&st, "Code", 0), vec![json!({ "ok": 2 })]);
 }
 
+/// A version the catalog does not describe, or a parameter value on the
+/// engine's refusal list, fails the run before any node runs (a disabled
+/// node is not judged); the node and the reason are named.
+#[test]
+fn unsupported_versions_and_values_are_refused_before_the_run() {
+    let refused = |n: Value| {
+        let graph = Graph::from_json(&chain(vec![trigger(), n])).unwrap();
+        match Engine::new(EngineSettings::default(), Host::default()).run(&graph, RunOptions::default()) {
+            Err(EngineError::Unsupported { node, message }) => (node, message),
+            other => panic!("expected Unsupported, got {:?}", other.map(|r| r.0.status)),
+        }
+    };
+    let (node_name, message) = refused(node("Newer", "n8n-nodes-base.respondToWebhook", 1.5, json!({})));
+    assert_eq!(node_name, "Newer");
+    assert_eq!(message, "typeVersion 1.5 of n8n-nodes-base.respondToWebhook is not supported by this engine (supported: 1, 1.1, 1.2, 1.3)");
+    let (_, message) = refused(node("Files", "n8n-nodes-base.compression", 1.1, json!({ "operation": "compress", "outputFormat": "tar" })));
+    assert_eq!(message, "Not supported by this engine: tar archives (n8n-nodes-base.compression)");
+    let (_, message) = refused(node("Sheet", "n8n-nodes-base.extractFromFile", 1.0, json!({ "operation": "xlsx", "options": { "rawData": false } })));
+    assert_eq!(message, "Not supported by this engine: formatted cell values (option rawData off) (n8n-nodes-base.extractFromFile)");
+    let mut parked = node("Parked", "n8n-nodes-base.crypto", 2.0, json!({ "action": "encrypt" }));
+    parked["disabled"] = json!(true);
+    let graph = Graph::from_json(&chain(vec![trigger(), parked])).unwrap();
+    let (st, _) = Engine::new(EngineSettings::default(), Host::default()).run(&graph, RunOptions::default()).unwrap();
+    assert_eq!(st.status, ExecutionStatus::Success, "{:?}", st.error);
+}
+
 #[test]
 fn unknown_node_type_fails_validation_with_its_name() {
     let wf = chain(vec![trigger(), node("Mystery", "n8n-nodes-base.doesNotExist", 1.0, json!({}))]);

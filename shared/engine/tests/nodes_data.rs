@@ -77,13 +77,14 @@ const LIMIT: &str = "n8n-nodes-base.limit";
 const DEDUPE: &str = "n8n-nodes-base.removeDuplicates";
 const ITEM_LISTS: &str = "n8n-nodes-base.itemLists";
 
-fn emails() -> Value {
+/// Parcels at three depots (first seen: Leeds, Hull, York).
+fn parcels() -> Value {
     json!([
-        { "email": "Grant.Goyette@hotmail.com", "confirmed": true, "domain": "hotmail.com" },
-        { "email": "Ian_Schroeder@yahoo.com", "confirmed": false, "domain": "yahoo.com" },
-        { "email": "Jerome83@yahoo.com", "confirmed": false, "domain": "yahoo.com" },
-        { "email": "Marie55@gmail.com", "confirmed": false, "domain": "gmail.com" },
-        { "email": "Rene78@yahoo.com", "confirmed": true, "domain": "yahoo.com" },
+        { "parcel": "P-17", "weight": 2.5, "depot": "Leeds" },
+        { "parcel": "P-03", "weight": 0.4, "depot": "Hull" },
+        { "parcel": "P-22", "weight": 7, "depot": "Leeds" },
+        { "parcel": "P-09", "weight": 1.1, "depot": "York" },
+        { "parcel": "P-11", "weight": 3, "depot": "Hull" },
     ])
 }
 
@@ -126,34 +127,57 @@ fn aggregate_all_item_data_with_include_and_exclude() {
     assert_eq!(ok(AGGREGATE, 1.0, except, input), [json!({ "data": [{ "a": 1 }, { "c": 4 }] })]);
 }
 
-/// n8n's Aggregate/test/workflow.groupby.json (commit 54ae0ef5db63).
+/// Group By in each aggregation mode: one item per group value, in the
+/// order the values are first seen, the group field first.
 #[test]
-fn aggregate_group_by_fields() {
-    let all = ok(AGGREGATE, 1.0, json!({ "aggregate": "aggregateAllItemData", "options": { "groupByFields": "domain" } }), emails());
-    assert_eq!(all.len(), 3);
-    assert_eq!(all[0], json!({ "domain": "hotmail.com", "data": [{ "email": "Grant.Goyette@hotmail.com", "confirmed": true, "domain": "hotmail.com" }] }));
-    assert_eq!(all[1]["domain"], "yahoo.com");
-    assert_eq!(all[1]["data"].as_array().map(Vec::len), Some(3));
-    assert_eq!(all[2]["domain"], "gmail.com");
-    let fields = json!({ "fieldsToAggregate": { "fieldToAggregate": [{ "fieldToAggregate": "email" }, { "fieldToAggregate": "confirmed", "renameField": true, "outputFieldName": "confirmStatus" }] }, "options": { "groupByFields": "domain" } });
+fn aggregate_group_by_fields_in_every_mode() {
+    let group = |mut params: Value| {
+        params["options"] = json!({ "groupByFields": "depot" });
+        ok(AGGREGATE, 1.0, params, parcels())
+    };
     assert_eq!(
-        ok(AGGREGATE, 1.0, fields, emails()),
+        group(json!({ "aggregate": "aggregateAllItemData" })),
         [
-            json!({ "domain": "hotmail.com", "email": ["Grant.Goyette@hotmail.com"], "confirmStatus": [true] }),
-            json!({ "domain": "yahoo.com", "email": ["Ian_Schroeder@yahoo.com", "Jerome83@yahoo.com", "Rene78@yahoo.com"], "confirmStatus": [false, false, true] }),
-            json!({ "domain": "gmail.com", "email": ["Marie55@gmail.com"], "confirmStatus": [false] }),
+            json!({ "depot": "Leeds", "data": [{ "parcel": "P-17", "weight": 2.5, "depot": "Leeds" }, { "parcel": "P-22", "weight": 7, "depot": "Leeds" }] }),
+            json!({ "depot": "Hull", "data": [{ "parcel": "P-03", "weight": 0.4, "depot": "Hull" }, { "parcel": "P-11", "weight": 3, "depot": "Hull" }] }),
+            json!({ "depot": "York", "data": [{ "parcel": "P-09", "weight": 1.1, "depot": "York" }] }),
         ]
     );
-    let except = json!({ "aggregate": "aggregateAllItemData", "destinationFieldName": "items", "include": "allFieldsExcept", "fieldsToExclude": "domain", "options": { "groupByFields": "domain" } });
-    assert_eq!(ok(AGGREGATE, 1.0, except, emails())[2], json!({ "domain": "gmail.com", "items": [{ "email": "Marie55@gmail.com", "confirmed": false }] }));
+    let fields = json!({ "fieldsToAggregate": { "fieldToAggregate": [{ "fieldToAggregate": "parcel" }, { "fieldToAggregate": "weight", "renameField": true, "outputFieldName": "weights" }] } });
+    assert_eq!(
+        group(fields),
+        [
+            json!({ "depot": "Leeds", "parcel": ["P-17", "P-22"], "weights": [2.5, 7] }),
+            json!({ "depot": "Hull", "parcel": ["P-03", "P-11"], "weights": [0.4, 3] }),
+            json!({ "depot": "York", "parcel": ["P-09"], "weights": [1.1] }),
+        ]
+    );
+    let selected = json!({ "aggregate": "aggregateAllItemData", "destinationFieldName": "parcels", "include": "specifiedFields", "fieldsToInclude": "parcel, weight" });
+    assert_eq!(
+        group(selected),
+        [
+            json!({ "depot": "Leeds", "parcels": [{ "parcel": "P-17", "weight": 2.5 }, { "parcel": "P-22", "weight": 7 }] }),
+            json!({ "depot": "Hull", "parcels": [{ "parcel": "P-03", "weight": 0.4 }, { "parcel": "P-11", "weight": 3 }] }),
+            json!({ "depot": "York", "parcels": [{ "parcel": "P-09", "weight": 1.1 }] }),
+        ]
+    );
+    let except = json!({ "aggregate": "aggregateAllItemData", "destinationFieldName": "items", "include": "allFieldsExcept", "fieldsToExclude": "depot" });
+    assert_eq!(
+        group(except),
+        [
+            json!({ "depot": "Leeds", "items": [{ "parcel": "P-17", "weight": 2.5 }, { "parcel": "P-22", "weight": 7 }] }),
+            json!({ "depot": "Hull", "items": [{ "parcel": "P-03", "weight": 0.4 }, { "parcel": "P-11", "weight": 3 }] }),
+            json!({ "depot": "York", "items": [{ "parcel": "P-09", "weight": 1.1 }] }),
+        ]
+    );
 }
 
 #[test]
 fn aggregate_group_by_conflicts_and_non_scalars() {
-    let conflict = json!({ "fieldsToAggregate": { "fieldToAggregate": [{ "fieldToAggregate": "email", "renameField": true, "outputFieldName": "domain" }] }, "options": { "groupByFields": "domain" } });
-    assert_eq!(err(AGGREGATE, 1.0, conflict, emails()), "The output field 'domain' conflicts with a Group By field 'domain'");
-    let dest = json!({ "aggregate": "aggregateAllItemData", "destinationFieldName": "domain", "options": { "groupByFields": "domain" } });
-    assert_eq!(err(AGGREGATE, 1.0, dest, emails()), "The destination field 'domain' conflicts with a Group By field 'domain'");
+    let conflict = json!({ "fieldsToAggregate": { "fieldToAggregate": [{ "fieldToAggregate": "parcel", "renameField": true, "outputFieldName": "depot" }] }, "options": { "groupByFields": "depot" } });
+    assert_eq!(err(AGGREGATE, 1.0, conflict, parcels()), "The output field 'depot' conflicts with a Group By field 'depot'");
+    let dest = json!({ "aggregate": "aggregateAllItemData", "destinationFieldName": "depot", "options": { "groupByFields": "depot" } });
+    assert_eq!(err(AGGREGATE, 1.0, dest, parcels()), "The destination field 'depot' conflicts with a Group By field 'depot'");
     let object = json!({ "aggregate": "aggregateAllItemData", "options": { "groupByFields": "user" } });
     assert_eq!(err(AGGREGATE, 1.0, object, json!([{ "user": { "name": "J" } }])), "Field \"user\" has a non-scalar value which cannot be used for grouping.");
 }
@@ -164,18 +188,110 @@ fn summarize(values: Value, split: &str, options: Value) -> Value {
     json!({ "fieldsToSummarize": { "values": values }, "fieldsToSplitBy": split, "options": options })
 }
 
-/// n8n's Summarize/test/workflow.summarize_countWithEmpty.json (commit a096ec092b2d).
+/// Counting leaves out `undefined`, `null` and `""` unless `includeEmpty`
+/// (then every item counts, and each kind of empty is one unique value);
+/// `0` is a value.
 #[test]
 fn summarize_counts_with_and_without_empty_values() {
-    let reviews = json!([{ "review": "Great product!" }, { "review": "" }, { "review": null }, { "review": null }, { "review": "Bad product" }, {}, {}]);
-    let one = |agg: &str, include_empty: bool| ok(SUMMARIZE, 1.1, summarize(json!([{ "aggregation": agg, "field": "review", "includeEmpty": include_empty }]), "", json!({})), reviews.clone());
-    assert_eq!(one("count", false), [json!({ "count_review": 2 })]);
-    assert_eq!(one("countUnique", false), [json!({ "unique_count_review": 2 })]);
-    assert_eq!(one("count", true), [json!({ "count_review": 7 })]);
-    assert_eq!(one("countUnique", true), [json!({ "unique_count_review": 5 })]);
+    let notes = json!([{ "note": "late" }, { "note": "" }, { "note": null }, { "note": "late" }, {}, { "note": null }, { "note": "on time" }, { "note": "" }]);
+    let one = |agg: &str, include_empty: bool| ok(SUMMARIZE, 1.1, summarize(json!([{ "aggregation": agg, "field": "note", "includeEmpty": include_empty }]), "", json!({})), notes.clone());
+    assert_eq!(one("count", false), [json!({ "count_note": 3 })]);
+    assert_eq!(one("countUnique", false), [json!({ "unique_count_note": 2 })]);
+    assert_eq!(one("count", true), [json!({ "count_note": 8 })]);
+    // late, "", null, undefined, on time
+    assert_eq!(one("countUnique", true), [json!({ "unique_count_note": 5 })]);
+
+    // Two fields of one item set, each counted on its own.
+    let loads = json!([{ "site": "A", "load": 10 }, { "site": "B", "load": null }, { "site": "A", "load": 0 }, { "site": "", "load": 30 }, { "site": "C" }, { "site": "", "load": "" }, { "site": "D", "load": 40 }]);
+    let two = |site: &str, include_empty: bool| {
+        let values = json!([{ "aggregation": site, "field": "site", "includeEmpty": include_empty }, { "aggregation": "count", "field": "load", "includeEmpty": include_empty }]);
+        ok(SUMMARIZE, 1.1, summarize(values, "", json!({})), loads.clone())
+    };
+    assert_eq!(two("count", false), [json!({ "count_site": 5, "count_load": 4 })]);
+    assert_eq!(two("countUnique", false), [json!({ "unique_count_site": 4, "count_load": 4 })]);
+    assert_eq!(two("count", true), [json!({ "count_site": 7, "count_load": 7 })]);
+    assert_eq!(two("countUnique", true), [json!({ "unique_count_site": 5, "count_load": 7 })]);
+
     // Item Lists' older summarize always leaves empty values out of counts.
-    let legacy = ok(ITEM_LISTS, 3.0, json!({ "operation": "summarize", "fieldsToSummarize": { "values": [{ "field": "review", "includeEmpty": true }] } }), reviews);
-    assert_eq!(legacy, [json!({ "count_review": 2 })]);
+    let legacy = ok(ITEM_LISTS, 3.0, json!({ "operation": "summarize", "fieldsToSummarize": { "values": [{ "field": "note", "includeEmpty": true }] } }), notes);
+    assert_eq!(legacy, [json!({ "count_note": 3 })]);
+}
+
+/// Deliveries by zone and van; the first has a literal dotted key beside the nested one.
+fn deliveries() -> Value {
+    json!([
+        { "zone": "east", "van": "V1", "driver": "kim", "stops": 4, "meta.shift": "early", "meta": { "shift": "early" } },
+        { "zone": "west", "van": "V2", "driver": "lee", "stops": 9, "meta": { "shift": "late" } },
+        { "zone": "east", "van": "V2", "driver": "kim", "stops": 2 },
+        { "zone": "north", "van": "V1", "driver": "ray", "stops": 6, "meta": { "shift": "night" } },
+        { "zone": "west", "van": "V2", "driver": "sam", "stops": 1 },
+        { "zone": "east", "van": "V1", "driver": "ada", "stops": 5 },
+        { "zone": "east", "van": "V1", "driver": "kim", "stops": 3 },
+    ])
+}
+
+/// Split by two fields: groups nest (by zone in first-seen order, then by
+/// van within the zone), as Summarize 1 and Item Lists 1 both do; the single
+/// item output nests the summaries under the values.
+#[test]
+fn summarize_splits_by_several_fields_and_repeats_aggregations() {
+    let text = json!([
+        { "aggregation": "append", "field": "driver" },
+        { "field": "driver" },
+        { "aggregation": "countUnique", "field": "driver" },
+        { "aggregation": "concatenate", "field": "driver", "separateBy": ", " },
+    ]);
+    let groups = [
+        json!({ "zone": "east", "van": "V1", "appended_driver": ["kim", "ada", "kim"], "count_driver": 3, "unique_count_driver": 2, "concatenated_driver": "kim, ada, kim" }),
+        json!({ "zone": "east", "van": "V2", "appended_driver": ["kim"], "count_driver": 1, "unique_count_driver": 1, "concatenated_driver": "kim" }),
+        json!({ "zone": "west", "van": "V2", "appended_driver": ["lee", "sam"], "count_driver": 2, "unique_count_driver": 2, "concatenated_driver": "lee, sam" }),
+        json!({ "zone": "north", "van": "V1", "appended_driver": ["ray"], "count_driver": 1, "unique_count_driver": 1, "concatenated_driver": "ray" }),
+    ];
+    let single = json!({
+        "east": {
+            "V1": { "appended_driver": ["kim", "ada", "kim"], "count_driver": 3, "unique_count_driver": 2, "concatenated_driver": "kim, ada, kim" },
+            "V2": { "appended_driver": ["kim"], "count_driver": 1, "unique_count_driver": 1, "concatenated_driver": "kim" },
+        },
+        "west": { "V2": { "appended_driver": ["lee", "sam"], "count_driver": 2, "unique_count_driver": 2, "concatenated_driver": "lee, sam" } },
+        "north": { "V1": { "appended_driver": ["ray"], "count_driver": 1, "unique_count_driver": 1, "concatenated_driver": "ray" } },
+    });
+    let numbers = json!([
+        { "aggregation": "average", "field": "stops" },
+        { "aggregation": "max", "field": "stops" },
+        { "aggregation": "min", "field": "stops" },
+        { "aggregation": "max", "field": "stops" },
+        { "aggregation": "sum", "field": "stops" },
+        { "aggregation": "append", "field": "stops" },
+    ]);
+    let by_zone = [
+        json!({ "zone": "east", "average_stops": 3.5, "max_stops": 5, "min_stops": 2, "sum_stops": 14, "appended_stops": [4, 2, 5, 3] }),
+        json!({ "zone": "west", "average_stops": 5, "max_stops": 9, "min_stops": 1, "sum_stops": 10, "appended_stops": [9, 1] }),
+        json!({ "zone": "north", "average_stops": 6, "max_stops": 6, "min_stops": 6, "sum_stops": 6, "appended_stops": [6] }),
+    ];
+    for ty in [SUMMARIZE, ITEM_LISTS] {
+        let params = |mut p: Value| {
+            if ty == ITEM_LISTS {
+                p["operation"] = json!("summarize");
+            }
+            p
+        };
+        assert_eq!(ok(ty, 1.0, params(summarize(text.clone(), "zone, van", json!({}))), deliveries()), groups, "{ty}");
+        assert_eq!(ok(ty, 1.0, params(summarize(text.clone(), "zone, van", json!({ "outputFormat": "singleItem" }))), deliveries()), [single.clone()], "{ty}");
+        // The same aggregation twice gives one field.
+        assert_eq!(ok(ty, 1.0, params(summarize(numbers.clone(), "zone", json!({}))), deliveries()), by_zone, "{ty}");
+    }
+    // A third of 10 keeps JavaScript's double.
+    let thirds = ok(SUMMARIZE, 1.0, summarize(json!([{ "aggregation": "average", "field": "n" }]), "", json!({})), json!([{ "n": 1 }, { "n": 4 }, { "n": 5 }]));
+    assert_eq!(thirds, [json!({ "average_n": 3.3333333333333335 })]);
+}
+
+/// 1.1: a dotted field is a path unless dot notation is disabled, then the
+/// literal key; the output name is the field's with `.` as `_` either way.
+#[test]
+fn summarize_dotted_fields_with_and_without_dot_notation() {
+    let values = json!([{ "aggregation": "append", "field": "meta.shift" }]);
+    assert_eq!(ok(SUMMARIZE, 1.1, summarize(values.clone(), "", json!({})), deliveries()), [json!({ "appended_meta_shift": ["early", "late", "night"] })]);
+    assert_eq!(ok(SUMMARIZE, 1.1, summarize(values, "", json!({ "disableDotNotation": true })), deliveries()), [json!({ "appended_meta_shift": ["early"] })]);
 }
 
 #[test]
@@ -251,6 +367,22 @@ fn summarize_missing_field_is_an_error_only_in_version_1() {
 
 fn split_input() -> Value {
     json!([{ "data": [{ "id": 1, "char": "a" }, { "id": 2, "char": "b" }], "list": ["x", "y"], "obj": { "p": 1, "q": 2 }, "tag": "t" }])
+}
+
+/// The fields to include may come as a list; with other fields an object
+/// entry stays under the field's name (alone, its keys become the item's); a
+/// destination renames the split field; with all other fields a dotted
+/// destination is a path in the new entry, which replaces the item's field of
+/// that name (`{...item, ...entry}`), and the split field itself is left out.
+#[test]
+fn split_out_listed_fields_and_destination_names() {
+    let input = json!([{ "rows": [{ "n": 1 }, { "n": 2 }], "meta": { "src": "a" }, "owner": "ops" }]);
+    let listed = ok(SPLIT_OUT, 1.0, json!({ "fieldToSplitOut": "rows", "include": "selectedOtherFields", "fieldsToInclude": ["owner"], "options": {} }), input.clone());
+    assert_eq!(listed, [json!({ "owner": "ops", "rows": { "n": 1 } }), json!({ "owner": "ops", "rows": { "n": 2 } })]);
+    let renamed = ok(SPLIT_OUT, 1.0, json!({ "fieldToSplitOut": "rows", "options": { "destinationFieldName": "row" } }), input.clone());
+    assert_eq!(renamed, [json!({ "row": { "n": 1 } }), json!({ "row": { "n": 2 } })]);
+    let nested = ok(SPLIT_OUT, 1.0, json!({ "fieldToSplitOut": "rows", "include": "allOtherFields", "options": { "destinationFieldName": "meta.row" } }), input);
+    assert_eq!(nested[1], json!({ "meta": { "row": { "n": 2 } }, "owner": "ops" }));
 }
 
 #[test]
@@ -579,9 +711,10 @@ fn crypto_failed_items_per_version() {
 
 const MARKDOWN: &str = "n8n-nodes-base.markdown";
 
-/// The page of n8n's Markdown/test/node/workflow.markdown.json (commit c633bd7abbf0).
-const EXAMPLE_PAGE: &str = "<!doctype html> <html> <head> <title>Example Domain</title> <meta charset=\"utf-8\" /> <meta http-equiv=\"Content-type\" content=\"text/html; charset=utf-8\" /> <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\" /> <style type=\"text/css\"> body { background-color: #f0f0f2; margin: 0; padding: 0; font-family: -apple-system, system-ui, BlinkMacSystemFont, \"Segoe UI\", \"Open Sans\", \"Helvetica Neue\", Helvetica, Arial, sans-serif; } div { width: 600px; margin: 5em auto; padding: 2em; background-color: #fdfdff; border-radius: 0.5em; box-shadow: 2px 3px 7px 2px rgba(0,0,0,0.02); } a:link, a:visited { color: #38488f; text-decoration: none; } @media (max-width: 700px) { div { margin: 0 auto; width: auto; } } </style> </head> <body> <div> <h1>Example Domain</h1> <p>This domain is for use in illustrative examples in documents. You may use this domain in literature without prior coordination or asking for permission.</p> <p><a href=\"https://www.iana.org/domains/example\">More information...</a></p> </div> </body> </html>";
-const EXAMPLE_TEXT: &str = "This domain is for use in illustrative examples in documents. You may use this domain in literature without prior coordination or asking for permission.";
+/// A small page of ours, written as a single line the way a web page often
+/// arrives: head (title, metadata, a style sheet), then a heading, text and a link.
+const CLUB_PAGE: &str = "<!doctype html> <html> <head> <title>Riverside Chess Club</title> <meta charset=\"utf-8\" /> <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\" /> <style type=\"text/css\"> body { margin: 0; font-family: Georgia, serif; } h1 { color: #224; } @media (max-width: 600px) { body { margin: 1em; } } </style> </head> <body> <div> <h1>Riverside Chess Club</h1> <p>We meet every Tuesday evening in the library annex; beginners and visitors are always welcome.</p> <p><a href=\"https://chess.example.org/join\">Join us...</a></p> </div> </body> </html>";
+const CLUB_TEXT: &str = "We meet every Tuesday evening in the library annex; beginners and visitors are always welcome.";
 
 fn to_markdown(html: &str, options: Value) -> String {
     let out = ok(MARKDOWN, 1.0, json!({ "html": "={{ $json.data }}", "options": options }), json!([{ "data": html }]));
@@ -593,16 +726,18 @@ fn to_html(md: &str, options: Value) -> String {
     out[0]["data"].as_str().unwrap_or_default().to_string()
 }
 
+/// A whole page to Markdown (head dropped; block elements cannot be ignored,
+/// as the library sets block translators after ignored ones; text
+/// replacement after conversion) and back to HTML (showdown's header ids and
+/// ellipsis, and its complete document).
 #[test]
-fn markdown_from_html_as_n8n_test_workflow() {
-    let expected = format!(" \n\n# Example Domain\n\n{EXAMPLE_TEXT}\n\n[More information...](https://www.iana.org/domains/example)");
-    assert_eq!(to_markdown(EXAMPLE_PAGE, json!({})), expected);
-    // Block elements cannot be ignored (the library sets block translators after ignored ones).
-    assert_eq!(to_markdown(EXAMPLE_PAGE, json!({ "ignore": "h1" })), expected);
-    let replaced = to_markdown(EXAMPLE_PAGE, json!({ "textReplace": { "values": [{ "pattern": "Example Domain", "replacement": "REPLACED" }] } }));
-    assert_eq!(replaced, expected.replace("# Example Domain", "# REPLACED"));
-    // To HTML: showdown's header ids and ellipsis, and its complete document.
-    let body = format!("<h1 id=\"exampledomain\">Example Domain</h1>\n<p>{EXAMPLE_TEXT}</p>\n<p><a href=\"https://www.iana.org/domains/example\">More information…</a></p>");
+fn markdown_round_trip_of_a_whole_page() {
+    let expected = format!(" \n\n# Riverside Chess Club\n\n{CLUB_TEXT}\n\n[Join us...](https://chess.example.org/join)");
+    assert_eq!(to_markdown(CLUB_PAGE, json!({})), expected);
+    assert_eq!(to_markdown(CLUB_PAGE, json!({ "ignore": "h1" })), expected);
+    let replaced = to_markdown(CLUB_PAGE, json!({ "textReplace": { "values": [{ "pattern": "Riverside Chess Club", "replacement": "RCC" }] } }));
+    assert_eq!(replaced, expected.replace("# Riverside Chess Club", "# RCC"));
+    let body = format!("<h1 id=\"riversidechessclub\">Riverside Chess Club</h1>\n<p>{CLUB_TEXT}</p>\n<p><a href=\"https://chess.example.org/join\">Join us…</a></p>");
     assert_eq!(to_html(&expected, json!({})), body);
     let doc = to_html(&expected, json!({ "completeHTMLDocument": true }));
     assert_eq!(doc, format!("<!DOCTYPE HTML>\n<html>\n<head>\n<meta charset=\"utf-8\">\n</head>\n<body>\n{body}\n</body>\n</html>"));
@@ -647,13 +782,20 @@ const COMPARE: &str = "n8n-nodes-base.compareDatasets";
 
 /// Input A and input B into node "N"; its four outputs.
 fn compare(version: f64, params: Value, a: Value, b: Value) -> [Vec<Value>; 4] {
+    let st = execute(&compare_workflow(version, params, a, b), Host::default());
+    assert_eq!(st.status, ExecutionStatus::Success, "{:?}", st.error);
+    [0, 1, 2, 3].map(|o| output(&st, "N", o))
+}
+
+/// Trigger → A (input A) and B (input B) → Compare Datasets "N".
+fn compare_workflow(version: f64, params: Value, a: Value, b: Value) -> Value {
     let nodes = vec![
         node("Trigger", "n8n-nodes-base.manualTrigger", 1.0, json!({})),
         node("A", "n8n-nodes-testing.testData", 1.0, json!({ "data": a })),
         node("B", "n8n-nodes-testing.testData", 1.0, json!({ "data": b })),
         node("N", COMPARE, version, params),
     ];
-    let wf = json!({
+    json!({
         "id": "wf-1",
         "nodes": nodes,
         "connections": {
@@ -662,10 +804,7 @@ fn compare(version: f64, params: Value, a: Value, b: Value) -> [Vec<Value>; 4] {
             "B": { "main": [[{ "node": "N", "type": "main", "index": 1 }]] },
         },
         "settings": { "executionOrder": "v1" },
-    });
-    let st = execute(&wf, Host::default());
-    assert_eq!(st.status, ExecutionStatus::Success, "{:?}", st.error);
-    [0, 1, 2, 3].map(|o| output(&st, "N", o))
+    })
 }
 
 #[test]
@@ -716,6 +855,47 @@ fn rename_keys_paths_and_regex() {
 }
 
 
+/// A current key written as a fixed expression (`=name`) is the name; a
+/// pair without a new key leaves the item alone; a dotted rename moves the
+/// value and leaves its emptied parent; a regex replacement renames keys at
+/// every depth by default (depth −1), and renames inside a key.
+#[test]
+fn rename_keys_fixed_expressions_missing_targets_and_top_level_regex() {
+    assert_eq!(ok(RENAME, 1.0, json!({ "keys": { "key": [{ "currentKey": "=qty", "newKey": "count" }] } }), json!([{ "qty": 0 }])), [json!({ "count": 0 })]);
+    let order = json!([{ "order": { "total": 12.5 }, "ref": "R-1" }]);
+    let moved = json!({ "keys": { "key": [{ "currentKey": "=order.total", "newKey": "sum.gross" }] } });
+    assert_eq!(ok(RENAME, 1.0, moved, order.clone()), [json!({ "order": {}, "ref": "R-1", "sum": { "gross": 12.5 } })]);
+    let no_target = json!({ "keys": { "key": [{ "currentKey": "=order.total" }] } });
+    assert_eq!(ok(RENAME, 1.0, no_target, order), [json!({ "order": { "total": 12.5 }, "ref": "R-1" })]);
+    let regex = json!({ "additionalOptions": { "regexReplacement": { "replacements": [{ "searchRegex": "ord", "replaceRegex": "purchase", "options": {} }] } } });
+    let nested = json!([{ "wrapper": { "order_id": 7 }, "order_id": 7 }]);
+    assert_eq!(ok(RENAME, 1.0, regex, nested), [json!({ "wrapper": { "purchaseer_id": 7 }, "purchaseer_id": 7 })]);
+}
+
+/// Match fields no item has: 2.2 takes that (with input B empty every A
+/// item is "In A only"); before 2.2 it is n8n's error, and a node that
+/// continues on fail passes input A on through its first output.
+#[test]
+fn compare_datasets_unknown_match_field_with_an_empty_input() {
+    let a = json!([{ "sku": "k1" }, { "sku": "k2" }, { "sku": "k3" }]);
+    let params = json!({ "mergeByFields": { "values": [{ "field1": "code", "field2": "code" }] }, "options": {} });
+    let a_items = a.as_array().cloned().unwrap_or_default();
+    let [only_a, same, different, only_b] = compare(2.2, params.clone(), a.clone(), json!([]));
+    assert_eq!(only_a, a_items);
+    assert!(same.is_empty() && different.is_empty() && only_b.is_empty());
+    let mut wf = compare_workflow(2.1, params.clone(), a.clone(), json!([]));
+    let st = execute(&wf, Host::default());
+    assert_eq!(st.error.map(|e| e.message).as_deref(), Some("Field 'code' is not present in any of items in 'Input A'"));
+    wf["nodes"][3]["continueOnFail"] = json!(true);
+    let st = execute(&wf, Host::default());
+    assert_eq!(st.status, ExecutionStatus::Success, "{:?}", st.error);
+    assert_eq!(output(&st, "N", 0), a_items);
+    // With both inputs filled, 2.2 does not ask for the field to exist: an
+    // item without it matches nothing.
+    let [only_a, same, _, only_b] = compare(2.2, params, a.clone(), json!([{ "sku": "k9" }]));
+    assert_eq!((only_a.len(), same.len(), only_b), (3, 0, vec![json!({ "sku": "k9" })]));
+}
+
 // ---- Date & Time ----------------------------------------------------------
 
 const DATE_TIME: &str = "n8n-nodes-base.dateTime";
@@ -752,6 +932,21 @@ fn date_time_2_luxon_operations_in_the_workflow_timezone() {
     let kept = run(json!({ "operation": "extractDate", "date": "={{ $json.d }}", "part": "year", "options": { "includeInputFields": true } }));
     assert_eq!(kept["datePart"], 2024);
     assert_eq!(kept["s"], "05/03/2024");
+}
+
+/// Format Date reads a number as epoch milliseconds when it is that large,
+/// else as seconds (fractions kept); without `includeInputFields` the item
+/// is only the output field.
+#[test]
+fn date_time_2_formats_epoch_numbers_with_and_without_the_input_fields() {
+    let stamps = json!([{ "ms": 1700000000123u64, "secondsWithFraction": 1700000000.123, "seconds": 1700000000, "label": "x" }]);
+    for field in ["ms", "secondsWithFraction", "seconds"] {
+        let params = |options: Value| json!({ "operation": "formatDate", "date": format!("={{{{ $json.{field} }}}}"), "format": "yyyy/MM/dd", "outputFieldName": "day", "options": options });
+        assert_eq!(in_new_york(2.0, params(json!({})), stamps.clone()), json!({ "day": "2023/11/14" }), "{field}");
+        let mut kept = stamps[0].clone();
+        kept["day"] = json!("2023/11/14");
+        assert_eq!(in_new_york(2.0, params(json!({ "includeInputFields": true })), stamps.clone()), kept, "{field}");
+    }
 }
 
 #[test]

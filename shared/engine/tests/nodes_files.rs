@@ -220,6 +220,41 @@ fn xlsx_round_trip() {
     assert_eq!(jsons(&st, "R"), vec![json!({ "x": "1", "y": "2" })]);
 }
 
+/// Spreadsheet File writes csv / xlsx / html named `spreadsheet.<format>`
+/// and reads them back: version 2 tells CSV by the file's type (read as
+/// text) and a workbook by its content; version 1 reads workbooks and HTML
+/// tables but refuses CSV (SheetJS's typed CSV reading); xls, ods and rtf are
+/// refused, xls being the writer's default.
+#[test]
+fn spreadsheet_file_reads_and_writes_per_version() {
+    let rows = json!([{ "sku": "A-1", "qty": 3 }, { "sku": "B-2", "qty": 10, "note": "rush" }]);
+    let write = |version: f64, format: &str| node("Write", "spreadsheetFile", version, json!({ "operation": "toFile", "fileFormat": format, "options": {} }));
+    let read = |version: f64, params: Value| node("Read", "spreadsheetFile", version, params);
+    let auto = json!({ "operation": "fromFile", "fileFormat": "autodetect", "options": {} });
+
+    let st = run(rows.clone(), vec![write(2.0, "csv"), read(2.0, auto.clone())]);
+    let (bytes, entry) = file(&st, "Write", "data");
+    assert_eq!((entry["fileName"].as_str(), entry["mimeType"].as_str()), (Some("spreadsheet.csv"), Some("text/csv")));
+    assert_eq!(String::from_utf8(bytes).unwrap_or_default(), "\u{feff}sku,qty,note\nA-1,3,\nB-2,10,rush");
+    // csv-parse keeps the BOM on the first header unless told to drop it; values stay text
+    let st = run(rows.clone(), vec![write(2.0, "csv"), read(2.0, json!({ "operation": "fromFile", "fileFormat": "csv", "options": { "enableBOM": true } }))]);
+    assert_eq!(jsons(&st, "Read"), vec![json!({ "sku": "A-1", "qty": "3" }), json!({ "sku": "B-2", "qty": "10", "note": "rush" })]);
+
+    for version in [1.0, 2.0] {
+        let st = run(rows.clone(), vec![write(version, "xlsx"), read(version, auto.clone())]);
+        assert_eq!(file(&st, "Write", "data").1["fileName"], "spreadsheet.xlsx");
+        assert_eq!(jsons(&st, "Read"), rows.as_array().cloned().unwrap_or_default(), "{version}");
+        let st = run(rows.clone(), vec![write(version, "html"), read(version, json!({ "operation": "fromFile", "options": { "headerRow": false } }))]);
+        assert_eq!(jsons(&st, "Read")[0], json!({ "row": ["sku", "qty", "note"] }), "{version}");
+    }
+    let st = run(rows.clone(), vec![write(1.0, "csv"), read(1.0, json!({ "operation": "fromFile", "options": {} }))]);
+    assert!(error(&st).starts_with("Spreadsheet File 1 reads CSV as SheetJS types it"), "{:?}", st.error);
+    let st = run(rows.clone(), vec![node("Write", "spreadsheetFile", 2.0, json!({ "operation": "toFile" }))]);
+    assert_eq!(error(&st), "Spreadsheet File: the 'xls' format is not supported by this engine (supported: csv, html, xlsx)");
+    let st = run(rows, vec![write(2.0, "xlsx"), read(2.0, json!({ "operation": "fromFile", "fileFormat": "ods" }))]);
+    assert_eq!(error(&st), "Spreadsheet File: the 'ods' format is not supported by this engine (supported: csv, html, xlsx)");
+}
+
 #[test]
 fn html_tables_both_ways() {
     let rows = json!([{ "id": 1, "name": "a <b>" }, { "id": 2, "name": "c" }]);
@@ -263,6 +298,97 @@ fn ical_events() {
     assert_eq!(file(&st, "Cal", "data").1["fileName"], "event.ics");
     let st = run(json!([{}]), vec![node("Cal", "convertToFile", 1.1, json!({ "operation": "iCal", "start": "soon", "end": "later" }))]);
     assert!(error(&st).contains("'Start' is not a valid date"));
+}
+
+/// The iCalendar node's Create Event File writes what Convert to File's
+/// iCal does: one file per item, the item's JSON left empty.
+#[test]
+fn icalendar_node_creates_event_files() {
+    let st = run(
+        json!([{ "who": "Dana" }, { "who": "Eli" }]),
+        vec![node("Cal", "iCal", 1.0, json!({
+            "operation": "createEventFile", "title": "=Review with {{ $json.who }}", "start": "2024-05-06T14:00:00Z", "end": "2024-05-06T15:00:00Z",
+            "binaryPropertyName": "invite", "additionalFields": { "uid": "rev-1", "status": "TENTATIVE", "busyStatus": "BUSY", "calName": "Team" } }))],
+    );
+    let out = items(&st, "Cal");
+    assert_eq!(out.len(), 2);
+    assert_eq!(Value::clone(&out[1].json), json!({}));
+    let (bytes, entry) = file(&st, "Cal", "invite");
+    assert_eq!((entry["fileName"].as_str(), entry["mimeType"].as_str()), (Some("event.ics"), Some("text/calendar")));
+    let ics = String::from_utf8(bytes).unwrap_or_default();
+    for line in ["X-WR-CALNAME:Team\r\n", "UID:rev-1\r\n", "SUMMARY:Review with Dana\r\n", "DTSTART:20240506T140000Z\r\n", "DTEND:20240506T150000Z\r\n", "STATUS:TENTATIVE\r\n", "X-MICROSOFT-CDO-BUSYSTATUS:BUSY\r\n"] {
+        assert!(ics.contains(line), "{line:?} in {ics}");
+    }
+    let st = run(json!([{}]), vec![node("Cal", "iCal", 1.0, json!({ "operation": "createEventFile", "start": "whenever", "end": "2024-05-06T15:00:00Z" }))]);
+    assert!(error(&st).contains("'Start' is not a valid date"));
+}
+
+/// Convert to/from binary data, JSON → file: the whole item (1: JSON's MIME
+/// type and no name; 1.1: named `file.json`), or one key (removed from the
+/// JSON unless kept), as raw text, or decoded from base64.
+#[test]
+fn move_binary_data_json_to_file() {
+    let order = json!([{ "order": { "id": 7, "lines": ["tea"] }, "note": "héllo", "img": "iVBORw0KGgo=" }]);
+    let st = run(order.clone(), vec![node("Move", "moveBinaryData", 1.0, json!({ "mode": "jsonToBinary", "options": {} }))]);
+    let (bytes, entry) = file(&st, "Move", "data");
+    assert_eq!(String::from_utf8(bytes).unwrap_or_default(), r#"{"order":{"id":7,"lines":["tea"]},"note":"héllo","img":"iVBORw0KGgo="}"#);
+    assert_eq!((entry["mimeType"].as_str(), entry.get("fileName")), (Some("application/json"), None));
+    assert_eq!(jsons(&st, "Move"), vec![json!({})]);
+    let st = run(order.clone(), vec![node("Move", "moveBinaryData", 1.1, json!({ "mode": "jsonToBinary", "options": {} }))]);
+    assert_eq!(file(&st, "Move", "data").1["fileName"], "file.json");
+
+    let one = json!({ "mode": "jsonToBinary", "convertAllData": false, "sourceKey": "order.lines", "destinationKey": "lines", "options": { "keepSource": false } });
+    let st = run(order.clone(), vec![node("Move", "moveBinaryData", 1.1, one)]);
+    assert_eq!(String::from_utf8(file(&st, "Move", "lines").0).unwrap_or_default(), r#"["tea"]"#);
+    assert_eq!(jsons(&st, "Move"), vec![json!({ "order": { "id": 7 }, "note": "héllo", "img": "iVBORw0KGgo=" })]);
+
+    let raw = json!({ "mode": "jsonToBinary", "convertAllData": false, "sourceKey": "note", "options": { "useRawData": true, "encoding": "latin1", "fileName": "note.txt", "keepSource": true } });
+    let st = run(order.clone(), vec![node("Move", "moveBinaryData", 1.1, raw)]);
+    let (bytes, entry) = file(&st, "Move", "data");
+    assert_eq!(bytes, b"h\xe9llo");
+    assert_eq!((entry["fileName"].as_str(), entry["mimeType"].as_str()), (Some("note.txt"), Some("text/plain")));
+    assert_eq!(jsons(&st, "Move")[0]["note"], "héllo");
+
+    let b64 = json!({ "mode": "jsonToBinary", "convertAllData": false, "sourceKey": "img", "options": { "dataIsBase64": true } });
+    let st = run(order.clone(), vec![node("Move", "moveBinaryData", 1.1, b64)]);
+    let (bytes, entry) = file(&st, "Move", "data");
+    assert_eq!(bytes, b"\x89PNG\r\n\x1a\n");
+    assert_eq!((entry["mimeType"].as_str(), entry["fileName"].as_str()), (Some("image/png"), Some("file.png")));
+    // a key the item lacks gives no item
+    let missing = json!({ "mode": "jsonToBinary", "convertAllData": false, "sourceKey": "nope", "options": {} });
+    assert!(items(&run(order, vec![node("Move", "moveBinaryData", 1.1, missing)]), "Move").is_empty());
+}
+
+/// Convert to/from binary data, file → JSON: the file's JSON as the item
+/// (the default), or its text / base64 / parsed JSON into one key of the
+/// item's JSON; the file is dropped unless kept; an item without it is skipped.
+#[test]
+fn move_binary_data_file_to_json() {
+    // the file `doc` holds the item's `t` as UTF-8 text
+    let make = || node("Make", "convertToFile", 1.1, json!({ "operation": "toText", "sourceProperty": "t", "binaryPropertyName": "doc", "options": {} }));
+    let input = json!([{ "t": "\u{feff}{\"city\":\"Oslo\",\"n\":3}" }]);
+    let all = json!({ "mode": "binaryToJson", "sourceKey": "doc", "options": {} });
+    let st = run(input.clone(), vec![make(), node("Move", "moveBinaryData", 1.1, all)]);
+    assert_eq!(jsons(&st, "Move"), vec![json!({ "city": "Oslo", "n": 3 })]);
+    assert!(items(&st, "Move")[0].binary.is_none(), "the file is moved, not copied");
+
+    let text = json!({ "mode": "binaryToJson", "setAllData": false, "sourceKey": "doc", "destinationKey": "raw.text", "options": { "stripBOM": false, "keepSource": true } });
+    let st = run(input.clone(), vec![make(), node("Move", "moveBinaryData", 1.0, text)]);
+    assert_eq!(jsons(&st, "Move")[0]["raw"]["text"], "\u{feff}{\"city\":\"Oslo\",\"n\":3}");
+    assert!(items(&st, "Move")[0].binary.as_ref().is_some_and(|b| b.get("doc").is_some()));
+
+    let parsed = json!({ "mode": "binaryToJson", "setAllData": false, "sourceKey": "doc", "destinationKey": "parsed", "options": { "jsonParse": true } });
+    let st = run(input.clone(), vec![make(), node("Move", "moveBinaryData", 1.1, parsed)]);
+    assert_eq!(jsons(&st, "Move")[0]["parsed"], json!({ "city": "Oslo", "n": 3 }));
+
+    let b64 = json!({ "mode": "binaryToJson", "setAllData": false, "sourceKey": "doc", "destinationKey": "b", "options": { "keepAsBase64": true } });
+    let st = run(json!([{ "t": "hi" }]), vec![make(), node("Move", "moveBinaryData", 1.1, b64)]);
+    assert_eq!(jsons(&st, "Move")[0]["b"], "aGk=");
+
+    let elsewhere = json!({ "mode": "binaryToJson", "sourceKey": "other", "options": {} });
+    assert!(items(&run(input.clone(), vec![make(), node("Move", "moveBinaryData", 1.1, elsewhere)]), "Move").is_empty());
+    let broken = json!({ "mode": "binaryToJson", "sourceKey": "doc", "options": {} });
+    assert!(error(&run(json!([{ "t": "not json" }]), vec![make(), node("Move", "moveBinaryData", 1.1, broken)])).starts_with("The data is not valid JSON"));
 }
 
 #[test]

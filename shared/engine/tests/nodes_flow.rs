@@ -218,6 +218,20 @@ fn code_cannot_change_the_items_of_the_node_before_it() {
     assert_eq!(out(&st, "Data", 0), vec![json!({ "a": 1 }), json!({ "a": 2 })]);
 }
 
+/// Two Code nodes in a row each change the items they got and hand them back
+/// after a timer: the first node's output keeps its own value.
+#[test]
+fn code_async_results_are_each_nodes_own() {
+    let step = |name: &str, stage: i64| {
+        let js = format!("for (const item of $input.all()) {{ item.json.stage = {stage}; }}\nreturn new Promise((resolve) => setTimeout(() => resolve($input.all()), 50));");
+        node(name, "n8n-nodes-base.code", 1.0, json!({ "jsCode": js }))
+    };
+    let st = run(&chain(vec![trigger(), step("First", 1), step("Second", 2)]));
+    assert_eq!(st.status, ExecutionStatus::Success, "{}", error_message(&st));
+    assert_eq!(out(&st, "First", 0), vec![json!({ "stage": 1 })]);
+    assert_eq!(out(&st, "Second", 0), vec![json!({ "stage": 2 })]);
+}
+
 #[test]
 fn code_console_output_is_kept_with_the_run() {
     let st = run(&chain(vec![trigger(), all("console.log('hello', {a: 1}); return [];")]));
@@ -492,6 +506,31 @@ fn http_errors_read_like_n8n_and_continue_on_fail_keeps_the_error() {
     assert_eq!(error_message(&st), "Proxies are not supported by this engine");
 }
 
+/// Version 3 sends the method asked for, a PUT with its body parameters as
+/// JSON and a DELETE without a body; the JSON answer is the item.
+#[test]
+fn http_v3_put_and_delete() {
+    let base = http_server();
+    let put = http_out(http_node(3.0, json!({ "method": "PUT", "url": format!("{base}/echo"), "sendBody": true, "bodyParameters": { "parameters": [{ "name": "owner", "value": "17" }] }, "options": {} })));
+    assert_eq!((put[0]["method"].as_str(), put[0]["headers"]["content-type"].as_str()), (Some("PUT"), Some("application/json")));
+    assert_eq!(serde_json::from_str::<Value>(put[0]["body"].as_str().unwrap_or("")).ok(), Some(json!({ "owner": "17" })));
+    let delete = http_out(http_node(3.0, json!({ "method": "DELETE", "url": format!("{base}/echo"), "options": {} })));
+    assert_eq!((delete[0]["method"].as_str(), delete[0]["body"].as_str()), (Some("DELETE"), Some("")));
+}
+
+/// A JSON body that does not parse fails before any request; with the
+/// error output the item goes there as `{error}` (n8n's wording).
+#[test]
+fn http_invalid_json_body_goes_to_the_error_output() {
+    let base = http_server();
+    let mut h = http_node(4.2, json!({ "method": "POST", "url": format!("{base}/echo"), "sendBody": true, "specifyBody": "json", "jsonBody": "{\n  \"q\": \"abc\",\n}", "options": {} }));
+    h["onError"] = json!("continueErrorOutput");
+    let st = run_http(h, json!({}));
+    assert_eq!(st.status, ExecutionStatus::Success, "{}", error_message(&st));
+    assert!(out(&st, "HTTP", 0).is_empty());
+    assert_eq!(out(&st, "HTTP", 1), vec![json!({ "error": "JSON parameter needs to be valid JSON" })]);
+}
+
 #[test]
 fn http_redirects_per_version_and_option() {
     let base = http_server();
@@ -722,6 +761,69 @@ fn merge_by_position_and_all_combinations() {
     let mx = merged(2.0, json!({ "mode": "combine", "combinationMode": "multiplex", "options": { "clashHandling": { "values": { "resolveClash": "preferInput1" } } } }), a.clone(), b.clone());
     assert_eq!(mx[0], json!({ "k": 1, "a": "x", "b": true }));
     assert_eq!(mx[1], json!({ "k": 2, "a": "y", "b": true }), "input 2 becomes the outer loop");
+}
+
+/// Version 2 by position: suffixes on every clashing field, input 1 or 2
+/// preferred, unpaired items of the longer input kept on request; all
+/// combinations with the same clash handling.
+#[test]
+fn merge_v2_clash_handling_by_position_and_all_combinations() {
+    let a = json!([{ "sku": 1, "colour": "red", "from": "a" }, { "sku": 2, "colour": "blue", "from": "a" }]);
+    let b = json!([{ "sku": 1, "colour": "pink", "from": "b" }, { "sku": 2, "colour": "navy", "from": "b" }, { "sku": 3, "colour": "teal", "from": "b" }]);
+    let by = |mode: &str, options: Value| merged(2.0, json!({ "mode": "combine", "combinationMode": mode, "options": options }), a.clone(), b.clone());
+    let clash = |resolve: &str| json!({ "clashHandling": { "values": { "resolveClash": resolve } } });
+    assert_eq!(
+        by("mergeByPosition", clash("addSuffix")),
+        vec![
+            json!({ "sku_1": 1, "colour_1": "red", "from_1": "a", "sku_2": 1, "colour_2": "pink", "from_2": "b" }),
+            json!({ "sku_1": 2, "colour_1": "blue", "from_1": "a", "sku_2": 2, "colour_2": "navy", "from_2": "b" }),
+        ]
+    );
+    assert_eq!(by("mergeByPosition", clash("preferInput1")), vec![json!({ "sku": 1, "colour": "red", "from": "a" }), json!({ "sku": 2, "colour": "blue", "from": "a" })]);
+    let mut unpaired = clash("preferInput2");
+    unpaired["includeUnpaired"] = json!(true);
+    assert_eq!(by("mergeByPosition", unpaired), b.as_array().cloned().unwrap_or_default());
+    let all = by("multiplex", clash("addSuffix"));
+    assert_eq!(all.len(), 6);
+    assert_eq!(all[1], json!({ "sku_1": 1, "colour_1": "red", "from_1": "a", "sku_2": 2, "colour_2": "navy", "from_2": "b" }));
+    let preferred = by("multiplex", clash("preferInput2"));
+    assert_eq!(preferred.iter().map(|i| i["colour"].clone()).collect::<Vec<_>>(), vec![json!("pink"), json!("navy"), json!("teal"), json!("pink"), json!("navy"), json!("teal")]);
+}
+
+/// Keep non-matches when one input is empty (the empty one a Code node that
+/// returns nothing): the other input's items for "both" and for the other
+/// input; asking for the empty input's items gives one empty item.
+#[test]
+fn merge_v2_keep_non_matches_with_an_empty_input() {
+    let people = json!([{ "id": 1, "name": "Ann" }, { "id": 2, "name": "Bo" }]);
+    let run_with_empty = |empty_is_first: bool, from: Option<&str>, always: bool| {
+        let mut p = json!({ "mode": "combine", "mergeByFields": { "values": [{ "field1": "id", "field2": "id" }] }, "joinMode": "keepNonMatches", "options": {} });
+        if let Some(f) = from {
+            p["outputDataFrom"] = json!(f);
+        }
+        let mut wf = merge_wf(2.1, p, people.clone(), people.clone());
+        let empty = if empty_is_first { "In1" } else { "In2" };
+        for n in wf["nodes"].as_array_mut().into_iter().flatten() {
+            if n["name"] == empty {
+                *n = node(empty, "n8n-nodes-base.code", 2.0, json!({ "jsCode": "return [];" }));
+            }
+            if n["name"] == "Merge" {
+                n["alwaysOutputData"] = json!(always);
+            }
+        }
+        let st = run(&wf);
+        assert_eq!(st.status, ExecutionStatus::Success, "{}", error_message(&st));
+        out(&st, "Merge", 0)
+    };
+    let all = people.as_array().cloned().unwrap_or_default();
+    assert_eq!(run_with_empty(false, None, false), all);
+    assert_eq!(run_with_empty(true, None, false), all);
+    assert_eq!(run_with_empty(false, Some("input1"), false), all);
+    assert_eq!(run_with_empty(true, Some("input2"), true), all);
+    assert!(run_with_empty(true, Some("input1"), false).is_empty());
+    assert!(run_with_empty(false, Some("input2"), false).is_empty());
+    assert_eq!(run_with_empty(true, Some("input1"), true), vec![json!({})]);
+    assert_eq!(run_with_empty(false, Some("input2"), true), vec![json!({})]);
 }
 
 #[test]

@@ -157,6 +157,12 @@ pub fn validate(wf: &Value, check_expressions: bool) -> Report {
             continue;
         };
         check_parameters(&mut r, name, desc, pmap, node.get("typeVersion").and_then(Value::as_f64));
+        // the version itself is judged above
+        let disabled = node.get("disabled").and_then(Value::as_bool).unwrap_or(false);
+        let version = node.get("typeVersion").and_then(Value::as_f64).filter(|v| !disabled && desc.versions().contains(v));
+        if let Some(message) = version.and_then(|v| engine::nodes::unsupported::refusal(ty, v, &params)) {
+            r.error("UNSUPPORTED_PARAMETER", Category::Parameters, Some(name), None, message);
+        }
         if ty == "n8n-nodes-base.httpRequest" {
             check_secret_headers(&mut r, name, &params);
         }
@@ -620,6 +626,25 @@ mod tests {
         assert!(all.contains("node \"Check\", parameter looseTypeValidation: must be a boolean"), "{all}");
         assert!(all.contains("connects output 1"), "{all}");
         assert!(all.contains("a trigger, which has no inputs"), "{all}");
+    }
+
+    /// What the engine does not implement blocks the save: a version the
+    /// catalog lacks, a parameter value on the engine's refusal list.
+    #[test]
+    fn unsupported_versions_and_values_are_errors() {
+        let w = wf(
+            json!([
+                {"name": "Start", "type": "n8n-nodes-base.manualTrigger", "typeVersion": 1, "position": [0, 0]},
+                {"name": "Newer", "type": "n8n-nodes-base.httpRequest", "typeVersion": 4.5, "position": [0, 0], "parameters": {"url": "https://a.example"}},
+                {"name": "Dav", "type": "n8n-nodes-base.httpRequest", "typeVersion": 4.2, "position": [0, 0], "parameters": {"url": "https://a.example", "method": "PROPFIND"}},
+                {"name": "Seal", "type": "n8n-nodes-base.crypto", "typeVersion": 2, "position": [0, 0], "parameters": {"action": "encrypt"}}
+            ]),
+            json!({"Start": {"main": [[{"node": "Newer", "type": "main", "index": 0}, {"node": "Dav", "type": "main", "index": 0}, {"node": "Seal", "type": "main", "index": 0}]]}}),
+        );
+        let all = validate(&w, false).errors().join("\n");
+        assert!(all.contains("node \"Newer\"") && all.contains("typeVersion 4.5 is not supported"), "{all}");
+        assert!(all.contains("Not supported by this engine: WebDAV methods (n8n-nodes-base.httpRequest)"), "{all}");
+        assert!(all.contains("Not supported by this engine: encryption and decryption (n8n-nodes-base.crypto)"), "{all}");
     }
 
     #[test]

@@ -20,14 +20,7 @@ pub fn execute(ctx: &mut NodeContext<'_>) -> Result<NodeOutput> {
                 "Convert to File: the '{op}' format is not supported by this engine (supported: csv, html, xlsx, toJson, toText, toBinary)"
             )))
         }
-        "iCal" => each_item(ctx, &input, |ctx, _item, i, out| {
-            let prop = ctx.param_str("binaryPropertyName", i, "data")?;
-            let fields = ctx.param("additionalFields", i, json!({}))?;
-            let ics = ical(ctx, i, &fields)?;
-            let name = fields.get("fileName").and_then(Value::as_str).filter(|n| !n.is_empty()).unwrap_or("event.ics").to_string();
-            out.push(binary::item_with(json!({}), &prop, binary::entry(ics.as_bytes(), &name, Some("text/calendar")), i));
-            Ok(())
-        })?,
+        "iCal" => event_files(ctx, &input)?,
         "toJson" => to_json(ctx, &input)?,
         "toText" => each_item(ctx, &input, |ctx, item, i, out| {
             let key = ctx.param_str("sourceProperty", i, "")?;
@@ -59,6 +52,28 @@ pub fn execute(ctx: &mut NodeContext<'_>) -> Result<NodeOutput> {
         other => return Err(EngineError::node(format!("The operation \"{other}\" is not supported!"))),
     };
     Ok(NodeOutput::one(out))
+}
+
+/// One iCalendar event file per item (`binaryPropertyName`, `additionalFields`).
+fn event_files(ctx: &mut NodeContext<'_>, input: &[Item]) -> Result<Vec<Item>> {
+    each_item(ctx, input, |ctx, _item, i, out| {
+        let prop = ctx.param_str("binaryPropertyName", i, "data")?;
+        let fields = ctx.param("additionalFields", i, json!({}))?;
+        let ics = ical(ctx, i, &fields)?;
+        let name = fields.get("fileName").and_then(Value::as_str).filter(|n| !n.is_empty()).unwrap_or("event.ics").to_string();
+        out.push(binary::item_with(json!({}), &prop, binary::entry(ics.as_bytes(), &name, Some("text/calendar")), i));
+        Ok(())
+    })
+}
+
+/// iCalendar (`n8n-nodes-base.iCal`, v1): its one operation, Create Event
+/// File, is Convert to File's iCal (n8n shares the code between them).
+pub fn ical_node(ctx: &mut NodeContext<'_>) -> Result<NodeOutput> {
+    let input = ctx.input(0);
+    match ctx.param_str("operation", 0, "createEventFile")?.as_str() {
+        "createEventFile" => Ok(NodeOutput::one(event_files(ctx, &input)?)),
+        other => Err(EngineError::node(format!("The operation \"{other}\" is not supported!"))),
+    }
 }
 
 fn non_empty(s: String, default: &str) -> String {
@@ -216,7 +231,7 @@ fn default_name(mime: &str) -> String {
 }
 
 /// n8n's `prepareBinaryData` without a MIME type: by name, then content, else text.
-fn sniff_mime(bytes: &[u8], name: &str) -> String {
+pub(crate) fn sniff_mime(bytes: &[u8], name: &str) -> String {
     if let Some((_, ext)) = name.rsplit_once('.') {
         return binary::mime_for(&ext.to_ascii_lowercase()).to_string();
     }
@@ -312,6 +327,12 @@ fn table(input: &[Item]) -> (Vec<String>, Vec<Map<String, Value>>) {
 }
 
 fn spreadsheet(ctx: &mut NodeContext<'_>, input: &[Item], op: &str) -> Result<Vec<Item>> {
+    write_spreadsheet(ctx, input, op, "File")
+}
+
+/// One csv / xlsx / html file of all items, named `<stem>.<format>` unless
+/// `options.fileName` says otherwise (also Spreadsheet File's Write to File).
+pub(crate) fn write_spreadsheet(ctx: &mut NodeContext<'_>, input: &[Item], op: &str, stem: &str) -> Result<Vec<Item>> {
     let prop = ctx.param_str("binaryPropertyName", 0, "data")?;
     let header = ctx.param_bool("options.headerRow", 0, true)?;
     let (cols, rows) = table(input);
@@ -347,7 +368,7 @@ fn spreadsheet(ctx: &mut NodeContext<'_>, input: &[Item], op: &str) -> Result<Ve
     // an explicitly empty file name stays empty, as in n8n
     let name = match ctx.param_opt("options.fileName", 0)? {
         Some(v) => super::js_string(&v),
-        None => format!("File.{op}"),
+        None => format!("{stem}.{op}"),
     };
     let mut it = binary::item_with(json!({}), &prop, binary::entry(&bytes, &name, Some(mime)), 0);
     it.paired_item = all_paired(input.len());

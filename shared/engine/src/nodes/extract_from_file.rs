@@ -71,7 +71,7 @@ fn move_to(ctx: &mut NodeContext<'_>, item: &Item, i: usize, out: &mut Vec<Item>
 
 /// Rows of a CSV file as csv-parse reads them for n8n: the header row names
 /// the columns, empty cells are left out unless `includeEmptyCells`.
-fn csv(ctx: &mut NodeContext<'_>, item: &Item, i: usize, out: &mut Vec<Item>) -> Result<()> {
+pub(crate) fn csv(ctx: &mut NodeContext<'_>, item: &Item, i: usize, out: &mut Vec<Item>) -> Result<()> {
     let prop = ctx.param_str("binaryPropertyName", i, "data")?;
     let (bytes, meta) = binary::read(item, &prop, i)?;
     let ext = meta.get("fileExtension").and_then(Value::as_str).unwrap_or("").to_string();
@@ -150,7 +150,7 @@ fn csv(ctx: &mut NodeContext<'_>, item: &Item, i: usize, out: &mut Vec<Item>) ->
 /// the header row names the columns (`__EMPTY`, `name_1` for blank and
 /// repeated names), blank rows are left out; without a header row each row
 /// is `{row: [...]}`.
-fn spreadsheet(ctx: &mut NodeContext<'_>, item: &Item, i: usize, out: &mut Vec<Item>, op: &str) -> Result<()> {
+pub(crate) fn spreadsheet(ctx: &mut NodeContext<'_>, item: &Item, i: usize, out: &mut Vec<Item>, op: &str) -> Result<()> {
     let prop = ctx.param_str("binaryPropertyName", i, "data")?;
     let (bytes, meta) = binary::read(item, &prop, i)?;
     let ext = meta.get("fileExtension").and_then(Value::as_str).unwrap_or("").to_string();

@@ -39,6 +39,7 @@ pub mod item_lists;
 pub mod limit;
 pub mod lodash;
 pub mod merge;
+pub mod move_binary_data;
 pub mod misc;
 pub mod regex_safety;
 pub mod remove_duplicates;
@@ -48,9 +49,11 @@ pub mod set;
 pub mod sort;
 pub mod split_in_batches;
 pub mod split_out;
+pub mod spreadsheet_file;
 pub mod summarize;
 pub mod switch;
 pub mod triggers;
+pub mod unsupported;
 pub mod wait;
 pub mod xml;
 pub mod markdown;
@@ -116,6 +119,9 @@ pub fn get(node_type: &str) -> Option<NodeFn> {
         "n8n-nodes-base.filter" => if_node::filter,
         "n8n-nodes-base.merge" => merge::execute,
         "n8n-nodes-base.splitOut" => split_out::execute,
+        "n8n-nodes-base.moveBinaryData" => move_binary_data::execute,
+        "n8n-nodes-base.iCal" => convert_to_file::ical_node,
+        "n8n-nodes-base.spreadsheetFile" => spreadsheet_file::execute,
         "n8n-nodes-base.aggregate" => aggregate::execute,
         "n8n-nodes-base.summarize" => summarize::execute,
         "n8n-nodes-base.limit" => limit::execute,
