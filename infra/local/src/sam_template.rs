@@ -460,8 +460,27 @@ pub fn render() -> String {
             "WebSocketUrl": {"Description": "WebSocket API (connect with ?token=<api key>)", "Value": sub("wss://${WebSocketApi}.execute-api.${AWS::Region}.${AWS::URLSuffix}/${Stage}")},
         },
     });
-    let yaml = serde_yaml::to_string(&template).unwrap_or_default();
+    let yaml = quote_yaml11_booleans(&serde_yaml::to_string(&template).unwrap_or_default());
     format!("# Generated from shared/store/src/deployment.rs: `cargo run -p local-cloud -- template > infra/template.yaml`.\n{yaml}")
+}
+
+/// Quotes plain scalars YAML 1.1 reads as booleans (`Mode: OFF` is `false`
+/// to cfn-lint and CloudFormation's YAML parser; serde_yaml writes YAML 1.2).
+fn quote_yaml11_booleans(yaml: &str) -> String {
+    const WORDS: &[&str] = &["y", "n", "yes", "no", "on", "off"];
+    let mut out = String::with_capacity(yaml.len());
+    for line in yaml.lines() {
+        let value = line.rsplit_once(": ").map(|(_, v)| v).or_else(|| line.trim_start().strip_prefix("- "));
+        match value {
+            Some(v) if WORDS.contains(&v.to_ascii_lowercase().as_str()) => {
+                out.push_str(&line[..line.len() - v.len()]);
+                out.push_str(&format!("'{v}'"));
+            }
+            _ => out.push_str(line),
+        }
+        out.push('\n');
+    }
+    out
 }
 
 /// Table ids referenced by the template (for tests).

@@ -32,6 +32,19 @@ fn checked_in_template_is_the_rendering_of_the_definition() {
     );
 }
 
+/// CloudFormation and cfn-lint read YAML 1.1, where a bare `OFF` or `yes`
+/// is a boolean: every such word is quoted (the sweep schedule's `Mode: OFF`).
+#[test]
+fn no_value_reads_as_a_boolean_in_yaml_1_1() {
+    let text = std::fs::read_to_string(template_path()).unwrap();
+    let bare: Vec<&str> = text
+        .lines()
+        .filter(|l| l.rsplit_once(": ").map(|(_, v)| v).or_else(|| l.trim_start().strip_prefix("- ")).is_some_and(|v| ["y", "n", "yes", "no", "on", "off"].contains(&v.to_ascii_lowercase().as_str())))
+        .collect();
+    assert!(bare.is_empty(), "{bare:?}");
+    assert!(text.contains("Mode: 'OFF'"), "the sweep schedule's flexible window stays off");
+}
+
 #[test]
 fn every_table_and_queue_is_declared_with_its_keys_and_redrive() {
     let t = template();
