@@ -13,6 +13,10 @@ cfn-lint infra/template.yaml
 sam validate --lint --template-file infra/template.yaml --region "$AWS_REGION" >/dev/null
 
 log "running the workspace tests"
+# Debug builds keep a whole step's or execution's future on the stack (the
+# tools, the domain layer, the engine): more than the 2 MiB test and tokio
+# worker threads get by default. Release builds (Lambda) are far smaller.
+export RUST_MIN_STACK="${RUST_MIN_STACK:-8388608}"
 cargo test --workspace --no-fail-fast "$@"
 
 # The conformance suites' pass counts (captured above when they pass).

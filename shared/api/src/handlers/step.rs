@@ -26,7 +26,9 @@ pub async fn handle(app: &App, batch: SqsEvent) -> SqsBatchResponse {
                 continue;
             }
         };
-        if let Err(e) = agent::step::run_step(&rt, msg).await {
+        // Boxed: a step's future is large (the tools, the domain layer, the
+        // engine), too large for a worker thread's stack in a debug build.
+        if let Err(e) = Box::pin(agent::step::run_step(&rt, msg)).await {
             tracing::error!(message_id = %id, error = %e, "step not claimed; will be redelivered");
             failed.push(id);
         }
