@@ -141,13 +141,7 @@ impl EventWriter {
         };
         if let Some(p) = &self.publisher {
             let seg = &mut self.segments[i];
-            // the same delta carrying the whole text so far, for late joiners
-            let mut so_far = event.clone();
-            match &mut so_far.payload {
-                EventPayload::TextDelta(d) | EventPayload::ReasoningDelta(d) => d.text = seg.text.clone(),
-                _ => {}
-            }
-            p.publish_segment_delta(&self.thread, WsFrame::ephemeral(event), WsFrame::ephemeral(so_far), &mut seg.seen_by).await;
+            p.publish_segment_delta(&self.thread, WsFrame::ephemeral(event), &seg.text, &mut seg.seen_by).await;
         }
         Ok(())
     }

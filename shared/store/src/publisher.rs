@@ -5,7 +5,7 @@
 //! the truth and clients re-subscribe with their cursor.
 
 use crate::connections::{Connections, SubState};
-use protocol::events::WsFrame;
+use protocol::events::{EventPayload, WsFrame};
 use protocol::ids::{ConnectionId, ThreadId};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -103,18 +103,27 @@ impl Publisher {
         self.post_all(thread, &subs, frames).await
     }
 
-    /// Posts one delta of an open text segment: `delta` to the connections
-    /// in `seen_by`, `so_far` (the segment's whole text up to and including
-    /// this delta) to a connection that joined since, which is then added.
-    pub async fn publish_segment_delta(&self, thread: &ThreadId, delta: WsFrame, so_far: WsFrame, seen_by: &mut std::collections::HashSet<ConnectionId>) -> PublishReport {
+    /// Posts one delta of an open text segment: the delta to the connections
+    /// in `seen_by`; to a connection that joined since, the same delta
+    /// carrying `text_so_far` (the segment's text up to and including this
+    /// delta), built only when someone joined. Joiners are added to `seen_by`.
+    pub async fn publish_segment_delta(&self, thread: &ThreadId, delta: WsFrame, text_so_far: &str, seen_by: &mut std::collections::HashSet<ConnectionId>) -> PublishReport {
         if self.client.is_none() {
             return PublishReport::default();
         }
         let Some(subs) = self.ephemeral_subscribers(thread).await else { return PublishReport::default() };
         let (known, joined): (Vec<ConnectionId>, Vec<ConnectionId>) = subs.into_iter().partition(|c| seen_by.contains(c));
-        let (a, b) = futures::future::join(self.post_all(thread, &known, std::slice::from_ref(&delta)), self.post_all(thread, &joined, std::slice::from_ref(&so_far))).await;
-        seen_by.extend(joined);
-        PublishReport { subscribers: a.subscribers + b.subscribers, posted: a.posted + b.posted, gone: a.gone + b.gone, failed: a.failed + b.failed }
+        let mut report = self.post_all(thread, &known, std::slice::from_ref(&delta)).await;
+        if !joined.is_empty() {
+            let mut so_far = delta;
+            if let EventPayload::TextDelta(d) | EventPayload::ReasoningDelta(d) = &mut so_far.event.payload {
+                d.text = text_so_far.to_owned();
+            }
+            let r = self.post_all(thread, &joined, std::slice::from_ref(&so_far)).await;
+            report = PublishReport { subscribers: report.subscribers + r.subscribers, posted: report.posted + r.posted, gone: report.gone + r.gone, failed: report.failed + r.failed };
+            seen_by.extend(joined);
+        }
+        report
     }
 
     /// The live subscribers ephemeral frames go to (cached for
