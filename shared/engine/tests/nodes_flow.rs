@@ -257,6 +257,29 @@ fn code_version_1_and_dates_in_output() {
 }
 
 #[test]
+fn code_all_items_turns_class_instances_into_json_text_like_n8n() {
+    // n8n's standardizeOutput: instances of classes (no toJSON) nested in plain
+    // objects become their JSON text; arrays, plain objects, Dates stay values
+    let js = "class P { constructor() { this.x = 1; } }\n\
+              const shared = new P();\n\
+              return [{json: {a: 1, n: {p: new P(), l: [new P()]}, d: new Date(0)}}, {json: {s: shared, t: shared, e: new (class E {})()}}];";
+    let st = run(&chain(vec![trigger(), all(js)]));
+    assert_eq!(st.status, ExecutionStatus::Success, "{}", error_message(&st));
+    assert_eq!(
+        out(&st, "Code", 0),
+        vec![
+            json!({ "a": 1, "n": { "p": "{\"x\":1}", "l": [{ "x": 1 }] }, "d": "1970-01-01T00:00:00.000Z" }),
+            // the same instance a second time is left as it is (n8n's seen set)
+            json!({ "s": "{\"x\":1}", "t": { "x": 1 }, "e": {} }),
+        ]
+    );
+    // a class instance that cannot become JSON text fails the node
+    let st = run(&chain(vec![trigger(), all("class C { constructor() { this.self = this; } }\nreturn [{json: {c: new C()}}];")]));
+    assert_eq!(st.status, ExecutionStatus::Error);
+    assert!(error_message(&st).contains("circular"), "{}", error_message(&st));
+}
+
+#[test]
 fn code_python_is_refused_clearly() {
     let st = run(&chain(vec![trigger(), node("Code", "n8n-nodes-base.code", 2.0, json!({ "language": "python", "pythonCode": "return []" }))]));
     assert_eq!(st.status, ExecutionStatus::Error);

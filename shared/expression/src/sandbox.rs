@@ -327,7 +327,14 @@ impl Sandbox {
         source: &str,
         data: &dyn DataProxy,
     ) -> Result<(Vec<Item>, Vec<String>), Failure> {
-        self.run_script_as(source, data, to_items)
+        let r = self.run_script_as(source, data, to_items);
+        if r.as_ref().is_ok_and(|(items, _)| items.len() >= GC_AFTER_ITEMS) {
+            // a large result leaves its objects to the cycle collector (async
+            // frames, closures): freed now, before the host's next nodes
+            // allocate beside them
+            self._rt.run_gc();
+        }
+        r
     }
 
     fn run_script_as<R>(
@@ -759,6 +766,9 @@ fn items_to_js<'js>(ctx: &Ctx<'js>, items: &[Item]) -> rquickjs::Result<Array<'j
     Ok(arr)
 }
 
+/// Results of at least this many items are followed by a garbage collection.
+const GC_AFTER_ITEMS: usize = 1024;
+
 /// Nesting depth accepted when reading results (also stops cycles).
 const MAX_DEPTH: usize = 512;
 
@@ -768,13 +778,12 @@ const MAX_DEPTH: usize = 512;
 /// `None` when the value itself has no JSON form. Walking the value natively
 /// is about twice as fast as JSON.stringify plus parsing the text.
 pub(crate) fn to_json<'js>(ctx: &Ctx<'js>, v: &JsValue<'js>) -> rquickjs::Result<Option<Value>> {
-    let mut w = Walker {
-        ctx,
-        to_json_key: rquickjs::Atom::from_str(ctx.clone(), "toJSON")?,
-        keys: HashMap::default(),
-    };
+    let mut w = Walker::new(ctx, None)?;
     w.walk(v, 0)
 }
+
+/// Name of the deferred step a Code node result may carry (see [`to_items`]).
+const DEFERRED_STANDARDIZE: &str = "__n8nStandardize";
 
 /// A Code node's result as n8n normalises it, read straight into items
 /// without building the `{json: …}` wrapper objects as JSON first: `null`
@@ -783,8 +792,38 @@ pub(crate) fn to_json<'js>(ctx: &Ctx<'js>, v: &JsValue<'js>) -> rquickjs::Result
 /// `binary`, `pairedItem`, `error`, `index`) gives those parts; any other
 /// element becomes the item's `json`. A `json` that is not an object is
 /// returned as it is, for the caller to reject.
+///
+/// A result array may carry a deferred step as its `__n8nStandardize`
+/// function (the Code node's conversion of class instances to JSON text,
+/// which only changes objects that are neither plain nor arrays nor have
+/// `toJSON`): the result is read without it, and only when the reading meets
+/// such an object is the step run and the result it returns read instead.
 pub(crate) fn to_items<'js>(ctx: &Ctx<'js>, v: &JsValue<'js>) -> rquickjs::Result<Vec<Item>> {
-    let mut w = Walker { ctx, to_json_key: rquickjs::Atom::from_str(ctx.clone(), "toJSON")?, keys: HashMap::default() };
+    let deferred = match v.as_array() {
+        Some(arr) => {
+            let step = arr.as_object().get::<_, JsValue>(DEFERRED_STANDARDIZE)?.into_function();
+            if step.is_some() {
+                // the step holds the array: removed, the array is freed by
+                // reference counting as soon as it is read, not at the next GC
+                arr.as_object().remove(DEFERRED_STANDARDIZE)?;
+            }
+            step
+        }
+        None => None,
+    };
+    let Some(step) = deferred else { return read_items(&mut Walker::new(ctx, None)?, v) };
+    let object_proto: Object = ctx.globals().get::<_, Object>("Object")?.get("prototype")?;
+    let mut w = Walker::new(ctx, Some(object_proto))?;
+    let items = read_items(&mut w, v)?;
+    if !w.met_instance {
+        return Ok(items);
+    }
+    drop(items);
+    let done: JsValue = step.call(())?;
+    read_items(&mut Walker::new(ctx, None)?, &done)
+}
+
+fn read_items<'js>(w: &mut Walker<'_, 'js>, v: &JsValue<'js>) -> rquickjs::Result<Vec<Item>> {
     let Some(arr) = v.as_array() else {
         // not an array (maybe one through toJSON): converted as a whole
         return Ok(match w.walk(v, 0)? {
@@ -798,6 +837,9 @@ pub(crate) fn to_items<'js>(ctx: &Ctx<'js>, v: &JsValue<'js>) -> rquickjs::Resul
         let x: JsValue = arr.get(i)?;
         if let Some(it) = w.item(&x)? {
             out.push(it);
+        }
+        if w.met_instance {
+            break;
         }
     }
     Ok(out)
@@ -843,12 +885,37 @@ struct Walker<'a, 'js> {
     /// Property names already converted: result objects mostly repeat the
     /// same few keys, and an atom's text is the same every time.
     keys: HashMap<rquickjs::Atom<'js>, String, std::hash::BuildHasherDefault<AtomHasher>>,
+    /// Set while reading ahead of a deferred standardize step: objects whose
+    /// prototype is neither this nor null (class instances) set `met_instance`.
+    object_proto: Option<Object<'js>>,
+    met_instance: bool,
 }
 
 /// Most distinct property names remembered during one conversion.
 const MAX_CACHED_KEYS: usize = 4096;
 
-impl<'js> Walker<'_, 'js> {
+impl<'a, 'js> Walker<'a, 'js> {
+    fn new(ctx: &'a Ctx<'js>, object_proto: Option<Object<'js>>) -> rquickjs::Result<Self> {
+        Ok(Walker {
+            ctx,
+            to_json_key: rquickjs::Atom::from_str(ctx.clone(), "toJSON")?,
+            keys: HashMap::default(),
+            object_proto,
+            met_instance: false,
+        })
+    }
+
+    /// Notes an object read without `toJSON` that is not plain.
+    fn check_plain(&mut self, o: &Object<'js>) {
+        if let Some(plain) = &self.object_proto {
+            if let Some(p) = o.get_prototype() {
+                if p.as_value() != plain.as_value() {
+                    self.met_instance = true;
+                }
+            }
+        }
+    }
+
     /// One element of a Code node's result as an item (`None` when it
     /// converts to null or has no JSON form).
     fn item(&mut self, v: &JsValue<'js>) -> rquickjs::Result<Option<Item>> {
@@ -930,8 +997,16 @@ impl<'js> Walker<'_, 'js> {
                 let Some(o) = v.as_object() else { return Ok(None) };
                 let f: JsValue = o.get(self.to_json_key.clone())?;
                 if let Some(f) = f.as_function() {
+                    // a plain object's own toJSON hides what standardizing would change
+                    if self.object_proto.as_ref().is_some_and(|p| o.get_prototype().is_some_and(|q| q.as_value() == p.as_value())) {
+                        self.met_instance = true;
+                    }
                     let r: JsValue = f.call((rquickjs::function::This(o.clone()),))?;
                     return self.walk(&r, depth + 1);
+                }
+                self.check_plain(o);
+                if self.met_instance {
+                    return Ok(None);
                 }
                 let props = o.props::<rquickjs::Atom, JsValue>();
                 // sized once: growing a map doubles its storage

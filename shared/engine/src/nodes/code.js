@@ -90,6 +90,8 @@
     }
   }
 
+  const validItem = (item) => isObject(item.json) && (item.binary === undefined || isObject(item.binary));
+
   function checkTopLevelKeys(item, index) {
     let reserved = null;
     const unknown = [];
@@ -199,12 +201,29 @@
       if (topLevel) result.forEach(checkTopLevelKeys);
     }
     const items = normalize(result);
-    const seen = new WeakSet();
-    items.forEach((item, i) => {
-      checkItem(item, i);
-      standardize(item.json, seen);
-    });
-    return done(items);
+    const finish = () => {
+      const seen = new WeakSet();
+      items.forEach((item, i) => {
+        checkItem(item, i);
+        standardize(item.json, seen);
+      });
+    };
+    // an invalid item fails where n8n's checks fail (standardizing never makes one valid)
+    if (!items.every(validItem)) finish();
+    const out = done(items);
+    // Standardizing changes only class instances without toJSON: the host
+    // reads the result without it and calls this only when it meets one.
+    out.__n8nStandardize = () => {
+      try {
+        const m = out.pop();
+        finish();
+        out.push(m);
+        return out;
+      } catch (e) {
+        return failed(e, undefined);
+      }
+    };
+    return out;
   }
 
   // Code, "Run Once for Each Item": the output item of input item `index`
