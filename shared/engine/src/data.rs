@@ -153,9 +153,8 @@ impl OutputItems {
     /// or when they cannot be serialized (they then stay as they are).
     pub fn pack(&mut self) -> bool {
         let Some(items) = self.items.get() else { return false };
-        let Ok(mut text) = serde_json::to_string(items.as_ref()) else { return false };
-        text.shrink_to_fit();
-        let Ok(raw) = RawValue::from_string(text) else { return false };
+        // written straight as raw JSON: no second pass to validate the text
+        let Ok(raw) = serde_json::value::to_raw_value(items.as_ref()) else { return false };
         self.packed = Some(raw);
         self.items = OnceLock::new();
         true

@@ -5,12 +5,12 @@
 //! others (If, Merge, Sort pass items through) waits until every holder of
 //! those values can be packed too, and one whose values a leaf keeps is left.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use expression::Json;
 
-use crate::data::{ExecutionState, OutputItems};
+use crate::data::{ExecutionState, OutputItems, StackEntry};
 use crate::workflow::Graph;
 
 /// A node run: (node, run index).
@@ -68,6 +68,27 @@ impl Packer {
         }
     }
 
+    /// Called before `entry` runs a node that changes its input items in
+    /// place when it alone holds them (see [`changes_input_in_place`]): the
+    /// runs holding those items are packed first, so the node changes the
+    /// values instead of copying each one, and run data keeps their text
+    /// rather than a second copy. The node replaces the values, so these runs
+    /// are ones the packer would pack once it has run.
+    pub(crate) fn before_in_place(&mut self, st: &mut ExecutionState, entry: &StackEntry) {
+        if entry.inputs.iter().flatten().map(|v| v.len()).sum::<usize>() < self.min_items {
+            return;
+        }
+        let wanted: HashSet<usize> = entry.inputs.iter().flatten().flat_map(|v| v.iter()).map(|it| Json::addr(&it.json)).collect();
+        let holds = |st: &ExecutionState, run: &RunRef| outputs(st, run).flat_map(items).any(|it| wanted.contains(&Json::addr(&it.json)));
+        for list in [&mut self.in_use, &mut self.shared] {
+            let (hit, keep): (Vec<RunRef>, Vec<RunRef>) = std::mem::take(list).into_iter().partition(|r| holds(st, r));
+            *list = keep;
+            for run in &hit {
+                pack(st, run);
+            }
+        }
+    }
+
     /// Packs the shared runs whose every value is held only by shared runs:
     /// packing them together frees those values.
     fn pack_closed_groups(&mut self, st: &mut ExecutionState) {
@@ -86,6 +107,12 @@ impl Packer {
             pack(st, run);
         }
     }
+}
+
+/// Node types that change their input items in place when they alone hold
+/// them (Edit Fields (Set) keeping all fields).
+pub(crate) fn changes_input_in_place(node_type: &str) -> bool {
+    node_type == "n8n-nodes-base.set"
 }
 
 fn outputs<'a>(st: &'a ExecutionState, (node, run): &RunRef) -> impl Iterator<Item = &'a OutputItems> {

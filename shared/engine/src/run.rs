@@ -342,6 +342,9 @@ impl Engine {
             if env.settings.clock.is_some() {
                 expr.set_clock(Some(env.settings.now()));
             }
+            if let Some(p) = packer.as_mut().filter(|_| crate::pack::changes_input_in_place(&node.node_type)) {
+                p.before_in_place(st, &entry);
+            }
             match self.run_entry(graph, st, env, &mut expr, node, entry) {
                 // No items to run on: the branch ends here.
                 Step::Skipped => {}
