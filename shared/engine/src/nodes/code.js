@@ -94,13 +94,13 @@
 
   function checkTopLevelKeys(item, index) {
     let reserved = null;
-    const unknown = [];
+    let unknown = null; // the first (no list per item: this runs for every item)
     for (const k in item) {
       if (!hasOwn(item, k)) continue;
       if (isItemKey(k)) reserved = reserved === null ? k : reserved;
-      else unknown.push(k);
+      else if (unknown === null) unknown = k;
     }
-    if (unknown.length === 0) return;
+    if (unknown === null) return;
     if (reserved !== null) {
       throw new Failure(
         'Invalid output format',
@@ -108,7 +108,7 @@
         index,
       );
     }
-    throw new Failure(`Unknown top-level item key: ${unknown[0]}`, 'Access the properties of an item under `.json`, e.g. `item.json`', index);
+    throw new Failure(`Unknown top-level item key: ${unknown}`, 'Access the properties of an item under `.json`, e.g. `item.json`', index);
   }
 
   // Code's standardizeOutput: class instances (not Date, not with toJSON) become JSON strings
