@@ -72,8 +72,9 @@ impl Packer {
     /// place when it alone holds them (see [`changes_input_in_place`]): the
     /// runs holding those items are packed first, so the node changes the
     /// values instead of copying each one, and run data keeps their text
-    /// rather than a second copy. The node replaces the values, so these runs
-    /// are ones the packer would pack once it has run.
+    /// rather than a second copy. The node replaces the values, so these are
+    /// runs the packer would pack after it anyway, unless another branch
+    /// carries the same values on to a leaf (then one text is spent for nothing).
     pub(crate) fn before_in_place(&mut self, st: &mut ExecutionState, entry: &StackEntry) {
         if entry.inputs.iter().flatten().map(|v| v.len()).sum::<usize>() < self.min_items {
             return;
