@@ -54,9 +54,11 @@ pub struct BedrockOptions {
     pub retry: RetryPolicy,
 }
 
-/// The SDK's HTTPS client: hyper + rustls on ring, the system's roots — as
-/// `store::aws::https_client` (the SDK's `default-https-client` would link
-/// aws-lc besides ring).
+/// The agent's Bedrock client's HTTPS client: hyper + rustls on ring (the
+/// SDK's `default-https-client` would link aws-lc besides ring), on the
+/// system's roots: it is built at a step's first model call, not at init,
+/// so loading them costs no cold start. (The DynamoDB/SQS clients and the
+/// Bedrock node use `store::aws::https_client`, Mozilla's roots compiled in.)
 pub fn https_client() -> aws_sdk_bedrockruntime::config::SharedHttpClient {
     use aws_smithy_http_client::tls::{rustls_provider::CryptoMode, Provider};
     aws_smithy_http_client::Builder::new().tls_provider(Provider::Rustls(CryptoMode::Ring)).build_https()
