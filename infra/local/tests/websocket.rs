@@ -13,6 +13,7 @@ fn management_client(base_url: &str) -> aws_sdk_apigatewaymanagement::Client {
     store::testing::ensure_test_credentials();
     let conf = aws_sdk_apigatewaymanagement::Config::builder()
         .behavior_version(aws_sdk_apigatewaymanagement::config::BehaviorVersion::latest())
+        .http_client(store::aws::https_client())
         .region(aws_sdk_apigatewaymanagement::config::Region::new("us-east-1"))
         .credentials_provider(aws_sdk_apigatewaymanagement::config::Credentials::new("k", "s", None, None, "test"))
         .endpoint_url(base_url)

@@ -32,15 +32,15 @@ pub struct LiveFeed {
     socket: WebSocketStream<MaybeTlsStream<TcpStream>>,
 }
 
-/// TLS for `wss://`: the AWS SDK's own provider (aws-lc-rs), so no second
-/// crypto library is linked, and Mozilla's roots compiled in (no reads of the
+/// TLS for `wss://`: ring, the one crypto provider every client here uses
+/// (the AWS SDK's included), and Mozilla's roots compiled in (no reads of the
 /// system store at each connect). Built once per process.
 fn tls() -> Result<Arc<rustls::ClientConfig>, ApiError> {
     static CONFIG: OnceLock<Result<Arc<rustls::ClientConfig>, String>> = OnceLock::new();
     CONFIG
         .get_or_init(|| {
             let roots = rustls::RootCertStore { roots: webpki_roots::TLS_SERVER_ROOTS.to_vec() };
-            rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::aws_lc_rs::default_provider()))
+            rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
                 .with_safe_default_protocol_versions()
                 .map(|b| Arc::new(b.with_root_certificates(roots).with_no_client_auth()))
                 .map_err(|e| e.to_string())

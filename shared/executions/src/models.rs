@@ -50,6 +50,7 @@ fn bedrock(setup: &ModelSetup) -> Result<Box<dyn ModelProvider>, String> {
         .unwrap_or_else(|| "us-east-1".into());
     let config = aws_sdk_bedrockruntime::config::Builder::new()
         .behavior_version(BehaviorVersion::latest())
+        .http_client(store::aws::https_client())
         .region(Region::new(region))
         .credentials_provider(Credentials::new(key, secret, token, None, "n8n-aws-credential"))
         .endpoint_url(endpoint)

@@ -54,10 +54,20 @@ pub struct BedrockOptions {
     pub retry: RetryPolicy,
 }
 
+/// The agent's Bedrock client's HTTPS client: hyper + rustls on ring (the
+/// SDK's `default-https-client` would link aws-lc besides ring), on the
+/// system's roots: it is built at a step's first model call, not at init,
+/// so loading them costs no cold start. (The DynamoDB/SQS clients and the
+/// Bedrock node use `store::aws::https_client`, Mozilla's roots compiled in.)
+pub fn https_client() -> aws_sdk_bedrockruntime::config::SharedHttpClient {
+    use aws_smithy_http_client::tls::{rustls_provider::CryptoMode, Provider};
+    aws_smithy_http_client::Builder::new().tls_provider(Provider::Rustls(CryptoMode::Ring)).build_https()
+}
+
 impl BedrockProvider {
     /// Uses the standard AWS configuration chain (region, credentials).
     pub async fn from_env(model_id: String, options: BedrockOptions) -> Self {
-        let shared = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
+        let shared = aws_config::defaults(aws_config::BehaviorVersion::latest()).http_client(https_client()).load().await;
         let config = aws_sdk_bedrockruntime::config::Builder::from(&shared)
             .retry_config(aws_sdk_bedrockruntime::config::retry::RetryConfig::disabled())
             .build();

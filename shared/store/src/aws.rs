@@ -15,13 +15,54 @@ pub struct AwsClients {
     pub scheduler: aws_sdk_scheduler::Client,
 }
 
+/// The SDK clients' HTTPS client: hyper + rustls on ring, trusting Mozilla's
+/// root certificates compiled in (`webpki-root-certs`, the set the live
+/// feed's `wss://` trusts). Named here rather than through the SDK's
+/// `default-https-client`, which would link a second crypto library (aws-lc)
+/// into every function; and not on the system's roots, whose loading (a
+/// directory of CA files) was most of a function's cold start. Every SDK
+/// config gets it from [`loader`]; Bedrock's client is built the same way.
+pub fn https_client() -> aws_smithy_runtime_api::client::http::SharedHttpClient {
+    use aws_smithy_http_client::tls::{rustls_provider::CryptoMode, Provider, TlsContext};
+    let tls = TlsContext::builder().with_trust_store(compiled_in_roots()).build().expect("a TLS context of valid roots");
+    aws_smithy_http_client::Builder::new()
+        .tls_provider(Provider::Rustls(CryptoMode::Ring))
+        .tls_context(tls)
+        .build_https()
+}
+
+/// Mozilla's roots, as the trust store the SDK's HTTPS client takes.
+fn compiled_in_roots() -> aws_smithy_http_client::tls::TrustStore {
+    aws_smithy_http_client::tls::TrustStore::empty().with_native_roots(false).with_pem_certificate(roots_pem())
+}
+
+/// The trust store takes PEM only: Mozilla's DER roots, base64 armoured.
+fn roots_pem() -> String {
+    use base64::Engine as _;
+    let mut pem = String::with_capacity(webpki_root_certs::TLS_SERVER_ROOT_CERTS.len() * 2600);
+    for cert in webpki_root_certs::TLS_SERVER_ROOT_CERTS {
+        pem.push_str("-----BEGIN CERTIFICATE-----\n");
+        pem.push_str(&base64::engine::general_purpose::STANDARD.encode(cert.as_ref()));
+        pem.push_str("\n-----END CERTIFICATE-----\n");
+    }
+    pem
+}
+
+/// The shared SDK configuration loader for this process: region, endpoint
+/// override (moto locally), [`https_client`].
+pub fn loader(config: &Config) -> aws_config::ConfigLoader {
+    let loader = aws_config::defaults(BehaviorVersion::latest())
+        .region(Region::new(config.region.clone()))
+        .http_client(https_client());
+    match &config.endpoint_url {
+        Some(url) => loader.endpoint_url(url),
+        None => loader,
+    }
+}
+
 impl AwsClients {
     pub async fn new(config: &Config) -> Self {
-        let mut loader = aws_config::defaults(BehaviorVersion::latest()).region(Region::new(config.region.clone()));
-        if let Some(url) = &config.endpoint_url {
-            loader = loader.endpoint_url(url);
-        }
-        let shared = loader.load().await;
+        let shared = loader(config).load().await;
         // The management API lives at the WebSocket API's own URL, never at
         // the generic AWS endpoint (moto has no usable @connections).
         let connections = config.ws_management_url.as_ref().map(|url| {
@@ -33,6 +74,25 @@ impl AwsClients {
             sqs: aws_sdk_sqs::Client::new(&shared),
             scheduler: aws_sdk_scheduler::Client::new(&shared),
             connections,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// The trust store's PEM decodes to exactly Mozilla's roots, each one a
+    /// trust anchor rustls accepts (the SDK client panics on one it rejects).
+    #[test]
+    fn compiled_in_roots_are_mozillas_roots_and_each_parses_as_an_anchor() {
+        use rustls::pki_types::{pem::PemObject, CertificateDer};
+        let text = super::roots_pem();
+        let ders: Vec<CertificateDer> = CertificateDer::pem_slice_iter(text.as_bytes()).collect::<Result<_, _>>().expect("valid PEM");
+        assert_eq!(ders.len(), webpki_root_certs::TLS_SERVER_ROOT_CERTS.len());
+        assert!(ders.len() > 100);
+        let mut roots = rustls::RootCertStore::empty();
+        for (der, expected) in ders.into_iter().zip(webpki_root_certs::TLS_SERVER_ROOT_CERTS) {
+            assert_eq!(der.as_ref(), expected.as_ref());
+            roots.add(der).expect("a trust anchor");
         }
     }
 }

@@ -166,12 +166,7 @@ async fn a_different_key_cannot_decrypt() {
 #[tokio::test]
 async fn kms_envelope_against_moto() {
     let (env, _) = data_support::data().await;
-    let mut loader =
-        aws_config::defaults(aws_config::BehaviorVersion::latest()).region(aws_config::Region::new("us-east-1"));
-    if let Some(url) = &env.config.endpoint_url {
-        loader = loader.endpoint_url(url);
-    }
-    let kms = aws_sdk_kms::Client::new(&loader.load().await);
+    let kms = aws_sdk_kms::Client::new(&store::aws::loader(&env.config).load().await);
     let key = kms.create_key().description("instance-ai test").send().await.unwrap();
     let key_id = key.key_metadata().map(|m| m.key_id().to_owned()).unwrap();
     let provider: Arc<dyn KeyProvider> = Arc::new(KmsKeyProvider::new(kms, key_id));

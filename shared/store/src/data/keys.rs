@@ -131,12 +131,7 @@ impl KmsKeyProvider {
 
     /// Builds the KMS client from the process configuration (once, at init).
     pub async fn from_config(config: &Config, key_id: impl Into<String>) -> Self {
-        let mut loader = aws_config::defaults(aws_config::BehaviorVersion::latest())
-            .region(aws_config::Region::new(config.region.clone()));
-        if let Some(url) = &config.endpoint_url {
-            loader = loader.endpoint_url(url);
-        }
-        KmsKeyProvider::new(aws_sdk_kms::Client::new(&loader.load().await), key_id)
+        KmsKeyProvider::new(aws_sdk_kms::Client::new(&crate::aws::loader(config).load().await), key_id)
     }
 }
 
