@@ -158,6 +158,12 @@ fn code_all_items_fails_at_the_item_n8n_fails_at() {
     assert_eq!(pairs(&st, "Code"), vec![Some(1), Some(1)]);
     let st = run(&chain(vec![trigger(), two_items(), all("const o = Object.create(null); o.b = 2;\nreturn [{a: 1, nested: {json: 1}}, o];")]));
     assert_eq!(out(&st, "Code", 0), vec![json!({ "a": 1, "nested": { "json": 1 } }), json!({ "b": 2 })]);
+    // arrays that cannot grow are read all the same
+    for js in ["return Object.freeze([{a: 1}]);", "return Object.defineProperty([{a: 1}], 'length', {writable: false});"] {
+        let st = run(&chain(vec![trigger(), two_items(), all(js)]));
+        assert_eq!(st.status, ExecutionStatus::Success, "{js}: {}", error_message(&st));
+        assert_eq!(out(&st, "Code", 0), vec![json!({ "a": 1 })], "{js}");
+    }
 }
 
 #[test]
