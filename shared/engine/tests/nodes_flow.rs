@@ -150,6 +150,9 @@ fn code_all_items_fails_at_the_item_n8n_fails_at() {
         "In the returned data, every key named 'binary' must point to an object.",
     );
     fails("return [{a: 1}, new Date(0)];", "Code doesn't return items properly", "Please return an array of objects, one for each item you would like to output.");
+    // n8n checks every element before any is read
+    fails("return [{a: 1n}, 5];", "Code doesn't return items properly", "Please return an array of objects, one for each item you would like to output.");
+    fails("return [{json: {a: 1n}}, {json: 'x'}];", "A 'json' property isn't an object [item 1]", "In the returned data, every key named 'json' must point to an object.");
     fails("return [{a: 1}, null];", "Code doesn't return items properly", "Please return an array of objects, one for each item you would like to output.");
     // plain items and plain item data pass, each as they are
     let st = run(&chain(vec![trigger(), two_items(), all("return [{json: {a: 1}, binary: undefined, pairedItem: {item: 1}}, {json: Object.create(null)}];")]));

@@ -858,8 +858,18 @@ fn read_checked<'js>(ctx: &Ctx<'js>, arr: &Array<'js>) -> rquickjs::Result<Optio
             w.check = None;
         }
         let x: JsValue = arr.get(i)?;
-        if let Some(it) = w.item(&x)? {
-            out.push(it);
+        match w.item(&x) {
+            Ok(Some(it)) => out.push(it),
+            Ok(None) => {}
+            // a value the reading cannot take (a BigInt, a cycle, a throwing
+            // toJSON): n8n's checks of all elements come first, then the same
+            // reading fails again
+            Err(e) => {
+                if matches!(e, rquickjs::Error::Exception) {
+                    drop(ctx.catch());
+                }
+                return Ok(None);
+            }
         }
         if w.met_instance || w.check.as_ref().is_some_and(|c| c.failed) {
             return Ok(None);
