@@ -10,6 +10,11 @@ use std::time::Instant;
 
 use engine::{Engine, EngineSettings, ExecutionStatus, Graph, Host, RunOptions};
 
+// The allocator the Lambda functions run with (declared in the api crate,
+// which every function links): the bench must time what Lambda runs.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn bench_dir() -> PathBuf {
     std::env::var("BENCH_DIR")
         .map(PathBuf::from)

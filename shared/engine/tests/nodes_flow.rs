@@ -116,6 +116,60 @@ fn code_all_items_validates_item_shapes_like_n8n() {
 }
 
 #[test]
+fn code_all_items_fails_at_the_item_n8n_fails_at() {
+    // the reader of the result takes plain items and plain item data as they
+    // are; everything else gets n8n's checks, with their errors
+    let fails = |js: &str, message: &str, description: &str| {
+        let st = run(&chain(vec![trigger(), two_items(), all(js)]));
+        assert_eq!(st.status, ExecutionStatus::Error, "{js}");
+        assert_eq!(error_message(&st), message, "{js}");
+        assert_eq!(error_description(&st), description, "{js}");
+    };
+    fails("return [{json: {a: 1}}, {}];", "Inconsistent item format", "Either every returned item or none has a `json` key.");
+    fails("return [{binary: {}}, {}];", "Inconsistent item format", "Either every returned item or none has a `binary` key.");
+    fails(
+        "return [{b: 2, index: 0}, {a: 1}];",
+        "Invalid output format [item 0]",
+        "An output item contains the reserved key <code>index</code>. To get around this, please wrap each item in an object, under a key called <code>json</code>.",
+    );
+    fails("return [{json: {}}, {json: {}, other: undefined}];", "Invalid output format [item 1]", "An output item contains the reserved key <code>json</code>. To get around this, please wrap each item in an object, under a key called <code>json</code>.");
+    fails("return [{a: 1}, {b: 2}, {json: {}, c: 1}];", "Unknown top-level item key: a [item 0]", "Access the properties of an item under `.json`, e.g. `item.json`");
+    fails("return [{json: {}}, {json: undefined}];", "A 'json' property isn't an object [item 1]", "In the returned data, every key named 'json' must point to an object.");
+    fails("return [{json: {}}, {json: new Date(0)}];", "A 'json' property isn't an object [item 1]", "In the returned data, every key named 'json' must point to an object.");
+    fails("return [{json: {}}, {json: [1]}];", "A 'json' property isn't an object [item 1]", "In the returned data, every key named 'json' must point to an object.");
+    // keys `for…in` does not see but `in` does
+    fails("return [Object.defineProperty({b: 2}, 'json', {value: 5})];", "A 'json' property isn't an object [item 0]", "In the returned data, every key named 'json' must point to an object.");
+    fails(
+        "class P { get json() { return 'x'; } }\nreturn [new P()];",
+        "A 'json' property isn't an object [item 0]",
+        "In the returned data, every key named 'json' must point to an object.",
+    );
+    fails(
+        "return [{json: {}}, Object.defineProperty({json: {}}, 'binary', {value: 'x'})];",
+        "A 'binary' property isn't an object [item 1]",
+        "In the returned data, every key named 'binary' must point to an object.",
+    );
+    fails("return [{a: 1}, new Date(0)];", "Code doesn't return items properly", "Please return an array of objects, one for each item you would like to output.");
+    // n8n checks every element before any is read
+    fails("return [{a: 1n}, 5];", "Code doesn't return items properly", "Please return an array of objects, one for each item you would like to output.");
+    fails("return [{json: {a: 1n}}, {json: 'x'}];", "A 'json' property isn't an object [item 1]", "In the returned data, every key named 'json' must point to an object.");
+    fails("return [{a: 1}, null];", "Code doesn't return items properly", "Please return an array of objects, one for each item you would like to output.");
+    // plain items and plain item data pass, each as they are
+    let st = run(&chain(vec![trigger(), two_items(), all("return [{json: {a: 1}, binary: undefined, pairedItem: {item: 1}}, {json: Object.create(null)}];")]));
+    assert_eq!(st.status, ExecutionStatus::Success, "{}", error_message(&st));
+    assert_eq!(out(&st, "Code", 0), vec![json!({ "a": 1 }), json!({})]);
+    assert_eq!(pairs(&st, "Code"), vec![Some(1), Some(1)]);
+    let st = run(&chain(vec![trigger(), two_items(), all("const o = Object.create(null); o.b = 2;\nreturn [{a: 1, nested: {json: 1}}, o];")]));
+    assert_eq!(out(&st, "Code", 0), vec![json!({ "a": 1, "nested": { "json": 1 } }), json!({ "b": 2 })]);
+    // arrays that cannot grow are read all the same
+    for js in ["return Object.freeze([{a: 1}]);", "return Object.defineProperty([{a: 1}], 'length', {writable: false});"] {
+        let st = run(&chain(vec![trigger(), two_items(), all(js)]));
+        assert_eq!(st.status, ExecutionStatus::Success, "{js}: {}", error_message(&st));
+        assert_eq!(out(&st, "Code", 0), vec![json!({ "a": 1 })], "{js}");
+    }
+}
+
+#[test]
 fn code_thrown_errors_carry_the_line_and_the_error_type() {
     let st = run(&chain(vec![trigger(), all("const a = 1;\nthrow new TypeError('bad thing');\nreturn [];")]));
     assert_eq!(error_message(&st), "bad thing [line 2]");

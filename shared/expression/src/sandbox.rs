@@ -785,6 +785,9 @@ pub(crate) fn to_json<'js>(ctx: &Ctx<'js>, v: &JsValue<'js>) -> rquickjs::Result
 /// Name of the deferred step a Code node result may carry (see [`to_items`]).
 const DEFERRED_STANDARDIZE: &str = "__n8nStandardize";
 
+/// Name of the deferred check a Code node result may carry (see [`to_items`]).
+const DEFERRED_CHECK: &str = "__n8nCheck";
+
 /// A Code node's result as n8n normalises it, read straight into items
 /// without building the `{json: …}` wrapper objects as JSON first: `null`
 /// gives none, an array gives one item per element that is not null, any
@@ -798,20 +801,23 @@ const DEFERRED_STANDARDIZE: &str = "__n8nStandardize";
 /// which only changes objects that are neither plain nor arrays nor have
 /// `toJSON`): the result is read without it, and only when the reading meets
 /// such an object is the step run and the result it returns read instead.
+///
+/// A result array may also carry a deferred check as its `__n8nCheck`
+/// function (the Code node's checks of the elements, n8n's normalisation and
+/// the standardize step): the elements but the last (the wrapper's meta item)
+/// are checked while they are read, and only when one is not plainly an
+/// item or plainly an item's json (see [`ItemCheck`]) is the check run and
+/// the result it returns read instead, so its errors are n8n's.
 pub(crate) fn to_items<'js>(ctx: &Ctx<'js>, v: &JsValue<'js>) -> rquickjs::Result<Vec<Item>> {
-    let deferred = match v.as_array() {
-        Some(arr) => {
-            let step = arr.as_object().get::<_, JsValue>(DEFERRED_STANDARDIZE)?.into_function();
-            if step.is_some() {
-                // the step holds the array: removed, the array is freed by
-                // reference counting as soon as it is read, not at the next GC
-                arr.as_object().remove(DEFERRED_STANDARDIZE)?;
-            }
-            step
+    let Some(arr) = v.as_array() else { return read_items(&mut Walker::new(ctx, None)?, v) };
+    if let Some(check) = take_step(arr, DEFERRED_CHECK)? {
+        if let Some(items) = read_checked(ctx, arr)? {
+            return Ok(items);
         }
-        None => None,
-    };
-    let Some(step) = deferred else { return read_items(&mut Walker::new(ctx, None)?, v) };
+        let checked: JsValue = check.call(())?;
+        return to_items(ctx, &checked);
+    }
+    let Some(step) = take_step(arr, DEFERRED_STANDARDIZE)? else { return read_items(&mut Walker::new(ctx, None)?, v) };
     let object_proto: Object = ctx.globals().get::<_, Object>("Object")?.get("prototype")?;
     let mut w = Walker::new(ctx, Some(object_proto))?;
     let items = read_items(&mut w, v)?;
@@ -821,6 +827,101 @@ pub(crate) fn to_items<'js>(ctx: &Ctx<'js>, v: &JsValue<'js>) -> rquickjs::Resul
     drop(items);
     let done: JsValue = step.call(())?;
     read_items(&mut Walker::new(ctx, None)?, &done)
+}
+
+/// The deferred step `name` of a result array, removed from it: the step
+/// holds the array, so removed, the array is freed by reference counting as
+/// soon as it is read, not at the next GC.
+fn take_step<'js>(arr: &Array<'js>, name: &str) -> rquickjs::Result<Option<Function<'js>>> {
+    let step = arr.as_object().get::<_, JsValue>(name)?.into_function();
+    if step.is_some() {
+        arr.as_object().remove(name)?;
+    }
+    Ok(step)
+}
+
+/// The items of a result array whose elements (but the trailing meta item)
+/// all pass [`ItemCheck`] and need no standardizing; `None` otherwise.
+fn read_checked<'js>(ctx: &Ctx<'js>, arr: &Array<'js>) -> rquickjs::Result<Option<Vec<Item>>> {
+    let object_proto: Object = ctx.globals().get::<_, Object>("Object")?.get("prototype")?;
+    // n8n's `'json' in x` also sees inherited keys: plain objects have none
+    // unless someone gave Object.prototype one
+    if object_proto.contains_key("json")? || object_proto.contains_key("binary")? {
+        return Ok(None);
+    }
+    let mut w = Walker::new(ctx, Some(object_proto))?;
+    w.check = Some(ItemCheck::new(ctx)?);
+    let n = arr.len();
+    let mut out = Vec::with_capacity(n);
+    for i in 0..n {
+        if i + 1 == n {
+            w.check = None;
+        }
+        let x: JsValue = arr.get(i)?;
+        match w.item(&x) {
+            Ok(Some(it)) => out.push(it),
+            Ok(None) => {}
+            // a value the reading cannot take (a BigInt, a cycle, a throwing
+            // toJSON): n8n's checks of all elements come first, then the same
+            // reading fails again
+            Err(e) => {
+                if matches!(e, rquickjs::Error::Exception) {
+                    drop(ctx.catch());
+                }
+                return Ok(None);
+            }
+        }
+        if w.met_instance || w.check.as_ref().is_some_and(|c| c.failed) {
+            return Ok(None);
+        }
+    }
+    Ok(Some(out))
+}
+
+/// What the Code node's checks of "Run Once for All Items" (code.js,
+/// `checkedAll`) accept and leave as they are, checked while reading:
+/// every element a plain object (prototype Object.prototype or null, no
+/// `toJSON`), either all of them items (own `json` a plain object, `binary`
+/// absent or a plain object, no other keys than `pairedItem`, `error`,
+/// `index`) or all of them item data (no key n8n reserves for items). Anything
+/// else is left to those checks.
+struct ItemCheck<'js> {
+    json: rquickjs::Atom<'js>,
+    binary: rquickjs::Atom<'js>,
+    /// the other keys an item may have, `metadata` last (n8n reserves it, but
+    /// the reader does not take it as an item's part)
+    others: [rquickjs::Atom<'js>; 4],
+    /// whether the elements so far are items (`Some(true)`) or item data
+    items: Option<bool>,
+    failed: bool,
+}
+
+impl<'js> ItemCheck<'js> {
+    fn new(ctx: &Ctx<'js>) -> rquickjs::Result<Self> {
+        let atom = |s: &str| rquickjs::Atom::from_str(ctx.clone(), s);
+        Ok(ItemCheck {
+            json: atom("json")?,
+            binary: atom("binary")?,
+            others: [atom("pairedItem")?, atom("error")?, atom("index")?, atom("metadata")?],
+            items: None,
+            failed: false,
+        })
+    }
+}
+
+/// What an element's own enumerable keys showed.
+#[derive(Default)]
+struct Shape {
+    json: bool,
+    json_plain: bool,
+    binary: bool,
+    binary_ok: bool,
+    /// `pairedItem`, `error` or `index`
+    item_key: bool,
+    /// reserved by n8n, not an item's part here
+    metadata: bool,
+    /// a key no item has
+    other_key: bool,
 }
 
 fn read_items<'js>(w: &mut Walker<'_, 'js>, v: &JsValue<'js>) -> rquickjs::Result<Vec<Item>> {
@@ -889,6 +990,8 @@ struct Walker<'a, 'js> {
     /// prototype is neither this nor null (class instances) set `met_instance`.
     object_proto: Option<Object<'js>>,
     met_instance: bool,
+    /// Set while reading a result array left unchecked (see [`read_checked`]).
+    check: Option<ItemCheck<'js>>,
 }
 
 /// Most distinct property names remembered during one conversion.
@@ -902,6 +1005,7 @@ impl<'a, 'js> Walker<'a, 'js> {
             keys: HashMap::default(),
             object_proto,
             met_instance: false,
+            check: None,
         })
     }
 
@@ -926,21 +1030,38 @@ impl<'a, 'js> Walker<'a, 'js> {
             }
             _ => None,
         };
+        let checking = self.check.is_some();
         let Some(o) = plain else {
+            if let Some(c) = &mut self.check {
+                c.failed = true;
+                return Ok(None);
+            }
             // primitives, arrays, objects with toJSON: the general conversion
             return Ok(self.walk(v, 1)?.and_then(item_from_value));
         };
+        if checking && !self.has_plain_proto(o) {
+            self.fail_check();
+            return Ok(None);
+        }
         // A plain object: its properties are converted one by one, so an
         // item-shaped object never becomes a JSON object of its own.
         let props = o.props::<rquickjs::Atom, JsValue>();
         let mut parts: Vec<(String, Value)> = Vec::with_capacity(props.len());
+        let mut shape = Shape::default();
         for prop in props {
             let (k, x) = prop?;
+            if checking {
+                self.note_key(&mut shape, &k, &x);
+            }
             if let Some(j) = self.walk(&x, 2)? {
                 let k = self.key(k)?;
                 // a repeated key cannot occur among own properties
                 parts.push((k, j));
             }
+        }
+        if checking && !self.element_passes(&shape, o)? {
+            self.fail_check();
+            return Ok(None);
         }
         let is_item = parts.iter().any(|(k, _)| k == "json") && parts.iter().all(|(k, _)| ITEM_KEYS.contains(&k.as_str()));
         if !is_item {
@@ -956,6 +1077,60 @@ impl<'a, 'js> Walker<'a, 'js> {
             }
         }
         Ok(Some(it))
+    }
+
+    /// Whether `o`'s prototype is Object.prototype or null.
+    fn has_plain_proto(&self, o: &Object<'js>) -> bool {
+        match (o.get_prototype(), &self.object_proto) {
+            (None, _) => true,
+            (Some(p), Some(plain)) => p.as_value() == plain.as_value(),
+            (Some(_), None) => false,
+        }
+    }
+
+    /// A plain object as n8n's `isObject` sees it (not an array, a function or a Date).
+    fn is_plain_object(&self, v: &JsValue<'js>) -> bool {
+        !v.is_array() && !v.is_function() && v.as_object().is_some_and(|o| self.has_plain_proto(o))
+    }
+
+    fn fail_check(&mut self) {
+        if let Some(c) = &mut self.check {
+            c.failed = true;
+        }
+    }
+
+    fn note_key(&self, shape: &mut Shape, k: &rquickjs::Atom<'js>, x: &JsValue<'js>) {
+        let Some(c) = &self.check else { return };
+        if *k == c.json {
+            shape.json = true;
+            shape.json_plain = self.is_plain_object(x);
+        } else if *k == c.binary {
+            shape.binary = true;
+            shape.binary_ok = x.is_undefined() || self.is_plain_object(x);
+        } else if c.others[..3].contains(k) {
+            shape.item_key = true;
+        } else if *k == c.others[3] {
+            shape.metadata = true;
+        } else {
+            shape.other_key = true;
+        }
+    }
+
+    /// Whether an element passes [`ItemCheck`] with the elements before it.
+    fn element_passes(&mut self, shape: &Shape, o: &Object<'js>) -> rquickjs::Result<bool> {
+        let Some(c) = &mut self.check else { return Ok(true) };
+        let is_item = shape.json;
+        let passes = if is_item {
+            // n8n also checks a non-enumerable own `binary`
+            let binary_ok = if shape.binary { shape.binary_ok } else { !o.contains_key(c.binary.clone())? };
+            shape.json_plain && binary_ok && !shape.metadata && !shape.other_key
+        } else {
+            // item data: no key of an item, enumerable or not (n8n's `in`)
+            !shape.binary && !shape.item_key && !shape.metadata && !o.contains_key(c.json.clone())? && !o.contains_key(c.binary.clone())?
+        };
+        // n8n takes all elements as items or none
+        let same = *c.items.get_or_insert(is_item) == is_item;
+        Ok(passes && same)
     }
 
     fn key(&mut self, atom: rquickjs::Atom<'js>) -> rquickjs::Result<String> {

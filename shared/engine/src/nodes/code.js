@@ -192,6 +192,30 @@
   function codeAll(result) {
     if (result === null) return done([]);
     if (typeof result !== 'object') throw notItems();
+    if (!Array.isArray(result) || !Object.isExtensible(result)) return checkedAll(result);
+    // An array: the host checks its elements while reading them (sandbox.rs,
+    // `__n8nCheck`) and calls this only when one is not plainly an item or
+    // plainly an item's json, or needs standardizing; then n8n's checks decide.
+    let out;
+    try {
+      out = done(result);
+    } catch (e) {
+      // an array that cannot grow (a fixed length): checked as it is
+      return checkedAll(result);
+    }
+    out.__n8nCheck = () => {
+      try {
+        out.pop();
+        return checkedAll(out);
+      } catch (e) {
+        return failed(e, undefined);
+      }
+    };
+    return out;
+  }
+
+  // n8n's checks of a "Run Once for All Items" result (an object or an array)
+  function checkedAll(result) {
     if (Array.isArray(result)) {
       let topLevel = false;
       for (const x of result) {
