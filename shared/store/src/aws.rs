@@ -22,13 +22,27 @@ pub struct AwsClients {
 /// into every function; and not on the system's roots, whose loading (a
 /// directory of CA files) was most of a function's cold start. Every SDK
 /// config gets it from [`loader`]; Bedrock's client is built the same way.
+///
+/// Every SDK client validates its HTTP client once when it is constructed,
+/// by building a connector it throws away; the smithy client would parse the
+/// whole trust store for it, about a millisecond per client at init. Without
+/// settings (that probe) a plain connector is returned: there are no CA files
+/// to load early, and a request's TLS connector is built (and cached by
+/// settings) at the first request.
 pub fn https_client() -> aws_smithy_runtime_api::client::http::SharedHttpClient {
     use aws_smithy_http_client::tls::{rustls_provider::CryptoMode, Provider, TlsContext};
+    use aws_smithy_http_client::{Builder, Connector};
     let tls = TlsContext::builder().with_trust_store(compiled_in_roots()).build().expect("a TLS context of valid roots");
-    aws_smithy_http_client::Builder::new()
-        .tls_provider(Provider::Rustls(CryptoMode::Ring))
-        .tls_context(tls)
-        .build_https()
+    Builder::new().build_with_connector_fn(move |settings, components| match settings {
+        None => Connector::builder().build_http(),
+        Some(settings) => {
+            let mut connector = Connector::builder().connector_settings(settings.clone());
+            if let Some(components) = components {
+                connector.set_sleep_impl(components.sleep_impl());
+            }
+            connector.tls_provider(Provider::Rustls(CryptoMode::Ring)).tls_context(tls.clone()).build()
+        }
+    })
 }
 
 /// Mozilla's roots, as the trust store the SDK's HTTPS client takes.
