@@ -119,6 +119,8 @@ fn code_all_items_validates_item_shapes_like_n8n() {
 fn code_all_items_fails_at_the_item_n8n_fails_at() {
     // the reader of the result takes plain items and plain item data as they
     // are; everything else gets n8n's checks, with their errors
+    const JSON_NOT_OBJECT: &str = "In the returned data, every key named 'json' must point to an object.";
+    const NOT_ITEMS: &str = "Please return an array of objects, one for each item you would like to output.";
     let fails = |js: &str, message: &str, description: &str| {
         let st = run(&chain(vec![trigger(), two_items(), all(js)]));
         assert_eq!(st.status, ExecutionStatus::Error, "{js}");
@@ -134,26 +136,26 @@ fn code_all_items_fails_at_the_item_n8n_fails_at() {
     );
     fails("return [{json: {}}, {json: {}, other: undefined}];", "Invalid output format [item 1]", "An output item contains the reserved key <code>json</code>. To get around this, please wrap each item in an object, under a key called <code>json</code>.");
     fails("return [{a: 1}, {b: 2}, {json: {}, c: 1}];", "Unknown top-level item key: a [item 0]", "Access the properties of an item under `.json`, e.g. `item.json`");
-    fails("return [{json: {}}, {json: undefined}];", "A 'json' property isn't an object [item 1]", "In the returned data, every key named 'json' must point to an object.");
-    fails("return [{json: {}}, {json: new Date(0)}];", "A 'json' property isn't an object [item 1]", "In the returned data, every key named 'json' must point to an object.");
-    fails("return [{json: {}}, {json: [1]}];", "A 'json' property isn't an object [item 1]", "In the returned data, every key named 'json' must point to an object.");
+    fails("return [{json: {}}, {json: undefined}];", "A 'json' property isn't an object [item 1]", JSON_NOT_OBJECT);
+    fails("return [{json: {}}, {json: new Date(0)}];", "A 'json' property isn't an object [item 1]", JSON_NOT_OBJECT);
+    fails("return [{json: {}}, {json: [1]}];", "A 'json' property isn't an object [item 1]", JSON_NOT_OBJECT);
     // keys `for…in` does not see but `in` does
-    fails("return [Object.defineProperty({b: 2}, 'json', {value: 5})];", "A 'json' property isn't an object [item 0]", "In the returned data, every key named 'json' must point to an object.");
+    fails("return [Object.defineProperty({b: 2}, 'json', {value: 5})];", "A 'json' property isn't an object [item 0]", JSON_NOT_OBJECT);
     fails(
         "class P { get json() { return 'x'; } }\nreturn [new P()];",
         "A 'json' property isn't an object [item 0]",
-        "In the returned data, every key named 'json' must point to an object.",
+        JSON_NOT_OBJECT,
     );
     fails(
         "return [{json: {}}, Object.defineProperty({json: {}}, 'binary', {value: 'x'})];",
         "A 'binary' property isn't an object [item 1]",
         "In the returned data, every key named 'binary' must point to an object.",
     );
-    fails("return [{a: 1}, new Date(0)];", "Code doesn't return items properly", "Please return an array of objects, one for each item you would like to output.");
+    fails("return [{a: 1}, new Date(0)];", "Code doesn't return items properly", NOT_ITEMS);
     // n8n checks every element before any is read
-    fails("return [{a: 1n}, 5];", "Code doesn't return items properly", "Please return an array of objects, one for each item you would like to output.");
-    fails("return [{json: {a: 1n}}, {json: 'x'}];", "A 'json' property isn't an object [item 1]", "In the returned data, every key named 'json' must point to an object.");
-    fails("return [{a: 1}, null];", "Code doesn't return items properly", "Please return an array of objects, one for each item you would like to output.");
+    fails("return [{a: 1n}, 5];", "Code doesn't return items properly", NOT_ITEMS);
+    fails("return [{json: {a: 1n}}, {json: 'x'}];", "A 'json' property isn't an object [item 1]", JSON_NOT_OBJECT);
+    fails("return [{a: 1}, null];", "Code doesn't return items properly", NOT_ITEMS);
     // plain items and plain item data pass, each as they are
     let st = run(&chain(vec![trigger(), two_items(), all("return [{json: {a: 1}, binary: undefined, pairedItem: {item: 1}}, {json: Object.create(null)}];")]));
     assert_eq!(st.status, ExecutionStatus::Success, "{}", error_message(&st));

@@ -32,7 +32,12 @@ pub struct AwsClients {
 pub fn https_client() -> aws_smithy_runtime_api::client::http::SharedHttpClient {
     use aws_smithy_http_client::tls::{rustls_provider::CryptoMode, Provider, TlsContext};
     use aws_smithy_http_client::{Builder, Connector};
-    let tls = TlsContext::builder().with_trust_store(compiled_in_roots()).build().expect("a TLS context of valid roots");
+    // The roots' PEM text is made once per process, however many clients (a
+    // Bedrock node builds one per run) ask for an HTTPS client.
+    static TLS: std::sync::LazyLock<TlsContext> = std::sync::LazyLock::new(|| {
+        TlsContext::builder().with_trust_store(compiled_in_roots()).build().expect("a TLS context of valid roots")
+    });
+    let tls = TLS.clone();
     Builder::new().build_with_connector_fn(move |settings, components| match settings {
         None => Connector::builder().build_http(),
         Some(settings) => {
