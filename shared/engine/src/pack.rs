@@ -5,10 +5,12 @@
 //! others (If, Merge, Sort pass items through) waits until every holder of
 //! those values can be packed too, and one whose values a leaf keeps is left.
 
-use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use expression::Json;
+// The keys are value addresses, not outside input: a plain multiplicative
+// hash does, where SipHash cost several percent of a large run.
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use crate::data::{ExecutionState, OutputItems, StackEntry};
 use crate::workflow::Graph;
@@ -79,7 +81,8 @@ impl Packer {
         if entry.inputs.iter().flatten().map(|v| v.len()).sum::<usize>() < self.min_items {
             return;
         }
-        let wanted: HashSet<usize> = entry.inputs.iter().flatten().flat_map(|v| v.iter()).map(|it| Json::addr(&it.json)).collect();
+        let mut wanted = HashSet::with_capacity_and_hasher(entry.inputs.iter().flatten().map(|v| v.len()).sum(), Default::default());
+        wanted.extend(entry.inputs.iter().flatten().flat_map(|v| v.iter()).map(|it| Json::addr(&it.json)));
         let holds = |st: &ExecutionState, run: &RunRef| outputs(st, run).flat_map(items).any(|it| wanted.contains(&Json::addr(&it.json)));
         for list in [&mut self.in_use, &mut self.shared] {
             let (hit, keep): (Vec<RunRef>, Vec<RunRef>) = std::mem::take(list).into_iter().partition(|r| holds(st, r));
@@ -93,7 +96,7 @@ impl Packer {
     /// Packs the shared runs whose every value is held only by shared runs:
     /// packing them together frees those values.
     fn pack_closed_groups(&mut self, st: &mut ExecutionState) {
-        let mut held: HashMap<usize, usize> = HashMap::new();
+        let mut held: HashMap<usize, usize> = HashMap::default();
         for run in &self.shared {
             for it in outputs(st, run).flat_map(items) {
                 *held.entry(Json::addr(&it.json)).or_default() += 1;

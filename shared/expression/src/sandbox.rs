@@ -992,6 +992,12 @@ struct Walker<'a, 'js> {
     met_instance: bool,
     /// Set while reading a result array left unchecked (see [`read_checked`]).
     check: Option<ItemCheck<'js>>,
+    /// [`ITEM_KEYS`] as atoms, made on the first item read: an element's
+    /// keys are told apart without their text.
+    item_keys: Option<[rquickjs::Atom<'js>; 5]>,
+    /// The properties of the element being read, kept between elements so
+    /// each one does not allocate its own list.
+    parts: Vec<(rquickjs::Atom<'js>, Value)>,
 }
 
 /// Most distinct property names remembered during one conversion.
@@ -1006,6 +1012,8 @@ impl<'a, 'js> Walker<'a, 'js> {
             object_proto,
             met_instance: false,
             check: None,
+            item_keys: None,
+            parts: Vec::new(),
         })
     }
 
@@ -1046,7 +1054,9 @@ impl<'a, 'js> Walker<'a, 'js> {
         // A plain object: its properties are converted one by one, so an
         // item-shaped object never becomes a JSON object of its own.
         let props = o.props::<rquickjs::Atom, JsValue>();
-        let mut parts: Vec<(String, Value)> = Vec::with_capacity(props.len());
+        let mut parts = std::mem::take(&mut self.parts);
+        parts.clear();
+        parts.reserve(props.len());
         let mut shape = Shape::default();
         for prop in props {
             let (k, x) = prop?;
@@ -1054,7 +1064,6 @@ impl<'a, 'js> Walker<'a, 'js> {
                 self.note_key(&mut shape, &k, &x);
             }
             if let Some(j) = self.walk(&x, 2)? {
-                let k = self.key(k)?;
                 // a repeated key cannot occur among own properties
                 parts.push((k, j));
             }
@@ -1063,20 +1072,39 @@ impl<'a, 'js> Walker<'a, 'js> {
             self.fail_check();
             return Ok(None);
         }
-        let is_item = parts.iter().any(|(k, _)| k == "json") && parts.iter().all(|(k, _)| ITEM_KEYS.contains(&k.as_str()));
-        if !is_item {
-            return Ok(Some(Item::new(Value::Object(parts.into_iter().collect()))));
-        }
-        let mut it = Item::default();
-        for (k, x) in parts {
-            match k.as_str() {
-                "json" => it.json = Json::new(x),
-                "binary" => it.binary = Some(Json::new(x)),
-                "pairedItem" => it.paired_item = Some(PairedItem::from_value(x)),
-                _ => {}
-            }
-        }
+        let it = self.item_of_parts(&mut parts)?;
+        self.parts = parts;
         Ok(Some(it))
+    }
+
+    /// An element's converted properties as an item: its parts when it is
+    /// shaped like one (`json` and only [`ITEM_KEYS`]), else its `json`.
+    fn item_of_parts(&mut self, parts: &mut Vec<(rquickjs::Atom<'js>, Value)>) -> rquickjs::Result<Item> {
+        if self.item_keys.is_none() {
+            let atom = |s: &str| rquickjs::Atom::from_str(self.ctx.clone(), s);
+            self.item_keys = Some([atom(ITEM_KEYS[0])?, atom(ITEM_KEYS[1])?, atom(ITEM_KEYS[2])?, atom(ITEM_KEYS[3])?, atom(ITEM_KEYS[4])?]);
+        }
+        let Some(keys) = &self.item_keys else { return Err(rquickjs::Error::Unknown) };
+        let [json, binary, paired_item, ..] = keys;
+        let is_item = parts.iter().any(|(k, _)| k == json) && parts.iter().all(|(k, _)| keys.contains(k));
+        if is_item {
+            let mut it = Item::default();
+            for (k, x) in parts.drain(..) {
+                if k == *json {
+                    it.json = Json::new(x);
+                } else if k == *binary {
+                    it.binary = Some(Json::new(x));
+                } else if k == *paired_item {
+                    it.paired_item = Some(PairedItem::from_value(x));
+                }
+            }
+            return Ok(it);
+        }
+        let mut m = serde_json::Map::with_capacity(parts.len());
+        for (k, x) in parts.drain(..) {
+            m.insert(self.key(k)?, x);
+        }
+        Ok(Item::new(Value::Object(m)))
     }
 
     /// Whether `o`'s prototype is Object.prototype or null.

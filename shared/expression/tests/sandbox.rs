@@ -263,6 +263,29 @@ fn code_items_match_normalised_json() {
     assert!(err.to_string().contains("boom"), "{err}");
 }
 
+/// Reading results reuses key atoms across elements: each element still gets
+/// its own keys, in its own order, whatever the elements before it had.
+#[test]
+fn code_items_keep_each_elements_keys_in_order() {
+    let mut ev = evaluator();
+    let data = StaticData::new(vec![]);
+    let code = "return [{b: 1, a: 2}, {a: 3, c: 4, b: 5}, {json: {z: 1, y: 2}, pairedItem: 0}, {c: 1, json: 2}, {json: {b: 1}, a: 1}, {b: 6, a: 7}, {json: {}, binary: {f: {k: 1}}}]";
+    let (items, _) = ev.run_code_items(code, &data).unwrap();
+    let text: Vec<String> = items.iter().map(|it| serde_json::to_string(it).unwrap()).collect();
+    assert_eq!(
+        text,
+        [
+            r#"{"json":{"b":1,"a":2}}"#,
+            r#"{"json":{"a":3,"c":4,"b":5}}"#,
+            r#"{"json":{"z":1,"y":2},"pairedItem":0}"#,
+            r#"{"json":{"c":1,"json":2}}"#,
+            r#"{"json":{"json":{"b":1},"a":1}}"#,
+            r#"{"json":{"b":6,"a":7}}"#,
+            r#"{"json":{},"binary":{"f":{"k":1}}}"#,
+        ]
+    );
+}
+
 #[test]
 fn errors_carry_expression_text() {
     let mut ev = evaluator();

@@ -257,30 +257,77 @@ pub fn execute_filter(value: &Value, opts: &FilterOptions, item_index: usize) ->
 /// Evaluates a raw filter value, resolving only the operands (not the whole
 /// structure) through `resolve`, and only the conditions the combinator needs.
 pub fn execute_filter_with(value: &Value, opts: &FilterOptions, item_index: usize, resolve: &mut dyn FnMut(&Value) -> Result<Value>) -> Result<bool> {
-    let empty = vec![];
-    let conds = value.get("conditions").and_then(|c| c.as_array()).unwrap_or(&empty);
-    let any = value.get("combinator").and_then(|c| c.as_str()) == Some("or");
-    for (i, c) in conds.iter().enumerate() {
-        let lv = resolve(c.get("leftValue").unwrap_or(&Value::Null))?;
-        let rv = resolve(c.get("rightValue").unwrap_or(&Value::Null))?;
-        let pass = execute_condition(c, lv, rv, opts, i, item_index)?;
-        if any && pass {
-            return Ok(true);
-        }
-        if !any && !pass {
-            return Ok(false);
-        }
-    }
-    Ok(!any)
+    Filter::read(value).execute(opts, item_index, resolve)
 }
 
-fn execute_condition(c: &Value, lv: Value, rv: Value, opts: &FilterOptions, index: usize, item_index: usize) -> Result<bool> {
-    let null = Value::Null;
-    let op = c.get("operator").unwrap_or(&null);
-    let ty = op.get("type").and_then(|t| t.as_str()).unwrap_or("string");
-    let operation = op.get("operation").and_then(|t| t.as_str()).unwrap_or("equals");
-    let right_ty = op.get("rightType").and_then(|t| t.as_str()).unwrap_or(ty);
-    let single = op.get("singleValue").and_then(|v| v.as_bool()).unwrap_or(false);
+/// A raw filter value's structure, read once for all items: only the
+/// operands are resolved per item (the combinator and operators are what
+/// the editor wrote, never expressions here).
+pub struct Filter<'a> {
+    any: bool,
+    conditions: Vec<Condition<'a>>,
+}
+
+struct Condition<'a> {
+    left: &'a Value,
+    right: &'a Value,
+    op: Operator<'a>,
+}
+
+/// A condition's `operator`, with n8n's defaults for missing parts.
+#[derive(Clone, Copy)]
+struct Operator<'a> {
+    ty: &'a str,
+    operation: &'a str,
+    right_ty: &'a str,
+    single: bool,
+}
+
+static NULL: Value = Value::Null;
+
+impl<'a> Filter<'a> {
+    pub fn read(value: &'a Value) -> Filter<'a> {
+        let conds = value.get("conditions").and_then(|c| c.as_array()).map(Vec::as_slice).unwrap_or(&[]);
+        let conditions = conds
+            .iter()
+            .map(|c| {
+                let op = c.get("operator").unwrap_or(&NULL);
+                let ty = op.get("type").and_then(|t| t.as_str()).unwrap_or("string");
+                Condition {
+                    left: c.get("leftValue").unwrap_or(&NULL),
+                    right: c.get("rightValue").unwrap_or(&NULL),
+                    op: Operator {
+                        ty,
+                        operation: op.get("operation").and_then(|t| t.as_str()).unwrap_or("equals"),
+                        right_ty: op.get("rightType").and_then(|t| t.as_str()).unwrap_or(ty),
+                        single: op.get("singleValue").and_then(|v| v.as_bool()).unwrap_or(false),
+                    },
+                }
+            })
+            .collect();
+        Filter { any: value.get("combinator").and_then(|c| c.as_str()) == Some("or"), conditions }
+    }
+
+    /// The filter's result for one item (see [`execute_filter_with`]).
+    pub fn execute(&self, opts: &FilterOptions, item_index: usize, resolve: &mut dyn FnMut(&Value) -> Result<Value>) -> Result<bool> {
+        let any = self.any;
+        for (i, c) in self.conditions.iter().enumerate() {
+            let lv = resolve(c.left)?;
+            let rv = resolve(c.right)?;
+            let pass = execute_condition(&c.op, lv, rv, opts, i, item_index)?;
+            if any && pass {
+                return Ok(true);
+            }
+            if !any && !pass {
+                return Ok(false);
+            }
+        }
+        Ok(!any)
+    }
+}
+
+fn execute_condition(op: &Operator, lv: Value, rv: Value, opts: &FilterOptions, index: usize, item_index: usize) -> Result<bool> {
+    let Operator { ty, operation, right_ty, single } = *op;
     // n8n's `parseFilterConditionValues`: both operands first, then the error
     let article = |n: &str| if n.starts_with(['a', 'e', 'i', 'o', 'u']) { format!("an {n}") } else { format!("a {n}") };
     let plain = if opts.strict {

@@ -2,7 +2,7 @@
 
 use serde_json::Value;
 
-use super::conditions::{self, execute_filter_with, js_to_number, FilterOptions};
+use super::conditions::{self, js_to_number, Filter, FilterOptions};
 use super::{NodeContext, NodeOutput};
 use crate::data::{with_pair, Item};
 use crate::error::Result;
@@ -49,10 +49,11 @@ fn filter_version(node_type: &str, v: f64) -> u8 {
 fn split(ctx: &mut NodeContext<'_>, path: &str) -> Result<(Vec<Item>, Vec<Item>)> {
     let opts = filter_options(ctx, path);
     let raw = ctx.raw(path).cloned().unwrap_or(Value::Null);
+    let filter = Filter::read(&raw);
     let items = ctx.take_input(0);
     let mut pass = Vec::with_capacity(items.len());
     for i in 0..items.len() {
-        let r = execute_filter_with(&raw, &opts, i, &mut |v| ctx.resolve_in(&items, v, i));
+        let r = filter.execute(&opts, i, &mut |v| ctx.resolve_in(&items, v, i));
         match r {
             Ok(p) => pass.push(p),
             Err(_) if ctx.continue_on_fail() => pass.push(false),

@@ -561,28 +561,37 @@ fn binary_insertion_sort<T>(v: &mut [T], start: usize, cmp: &mut impl FnMut(&T, 
 }
 
 fn merge_sort<T: Copy>(v: &mut [T], cmp: &mut impl FnMut(&T, &T) -> Ordering) {
+    let mut scratch = Vec::with_capacity(v.len() / 2 + 1);
+    merge_sort_in(v, cmp, &mut scratch);
+}
+
+/// [`merge_sort`] with one scratch buffer for all merges: only the left half
+/// is copied out, and the merge fills `v` from the front, never past the
+/// right half's unread part.
+fn merge_sort_in<T: Copy>(v: &mut [T], cmp: &mut impl FnMut(&T, &T) -> Ordering, scratch: &mut Vec<T>) {
     let n = v.len();
     if n <= 22 {
         binary_insertion_sort(v, 1, cmp);
         return;
     }
     let mid = n / 2;
-    merge_sort(&mut v[..mid], cmp);
-    merge_sort(&mut v[mid..], cmp);
-    let left = v[..mid].to_vec();
-    let right = v[mid..].to_vec();
-    let (mut i, mut j, mut k) = (0, 0, 0);
-    while i < left.len() && j < right.len() {
-        if cmp(&right[j], &left[i]) == Ordering::Less {
-            v[k] = right[j];
+    merge_sort_in(&mut v[..mid], cmp, scratch);
+    merge_sort_in(&mut v[mid..], cmp, scratch);
+    scratch.clear();
+    scratch.extend_from_slice(&v[..mid]);
+    let (mut i, mut j, mut k) = (0, mid, 0);
+    while i < scratch.len() && j < n {
+        if cmp(&v[j], &scratch[i]) == Ordering::Less {
+            v[k] = v[j];
             j += 1;
         } else {
-            v[k] = left[i];
+            v[k] = scratch[i];
             i += 1;
         }
         k += 1;
     }
-    for x in left[i..].iter().chain(&right[j..]) {
+    // what is left of the right half is already in place
+    for x in &scratch[i..] {
         v[k] = *x;
         k += 1;
     }
@@ -736,6 +745,23 @@ mod tests {
         let mut w: Vec<i32> = (0..50).collect();
         js_sort(&mut w, |_, _| Ordering::Less);
         assert_eq!(w.len(), 50);
+    }
+
+    #[test]
+    fn merge_sort_matches_a_stable_sort() {
+        // sizes past the insertion-sort cut-off, odd and even halves, many ties
+        for n in [64, 65, 100, 1000, 4097] {
+            let v: Vec<(u32, usize)> = (0..n).map(|i| ((i as u32).wrapping_mul(2_654_435_761) % 37, i)).collect();
+            let mut expected = v.clone();
+            expected.sort_by_key(|x| x.0);
+            let mut got = v.clone();
+            js_sort(&mut got, |a, b| a.0.cmp(&b.0));
+            assert_eq!(got, expected, "n = {n}");
+            let mut desc = v;
+            js_sort(&mut desc, |a, b| b.0.cmp(&a.0));
+            expected.sort_by_key(|x| std::cmp::Reverse(x.0));
+            assert_eq!(desc, expected, "n = {n} descending");
+        }
     }
 
     #[test]

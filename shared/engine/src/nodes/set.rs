@@ -69,6 +69,8 @@ struct Options {
 struct Field<'a> {
     name: Option<&'a Value>,
     ty: &'a str,
+    /// `ty` without its `Value` suffix (v3.0–3.2 names types `stringValue`, …)
+    kind: &'a str,
     value: &'a Value,
 }
 
@@ -85,8 +87,9 @@ impl<'a> Plan<'a> {
         let fields = list
             .iter()
             .map(|a| {
+                let field = |name, ty: &'a str, value| Field { name, ty, kind: ty.trim_end_matches("Value"), value };
                 if v33 {
-                    Field { name: a.get("name"), ty: a.get("type").and_then(Value::as_str).unwrap_or("string"), value: a.get("value").unwrap_or(&Value::Null) }
+                    field(a.get("name"), a.get("type").and_then(Value::as_str).unwrap_or("string"), a.get("value").unwrap_or(&Value::Null))
                 } else {
                     let key = a.get("type").and_then(Value::as_str).unwrap_or("stringValue");
                     // n8n fills a missing value with the property's default
@@ -95,7 +98,7 @@ impl<'a> Plan<'a> {
                         "objectValue" => &*EMPTY_OBJECT,
                         _ => &EMPTY_STRING,
                     });
-                    Field { name: a.get("name"), ty: key, value }
+                    field(a.get("name"), key, value)
                 }
             })
             .collect();
@@ -124,12 +127,12 @@ fn include_of(other: Option<Value>, include: Option<Value>, version: f64) -> Str
 }
 
 fn set_item(ctx: &mut NodeContext<'_>, items: &mut [Item], i: usize, in_place: bool, plan: &Plan, v: f64) -> Result<Item> {
-    let include = match &plan.include {
-        Some(s) => s.clone(),
+    let include: std::borrow::Cow<str> = match &plan.include {
+        Some(s) => s.as_str().into(),
         None => {
             let other = ctx.raw("includeOtherFields").map(|r| ctx.resolve_in(items, r, i)).transpose()?;
             let inc = ctx.raw("include").map(|r| ctx.resolve_in(items, r, i)).transpose()?;
-            include_of(other, inc, v)
+            include_of(other, inc, v).into()
         }
     };
     let options = match &plan.options {
@@ -170,7 +173,7 @@ fn manual_fields(ctx: &mut NodeContext<'_>, items: &[Item], i: usize, plan: &Pla
             Some(n) => js_to_string(Some(&ctx.resolve_in(items, n, i)?)),
             None => String::new(),
         };
-        let ty = f.ty.trim_end_matches("Value");
+        let ty = f.kind;
         let value = if f.ty == "objectValue" && f.value.as_str().is_some_and(|s| s.starts_with('=')) {
             // v3.0–3.2 read an expression object as JSON text with the
             // `{{ }}` parts filled in
@@ -301,20 +304,21 @@ fn plain_key(obj: &Value, key: &str) -> String {
     key.to_string()
 }
 
-fn set_field(obj: &mut Value, key: &str, value: Value, dot: bool) {
+/// Takes the key by value: the common plain key becomes the map's key as it is.
+fn set_field(obj: &mut Value, key: String, value: Value, dot: bool) {
     if !dot {
-        let k = plain_key(obj, key);
+        let k = plain_key(obj, &key);
         if let Value::Object(o) = obj {
             o.insert(k, value);
         }
     } else if !key.contains(['.', '[']) {
         if let Value::Object(o) = obj {
-            if !lodash::is_unsafe_key(key) {
-                o.insert(key.to_string(), value);
+            if !lodash::is_unsafe_key(&key) {
+                o.insert(key, value);
             }
         }
     } else {
-        lodash::set(obj, key, value);
+        lodash::set(obj, &key, value);
     }
 }
 
@@ -338,7 +342,7 @@ fn compose(ctx: &mut NodeContext<'_>, items: &mut [Item], i: usize, in_place: bo
                 let value = if dot { lodash::get(&items[i].json, &key).map(|c| c.into_owned()) } else { items[i].json.get(plain_key(&items[i].json, &key)).cloned() };
                 let target = if dot && key.contains('.') { key.rsplit('.').next().unwrap_or(&key).to_string() } else { key.clone() };
                 if let Some(value) = value {
-                    set_field(&mut m, &target, value, dot);
+                    set_field(&mut m, target, value, dot);
                 }
             }
             m
@@ -364,7 +368,7 @@ fn compose(ctx: &mut NodeContext<'_>, items: &mut [Item], i: usize, in_place: bo
         obj = Value::Object(Map::new());
     }
     for (name, value) in fields {
-        set_field(&mut obj, &name, value, dot);
+        set_field(&mut obj, name, value, dot);
     }
     let mut it = item_from(obj, i);
     let keep_binary = if v >= 3.4 { !options.strip_binary.unwrap_or(false) && include != "none" } else { options.include_binary.unwrap_or(false) };
@@ -414,7 +418,7 @@ fn execute_v1(ctx: &mut NodeContext<'_>) -> Result<NodeOutput> {
                     },
                     _ => v,
                 };
-                set_field(&mut obj, &name, v, dot);
+                set_field(&mut obj, name, v, dot);
             }
         }
         let mut it = item_from(obj, i);

@@ -62,25 +62,36 @@ fn field_order(ctx: &mut NodeContext<'_>) -> Result<Vec<usize>> {
     }
     // Sort keys looked up once per item (strings lower-cased, as n8n compares them).
     let width = fields.len();
-    let keys: Vec<Option<Cow<'_, Value>>> = input
+    let keys: Vec<SortKey<'_>> = input
         .iter()
         .flat_map(|it| {
-            fields.iter().map(move |(f, _)| {
-                get_field(&it.json, f, dot).map(|v| match v.as_ref() {
+            fields.iter().map(move |(f, _)| match get_field(&it.json, f, dot) {
+                Some(Cow::Borrowed(v @ Value::Number(n))) => SortKey::Num(n.as_f64().unwrap_or(f64::NAN), v),
+                Some(v) => SortKey::Other(Some(match v.as_ref() {
                     Value::String(s) => Cow::Owned(Value::String(s.to_lowercase())),
                     _ => v,
-                })
+                })),
+                None => SortKey::Other(None),
             })
         })
         .collect();
     let mut idx: Vec<usize> = (0..input.len()).collect();
     js_sort(&mut idx, |&x, &y| {
         for (k, (_, desc)) in fields.iter().enumerate() {
-            let (a, b) = (keys[x * width + k].as_deref(), keys[y * width + k].as_deref());
-            if is_equal(a, b) {
-                continue;
-            }
-            let less = lt(a, b);
+            let (a, b) = (&keys[x * width + k], &keys[y * width + k]);
+            let less = if let (SortKey::Num(a, _), SortKey::Num(b, _)) = (a, b) {
+                // what `is_equal` and `lt` give for two numbers
+                if a == b {
+                    continue;
+                }
+                a < b
+            } else {
+                let (a, b) = (a.value(), b.value());
+                if is_equal(a, b) {
+                    continue;
+                }
+                lt(a, b)
+            };
             return match (less, desc) {
                 (true, false) | (false, true) => Ordering::Less,
                 _ => Ordering::Greater,
@@ -89,6 +100,22 @@ fn field_order(ctx: &mut NodeContext<'_>) -> Result<Vec<usize>> {
         Ordering::Equal
     });
     Ok(idx)
+}
+
+/// One item's value of one sort field; numbers also as `f64`, compared
+/// without going through the value each time.
+enum SortKey<'a> {
+    Num(f64, &'a Value),
+    Other(Option<Cow<'a, Value>>),
+}
+
+impl SortKey<'_> {
+    fn value(&self) -> Option<&Value> {
+        match self {
+            SortKey::Num(_, v) => Some(v),
+            SortKey::Other(v) => v.as_deref(),
+        }
+    }
 }
 
 /// Runs the user's comparator in the sandbox over the input items and reads
