@@ -176,7 +176,10 @@ pub struct Evaluator {
     /// A frozen "now" (epoch ms) for `Date.now()`, `$now`, Luxon; `None`: the system clock.
     clock: Option<i64>,
     sandbox: Option<sandbox::Sandbox>,
-    plans: HashMap<String, Plan>,
+    /// Looked up once per item and expression: keyed with FxHash, as the
+    /// templates come from the workflow itself and the map is capped
+    /// (`MAX_PLANS`), so SipHash's flooding defence buys nothing here.
+    plans: rustc_hash::FxHashMap<String, Plan>,
     proto: fast::ProtoNames,
 }
 
@@ -185,7 +188,7 @@ impl Evaluator {
         let timezone = "UTC".to_string();
         let sb = sandbox::Sandbox::new(limits, &timezone).map_err(|f| f.into_error("", &limits))?;
         let proto = fast::ProtoNames(sb.proto_names.iter().cloned().collect::<HashSet<_>>());
-        Ok(Evaluator { limits, timezone, clock: None, sandbox: Some(sb), plans: HashMap::new(), proto })
+        Ok(Evaluator { limits, timezone, clock: None, sandbox: Some(sb), plans: Default::default(), proto })
     }
 
     pub fn limits(&self) -> Limits {
