@@ -443,6 +443,34 @@ fn sort_by_fields_code_and_random() {
     assert_eq!(ids(random), "1A 1B 2a 3c");
 }
 
+/// Numbers sort by value whether written as integers or floats (`2` and
+/// `2.0` are equal keys, kept in input order), past the size where the
+/// merge sort takes over, also when some keys are not numbers.
+#[test]
+fn sort_numbers_by_value_and_stably() {
+    let input: Vec<Value> = (0..90)
+        .map(|i| {
+            let x = (i * 37 % 23) as i64 - 11;
+            let v = if i % 3 == 0 { json!(x as f64) } else if i % 3 == 1 { json!(x) } else { json!(x as f64 + 0.5) };
+            json!({ "i": i, "v": v })
+        })
+        .collect();
+    let key = |v: &Value| v["v"].as_f64().unwrap_or(f64::NAN);
+    let mut expected = input.clone();
+    expected.sort_by(|a, b| key(a).total_cmp(&key(b)));
+    let got = ok(SORT, 1.0, json!({ "sortFieldsUi": { "sortField": [{ "fieldName": "v" }] } }), Value::Array(input.clone()));
+    assert_eq!(got, expected);
+    let mut desc = input.clone();
+    desc.sort_by(|a, b| key(b).total_cmp(&key(a)));
+    let got = ok(SORT, 1.0, json!({ "sortFieldsUi": { "sortField": [{ "fieldName": "v", "order": "descending" }] } }), Value::Array(input));
+    assert_eq!(got, desc);
+    // a key that is not a number (a numeric string, a missing field) compares as lodash does
+    let mixed = json!([{ "v": 3 }, { "v": "2" }, { "w": 0 }, { "v": 1.0 }, { "v": null }]);
+    let got = ok(SORT, 1.0, json!({ "sortFieldsUi": { "sortField": [{ "fieldName": "v" }] } }), mixed);
+    let order: Vec<String> = got.iter().map(|x| x.get("v").map_or("-".to_string(), |v| v.to_string())).collect();
+    assert_eq!(order, ["null", "1.0", "\"2\"", "3", "-"]);
+}
+
 #[test]
 fn limit_keeps_first_or_last() {
     assert_eq!(ok(LIMIT, 1.0, json!({}), letters()), [json!({ "id": 3, "char": "c" })]);

@@ -66,7 +66,10 @@ fn field_order(ctx: &mut NodeContext<'_>) -> Result<Vec<usize>> {
         .iter()
         .flat_map(|it| {
             fields.iter().map(move |(f, _)| match get_field(&it.json, f, dot) {
-                Some(Cow::Borrowed(v @ Value::Number(n))) => SortKey::Num(n.as_f64().unwrap_or(f64::NAN), v),
+                Some(Cow::Borrowed(v @ Value::Number(n))) => match n.as_f64() {
+                    Some(f) => SortKey::Num(f, v),
+                    None => SortKey::Other(Some(Cow::Borrowed(v))),
+                },
                 Some(v) => SortKey::Other(Some(match v.as_ref() {
                     Value::String(s) => Cow::Owned(Value::String(s.to_lowercase())),
                     _ => v,
