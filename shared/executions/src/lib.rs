@@ -16,10 +16,11 @@
 //! - [`Executor::execute_and_wait`]: the tools' call: start and wait for
 //!   a final status, through the queue or inline ([`Dispatch`]).
 //! - [`Sweeper::resume_due`] / [`Sweeper::mark_crashed`]: the minute sweep.
-//! - [`Executor::handle_queue_batch`]: the SQS consumer's body.
-//! - [`Executor::test_credential`]: a credential's connection test (`probe`).
+//! - [`Executor::test_credential`] / [`Executor::lookup`]: a credential's
+//!   connection test (`probe`) and a resource lookup (`lookup`), run here or
+//!   sent to the executor function (`jobs`).
 //! - [`Executor::handle_queue_batch`]: the SQS consumer's body (execution
-//!   messages, and schedule ticks: `ticks`).
+//!   messages, schedule ticks: `ticks`, and jobs).
 //! - [`Executor::waiting_on`] / [`Executor::resume_waiting`]: a webhook call
 //!   or form submission resumes a Wait node (`resume`).
 //!
@@ -39,7 +40,10 @@ mod document;
 pub mod error;
 mod error_workflow;
 mod host;
+mod jobs;
+#[cfg(feature = "in-process")]
 mod lookup;
+#[cfg(feature = "in-process")]
 mod probe;
 mod progress;
 mod records;
@@ -52,7 +56,7 @@ mod ticks;
 
 pub use error::ExecutionError;
 pub use host::{project_credential, HttpPolicy};
-pub use lookup::LookupCall;
+pub use jobs::{Answer, Job, JobMessage, LookupCall};
 pub use store::data::executions::{ExecutionMode, ExecutionStatus};
 pub use document::Respond;
 pub use resume::{ResumeRefused, WaitingOn};
@@ -189,7 +193,9 @@ pub enum Dispatch {
     Queue,
     /// Run in this process (no queue consumer needed: tests, the local
     /// cloud without pollers). The execution's timeout is capped at the
-    /// wait, so it never outlives the caller.
+    /// wait, so it never outlives the caller. Only built with the
+    /// `in-process` feature: a function without it links no node's code.
+    #[cfg(feature = "in-process")]
     Inline,
 }
 
@@ -259,6 +265,9 @@ pub struct ExecutorSettings {
     /// Service origins sent elsewhere (`INSTANCE_AI_SERVICE_ORIGIN_OVERRIDES`:
     /// local stand-ins of a service in development and tests).
     pub origin_overrides: std::collections::BTreeMap<String, String>,
+    /// How long a job sent to the executor function (a connection test, a
+    /// lookup: `jobs`) is waited for: above its own 30 s request timeout.
+    pub job_wait: Duration,
 }
 
 impl Default for ExecutorSettings {
@@ -273,6 +282,7 @@ impl Default for ExecutorSettings {
             progress_interval: Some(Duration::from_secs(1)),
             public_url: None,
             origin_overrides: Default::default(),
+            job_wait: Duration::from_secs(45),
         }
     }
 }
@@ -399,7 +409,7 @@ impl Executor {
         config: &Config,
         settings: ExecutorSettings,
     ) -> Result<Self> {
-        let data = Box::pin(InstanceData::new(clients, config)).await?;
+        let data = InstanceData::new(clients, config)?;
         let url = config.queue_url(QueueId::Runs)?.to_owned();
         let steps = config.queue_url(QueueId::Steps).ok().map(str::to_owned);
         Ok(Executor::new(data, clients.sqs.clone(), url, settings).notifying(steps).watched_by(sweep_flag(clients, config)?))
@@ -645,7 +655,7 @@ impl Executor {
     /// Starts an execution and waits up to `wait` for its outcome.
     pub async fn execute_and_wait(
         &self,
-        mut req: StartRequest,
+        req: StartRequest,
         wait: Duration,
         dispatch: Dispatch,
     ) -> Result<ExecutionOutcome> {
@@ -654,7 +664,9 @@ impl Executor {
                 let id = self.start_execution(req).await?;
                 self.wait_for(id.as_str(), wait).await
             }
+            #[cfg(feature = "in-process")]
             Dispatch::Inline => {
+                let mut req = req;
                 req.timeout = Some(req.timeout.map_or(wait, |t| t.min(wait)));
                 let id = self.create(req).await?;
                 match self.run_execution(id.as_str()).await? {
@@ -677,8 +689,10 @@ impl Executor {
         self.outcome(id).await
     }
 
-    /// The SQS consumer's body: runs each record's execution; returns the
-    /// message ids to report failed (redelivered, then dead-lettered).
+    /// The SQS consumer's body: runs each record's execution, tick or job;
+    /// returns the message ids to report failed (redelivered, then
+    /// dead-lettered).
+    #[cfg(feature = "in-process")]
     pub async fn handle_queue_batch(
         &self,
         batch: impl IntoIterator<Item = QueueRecord>,
@@ -695,6 +709,14 @@ impl Executor {
                             tracing::error!(workflowId = %t.schedule_tick.workflow_id, error = %e, "schedule tick failed; will be redelivered");
                             failed.push(record.message_id);
                         }
+                    }
+                    continue;
+                }
+                Some(ticks::Message::Job(job)) => {
+                    let job_id = job.job_id.clone();
+                    if let Err(e) = Box::pin(self.answer_job(job)).await {
+                        tracing::error!(jobId = %job_id, error = %e, "a job's answer could not be stored; will be redelivered");
+                        failed.push(record.message_id);
                     }
                     continue;
                 }

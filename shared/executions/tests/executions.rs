@@ -1037,7 +1037,7 @@ async fn progress_writes_of_a_long_loop_are_throttled() {
     let env = store::testing::TestEnv::new().await;
     let (dynamo, counter) = store::counting::RequestCounter::instrument(&env.clients.dynamo);
     let clients = store::AwsClients { dynamo, ..env.clients.clone() };
-    let data = store::data::InstanceData::new(&clients, &env.config).await.unwrap();
+    let data = store::data::InstanceData::new(&clients, &env.config).unwrap();
     let user: protocol::UserId = format!("loop-{}", uuid::Uuid::new_v4().simple()).as_str().into();
     let (_, project) = data.projects.create_user(&user, "l@example.com", None, None).await.unwrap();
     let body = |wf: &Value| store::data::workflows::WorkflowBody {

@@ -79,7 +79,7 @@ pub const ALLOW_VALUES_VARIABLE: &str = "INSTANCE_AI_ALLOW_SENDING_PARAMETER_VAL
 
 impl Instance {
     pub async fn new(clients: &AwsClients, config: &Config) -> Result<Instance, InstanceError> {
-        let data = InstanceData::new(clients, config).await?;
+        let data = InstanceData::new(clients, config)?;
         let runs = config.queue_url(QueueId::Runs).map_err(|e| InstanceError::Internal(e.to_string()))?;
         let steps = config.queue_url(QueueId::Steps).ok().map(str::to_owned);
         let sweep = ::executions::sweep_flag(clients, config).map_err(|e| InstanceError::Internal(e.to_string()))?;

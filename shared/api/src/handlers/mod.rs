@@ -12,7 +12,7 @@ pub mod confirm;
 pub mod credentials;
 #[cfg(feature = "events")]
 pub mod events;
-#[cfg(feature = "executions")]
+#[cfg(feature = "executor")]
 pub mod executor;
 pub mod gateway;
 pub mod health;

@@ -39,7 +39,6 @@ pub async fn ctx() -> Ctx {
 pub async fn ctx_with(settings: ExecutorSettings) -> Ctx {
     let env = TestEnv::new().await;
     let data = InstanceData::new(&env.clients, &env.config)
-        .await
         .expect("repositories");
     let url = env
         .config
