@@ -268,7 +268,6 @@ impl ProcessedDataStore for StoreProcessedData {
 }
 
 /// A host with only the credentials of `scope` (a connection test needs nothing else).
-#[cfg(feature = "in-process")]
 pub(crate) fn credentials_only(scope: Scope) -> Host {
     Host {
         credentials: Some(Arc::new(StoreCredentials(Arc::new(scope)))),

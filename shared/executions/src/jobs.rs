@@ -7,8 +7,9 @@
 //!
 //! Sent, the domain layer's other front doors (the credentials REST routes,
 //! the MCP server, the agent's step) link none of the engine's node code:
-//! only the executor function is built with the `in-process` feature. That is
-//! what keeps them small (ARCHITECTURE.md: which function links what).
+//! only an executor made `running_here` (the executor function's queue
+//! consumer, tests) reaches it. That is what keeps them small
+//! (ARCHITECTURE.md: which function links what).
 
 use crate::error::{ExecutionError, Result};
 use crate::{Dispatch, Executor};
@@ -20,10 +21,8 @@ use store::data::credentials::Credential;
 use store::data::db::{self, get_b, Item};
 
 /// How long an answer is kept for its sender.
-#[cfg(feature = "in-process")]
 const ANSWER_TTL_SECS: u64 = 3_600;
 /// DynamoDB's item limit is 400 KB; the answer (compressed) must fit below it.
-#[cfg(feature = "in-process")]
 const MAX_ANSWER_BYTES: usize = 350_000;
 
 /// One request of a lookup.
@@ -62,7 +61,6 @@ pub enum Answer {
     Failed { message: String },
 }
 
-#[cfg(feature = "in-process")]
 impl Answer {
     fn from_result(r: Result<Answer>) -> Answer {
         r.unwrap_or_else(|e| Answer::Failed { message: e.to_string() })
@@ -98,8 +96,7 @@ impl Executor {
 
     async fn job(&self, job: Job, dispatch: Dispatch) -> Result<Answer> {
         let answer = match dispatch {
-            #[cfg(feature = "in-process")]
-            Dispatch::Inline => self.do_job(job).await?,
+            Dispatch::Inline => self.here()?.job(self, job).await?,
             Dispatch::Queue => self.send_job(job).await?,
         };
         match answer {
@@ -133,7 +130,6 @@ impl Executor {
 
     /// The executor function's side: does the job and writes its answer.
     /// `Err` only when the answer could not be written (redeliver).
-    #[cfg(feature = "in-process")]
     pub(crate) async fn answer_job(&self, message: JobMessage) -> Result<()> {
         let answer = Answer::from_result(self.do_job(message.job).await);
         let mut item = db::key(pk(&message.job_id), SK);
@@ -143,8 +139,7 @@ impl Executor {
         Ok(())
     }
 
-    #[cfg(feature = "in-process")]
-    async fn do_job(&self, job: Job) -> Result<Answer> {
+    pub(crate) async fn do_job(&self, job: Job) -> Result<Answer> {
         Ok(match job {
             Job::TestCredential { credential } => {
                 let o = self.test_credential_here(&credential).await?;
@@ -161,7 +156,6 @@ fn unexpected(answer: Answer) -> ExecutionError {
 
 /// The answer, compressed; one too large for an item is replaced by a
 /// failure that says so.
-#[cfg(feature = "in-process")]
 fn encode_answer(answer: &Answer) -> Result<Vec<u8>> {
     let json = serde_json::to_vec(answer).map_err(|e| ExecutionError::Engine(format!("an answer that cannot be stored: {e}")))?;
     let packed = db::compress(&json)?;
@@ -181,7 +175,7 @@ fn read_answer(item: &Item) -> Result<Answer> {
     serde_json::from_slice(&json).map_err(|e| ExecutionError::Engine(format!("the executor's answer cannot be read: {e}")))
 }
 
-#[cfg(all(test, feature = "in-process"))]
+#[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;

@@ -41,9 +41,7 @@ pub mod error;
 mod error_workflow;
 mod host;
 mod jobs;
-#[cfg(feature = "in-process")]
 mod lookup;
-#[cfg(feature = "in-process")]
 mod probe;
 mod progress;
 mod records;
@@ -191,11 +189,9 @@ pub enum Dispatch {
     /// concurrency; the caller only waits). If the wait times out the
     /// execution goes on, and the outcome says `running`.
     Queue,
-    /// Run in this process (no queue consumer needed: tests, the local
-    /// cloud without pollers). The execution's timeout is capped at the
-    /// wait, so it never outlives the caller. Only built with the
-    /// `in-process` feature: a function without it links no node's code.
-    #[cfg(feature = "in-process")]
+    /// Run in this process (no queue consumer needed: tests). The
+    /// execution's timeout is capped at the wait, so it never outlives the
+    /// caller. Only an executor made [`Executor::running_here`] can.
     Inline,
 }
 
@@ -350,6 +346,31 @@ struct Inner {
     data: InstanceData,
     sweeper: Sweeper,
     settings: ExecutorSettings,
+    here: Option<Arc<dyn RunsHere>>,
+}
+
+type BoxFuture<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send + 'a>>;
+
+/// The work an executor does itself when asked to (`Dispatch::Inline`).
+/// Reached only through this object, which only [`Executor::running_here`]
+/// makes: a function that never calls it (every one but the executor, whose
+/// queue consumer runs the work directly) links none of the engine's node
+/// code, whatever features the build unified.
+trait RunsHere: Send + Sync {
+    fn run<'a>(&'a self, executor: &'a Executor, id: &'a str) -> BoxFuture<'a, Result<RunResult>>;
+    fn job<'a>(&'a self, executor: &'a Executor, job: Job) -> BoxFuture<'a, Result<Answer>>;
+}
+
+struct Here;
+
+impl RunsHere for Here {
+    fn run<'a>(&'a self, executor: &'a Executor, id: &'a str) -> BoxFuture<'a, Result<RunResult>> {
+        Box::pin(executor.run_execution(id))
+    }
+
+    fn job<'a>(&'a self, executor: &'a Executor, job: Job) -> BoxFuture<'a, Result<Answer>> {
+        Box::pin(executor.do_job(job))
+    }
 }
 
 impl fmt::Debug for Executor {
@@ -398,6 +419,7 @@ impl Executor {
                 data,
                 sweeper,
                 settings,
+                here: None,
             }),
         }
     }
@@ -416,6 +438,22 @@ impl Executor {
     }
 
     /// Turns the sweep on at each claim (`None`: no sweep schedule, tests).
+    /// Runs executions and jobs in this process when a caller asks for
+    /// `Dispatch::Inline` (tests; the executor function does its queue's
+    /// work directly). Without it, `Inline` is refused.
+    pub fn running_here(self) -> Self {
+        let mut inner = Arc::try_unwrap(self.inner).unwrap_or_else(|shared| (*shared).clone());
+        inner.here = Some(Arc::new(Here));
+        Executor { inner: Arc::new(inner) }
+    }
+
+    /// What this process runs itself (`Dispatch::Inline`).
+    pub(crate) fn here(&self) -> Result<&dyn RunsHere> {
+        self.inner.here.as_deref().ok_or_else(|| {
+            ExecutionError::Invalid("this function does not run executions itself: it sends them to the executor function".into())
+        })
+    }
+
     pub fn watched_by(self, sweep: Option<store::sweep_schedule::SweepFlag>) -> Self {
         let mut inner = Arc::try_unwrap(self.inner).unwrap_or_else(|shared| (*shared).clone());
         inner.sweeper.records.sweep = sweep;
@@ -664,12 +702,12 @@ impl Executor {
                 let id = self.start_execution(req).await?;
                 self.wait_for(id.as_str(), wait).await
             }
-            #[cfg(feature = "in-process")]
             Dispatch::Inline => {
                 let mut req = req;
                 req.timeout = Some(req.timeout.map_or(wait, |t| t.min(wait)));
+                let here = self.here()?;
                 let id = self.create(req).await?;
-                match self.run_execution(id.as_str()).await? {
+                match here.run(self, id.as_str()).await? {
                     RunResult::Ran(o) => Ok(o),
                     RunResult::Skipped(_) => self.outcome(id.as_str()).await,
                 }
@@ -692,7 +730,6 @@ impl Executor {
     /// The SQS consumer's body: runs each record's execution, tick or job;
     /// returns the message ids to report failed (redelivered, then
     /// dead-lettered).
-    #[cfg(feature = "in-process")]
     pub async fn handle_queue_batch(
         &self,
         batch: impl IntoIterator<Item = QueueRecord>,

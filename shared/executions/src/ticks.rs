@@ -155,14 +155,12 @@ impl Executor {
 
 /// A Runs queue body: an execution to run, a schedule tick, or a job
 /// another function waits on (`jobs`): the executor's to read.
-#[cfg(feature = "in-process")]
 pub(crate) enum Message {
     Run(crate::RunMessage),
     Tick(TickMessage),
     Job(crate::jobs::JobMessage),
 }
 
-#[cfg(feature = "in-process")]
 pub(crate) fn parse(body: &str) -> Option<Message> {
     if let Ok(m) = serde_json::from_str::<crate::RunMessage>(body) {
         return Some(Message::Run(m));

@@ -92,4 +92,11 @@ impl Instance {
         };
         Ok(Instance { data, executor, dispatch: Dispatch::Queue, values, activation })
     }
+
+    /// Runs executions, connection tests and lookups in this process
+    /// instead of sending them to the executor function (tests).
+    pub fn run_in_process(&mut self) {
+        self.executor = self.executor.clone().running_here();
+        self.dispatch = Dispatch::Inline;
+    }
 }

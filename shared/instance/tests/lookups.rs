@@ -75,7 +75,7 @@ async fn instance(base: &str) -> (TestEnv, Instance) {
     };
     inst.executor = Executor::new(inst.data.clone(), env.clients.sqs.clone(), config.queue_url(QueueId::Runs).unwrap(), settings);
     // lookups run here (the queue path: tests/credentials.rs)
-    inst.dispatch = executions::Dispatch::Inline;
+    inst.run_in_process();
     (env, inst)
 }
 

@@ -21,7 +21,7 @@ async fn instance() -> Instance {
     let env = TestEnv::new().await;
     let mut inst = Instance::new(&env.clients, &env.config).await.unwrap();
     // connection tests run here (the queue path: tests/credentials.rs)
-    inst.dispatch = executions::Dispatch::Inline;
+    inst.run_in_process();
     inst
 }
 

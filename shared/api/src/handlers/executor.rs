@@ -19,7 +19,8 @@ async fn executor(app: &App) -> Result<Executor, ExecutionError> {
     if let Some(e) = cache.lock().ok().and_then(|m| m.get(&key).cloned()) {
         return Ok(e);
     }
-    let e = Executor::from_config(&app.clients, &app.config, ExecutorSettings::from_config(&app.config)).await?;
+    // It does its queue's work itself, and a caller's `Dispatch::Inline`.
+    let e = Executor::from_config(&app.clients, &app.config, ExecutorSettings::from_config(&app.config)).await?.running_here();
     if let Ok(mut m) = cache.lock() {
         m.insert(key, e.clone());
     }

@@ -12,7 +12,7 @@ pub mod confirm;
 pub mod credentials;
 #[cfg(feature = "events")]
 pub mod events;
-#[cfg(feature = "executor")]
+#[cfg(feature = "executions")]
 pub mod executor;
 pub mod gateway;
 pub mod health;

@@ -45,7 +45,7 @@ pub async fn ctx_with(settings: ExecutorSettings) -> Ctx {
         .queue_url(QueueId::Runs)
         .expect("runs queue")
         .to_owned();
-    let executor = Executor::new(data.clone(), env.clients.sqs.clone(), url, settings);
+    let executor = Executor::new(data.clone(), env.clients.sqs.clone(), url, settings).running_here();
     let user: UserId = format!("alice-{}", uuid::Uuid::new_v4().simple())
         .as_str()
         .into();
