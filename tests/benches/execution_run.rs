@@ -97,7 +97,7 @@ impl Bench {
     async fn executor(&self) -> (Duration, Counters) {
         let app = &self.cloud.running.app;
         let (clients, counters) = Counters::counted(&app.clients);
-        let data = store::data::InstanceData::new(&clients, &app.config).await.unwrap();
+        let data = store::data::InstanceData::new(&clients, &app.config).unwrap();
         let exec = executions::Executor::new(data, clients.sqs.clone(), app.config.queue_url(QueueId::Runs).unwrap(), executions::ExecutorSettings::from_config(&app.config))
             .notifying(app.config.queue_url(QueueId::Steps).ok().map(str::to_owned));
         let body = take(&self.cloud, QueueId::Runs).await;

@@ -70,7 +70,7 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
 async fn latency() {
     let env = TestEnv::new().await;
     let cloud = start(Options { config: env.config.clone(), prefix: env.prefix.clone(), port: 0, run_consumers: true, run_schedules: false }).await.unwrap();
-    let data = InstanceData::new(&cloud.app.clients, &cloud.app.config).await.unwrap();
+    let data = InstanceData::new(&cloud.app.clients, &cloud.app.config).unwrap();
     let activation = triggers::Activation::new(data.clone(), None);
     published(&data, &activation, "bench-last", "lastNode").await;
     let http = reqwest::Client::new();
@@ -201,7 +201,7 @@ async fn requests() {
     let (exec_clients, exec) = counted(&env.clients);
     let hook_app = api::App::new(env.config.clone(), hook_clients);
     let exec_app = api::App::new(env.config.clone(), exec_clients);
-    let data = InstanceData::new(&env.clients, &env.config).await.unwrap();
+    let data = InstanceData::new(&env.clients, &env.config).unwrap();
     let activation = triggers::Activation::new(data.clone(), None);
     published(&data, &activation, "bench-recv", "onReceived").await;
     published(&data, &activation, "bench-count", "lastNode").await;

@@ -277,7 +277,7 @@ async fn a_table_is_filled_in_batches_queried_updated_and_pruned_only_after_appr
     assert_eq!(c["approvalDetails"]["action"], "delete-rows");
     assert_eq!(c["approvalDetails"]["filter"]["filters"][1], json!({"columnName": "score", "condition": "lt", "value": 50}));
     let doomed = (0..ROWS).filter(|i| is_acme(*i) && i % 100 < 50).count();
-    let data = store::data::InstanceData::new(&cloud.running.app.clients, &cloud.running.app.config).await.unwrap();
+    let data = store::data::InstanceData::new(&cloud.running.app.clients, &cloud.running.app.config).unwrap();
     assert_eq!(data.data_tables.count_rows(&table_id).await.unwrap(), ROWS, "nothing deleted while the card waits");
     let frames = cloud.decide(&mut feed, &frames, json!({"approved": true})).await;
     finished(&frames);

@@ -56,7 +56,7 @@ impl Cloud {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_thread_bound_to_a_project_builds_there_and_keeps_it() {
     let cloud = cloud(Setup { script: SCRIPT, stubs: false, ..Setup::default() }).await;
-    let data = InstanceData::new(&cloud.running.app.clients, &cloud.running.app.config).await.expect("instance data");
+    let data = InstanceData::new(&cloud.running.app.clients, &cloud.running.app.config).expect("instance data");
     let (alice, bob, carol) = (UserId("alice".into()), UserId("bob".into()), UserId("carol".into()));
     let (alice_user, _) = data.projects.create_user(&alice, "alice@example.com", None, None).await.unwrap();
     let team = data.projects.create_team_project("Team P", &carol).await.unwrap();

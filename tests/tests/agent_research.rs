@@ -464,7 +464,7 @@ async fn a_project_threads_history_is_recalled_in_that_project_only() {
     }}));
     let setup = Setup { stubs: false, ..Setup::default() };
     let cloud = cloud_with(setup, |c| (c.clone(), ()), Some(model.clone() as Arc<dyn agent::model::ModelProvider>)).await.0;
-    let data = store::data::InstanceData::new(&cloud.running.app.clients, &cloud.running.app.config).await.unwrap();
+    let data = store::data::InstanceData::new(&cloud.running.app.clients, &cloud.running.app.config).unwrap();
     let (alice, carol) = (protocol::UserId("alice".into()), protocol::UserId("carol".into()));
     data.projects.create_user(&alice, "alice@example.com", None, None).await.unwrap();
     let team = data.projects.create_team_project("Finance", &carol).await.unwrap();

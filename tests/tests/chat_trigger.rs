@@ -39,7 +39,7 @@ async fn stack() -> Stack {
     // the model server and the weather API listen on 127.0.0.1
     config.http_allow_private_network = true;
     let cloud = start(Options { config, prefix: env.prefix.clone(), port: 0, run_consumers: true, run_schedules: false }).await.expect("local cloud starts");
-    let data = InstanceData::new(&cloud.app.clients, &cloud.app.config).await.expect("instance data");
+    let data = InstanceData::new(&cloud.app.clients, &cloud.app.config).expect("instance data");
     let alice = UserId::from("alice".to_owned());
     let (user, _) = data.projects.create_user(&alice, "alice@example.com", Some("Alice"), None).await.expect("user");
     data.projects.create_user(&UserId::from("bob".to_owned()), "bob@example.com", Some("Bob"), None).await.expect("user");

@@ -343,7 +343,7 @@ async fn connect_import_publish_and_run_webhook_sheets_gmail() {
     let mut wf = exported.clone();
     wf["nodes"][1]["credentials"]["googleSheetsOAuth2Api"]["id"] = json!(sheets);
     wf["nodes"][2]["credentials"]["gmailOAuth2"]["id"] = json!(gmail);
-    let data = store::data::InstanceData::new(&s.cloud.app.clients, &s.cloud.app.config).await.unwrap();
+    let data = store::data::InstanceData::new(&s.cloud.app.clients, &s.cloud.app.config).unwrap();
     let alice = protocol::UserId::from("alice".to_owned());
     let project = data.projects.projects_of(&alice).await.unwrap().into_iter().find(|p| p.project.kind == store::data::users_projects::ProjectType::Personal).unwrap().project.id;
     let body = store::data::workflows::WorkflowBody { nodes: wf["nodes"].clone(), connections: wf["connections"].clone(), settings: wf["settings"].clone(), pin_data: json!({}), meta: wf["meta"].clone() };

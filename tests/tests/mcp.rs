@@ -109,7 +109,7 @@ async fn transport_rules_over_http() {
 async fn python_sdk_client_end_to_end() {
     let cloud = cloud().await;
     // A credential with a secret that must never come back.
-    let data = InstanceData::new(&cloud.app.clients, &cloud.app.config).await.expect("instance data");
+    let data = InstanceData::new(&cloud.app.clients, &cloud.app.config).expect("instance data");
     let alice = UserId::from("alice".to_owned());
     let (user, _) = data.projects.create_user(&alice, "alice@example.com", Some("Alice"), None).await.expect("user");
     data.credentials

@@ -32,7 +32,7 @@ async fn stack(tune: impl FnOnce(&mut store::Config)) -> Stack {
     let cloud = start(Options { config, prefix: env.prefix.clone(), port: 0, run_consumers: true, run_schedules: true })
         .await
         .expect("local cloud starts");
-    let data = InstanceData::new(&cloud.app.clients, &cloud.app.config).await.expect("instance data");
+    let data = InstanceData::new(&cloud.app.clients, &cloud.app.config).expect("instance data");
     let alice = UserId::from("alice".to_owned());
     let (user, _) = data.projects.create_user(&alice, "alice@example.com", Some("Alice"), None).await.expect("user");
     Stack { cloud, http: reqwest::Client::new(), data, alice, project: user.personal_project_id }

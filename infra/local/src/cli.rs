@@ -58,7 +58,7 @@ async fn serve() -> Result<(), String> {
 /// function binary can be started against the local stack (`measure_init.sh`).
 async fn env() -> Result<(), String> {
     let mut config = Config::from_env().map_err(|e| e.to_string())?;
-    let clients = AwsClients::new(&config).await;
+    let clients = AwsClients::new(&config);
     store::provision::provision(&clients, &mut config, &local_prefix()).await.map_err(|e| e.to_string())?;
     for t in store::deployment::TABLES {
         println!("{}={}", t.env, config.table(t.id).map_err(|e| e.to_string())?);
@@ -77,7 +77,7 @@ async fn create_key(user: &str, label: &str) -> Result<(), String> {
     if config.table(TableId::ApiKeys).is_err() {
         config.set_table(TableId::ApiKeys, local_name(&local_prefix(), TableId::ApiKeys.def().local_suffix));
     }
-    let clients = AwsClients::new(&config).await;
+    let clients = AwsClients::new(&config);
     let table = config.table(TableId::ApiKeys).map_err(|e| e.to_string())?;
     let key = ApiKeys::new(clients.dynamo, table).create(&user.into(), label).await.map_err(|e| e.to_string())?;
     // The only time this key is shown: only its hash is stored.

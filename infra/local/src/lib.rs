@@ -90,7 +90,7 @@ pub async fn start(options: Options) -> Result<Running, LocalError> {
     if config.public_url.is_none() {
         config.public_url = Some(format!("http://{addr}"));
     }
-    let clients = AwsClients::new(&config).await;
+    let clients = AwsClients::new(&config);
     store::provision::provision(&clients, &mut config, &options.prefix).await?;
     // The sweep's schedule, on until the sweep finds nothing to watch.
     let sweep = store::provision::local_name(&options.prefix, "sweep");

@@ -40,7 +40,7 @@ impl App {
         if function.def().tables.iter().any(|t| t.table == TableId::OAuth) {
             crate::oauth::Settings::from_config(&config)?;
         }
-        let clients = AwsClients::new(&config).await;
+        let clients = AwsClients::new(&config);
         tracing::info!(function = ?function, "initialised");
         Ok(App::assemble(config, clients))
     }

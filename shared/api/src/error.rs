@@ -100,6 +100,7 @@ impl From<instance::InstanceError> for ApiError {
             I::Forbidden(m) => ApiError::Forbidden(m),
             I::Conflict(m) => ApiError::Conflict(m),
             I::Engine(m) => ApiError::BadRequest(format!("execution failed: {m}")),
+            I::Unavailable(m) => ApiError::Unavailable(m),
             I::Internal(m) => ApiError::Internal(m),
         }
     }

@@ -28,7 +28,7 @@ async fn unavailable_when_a_service_does_not_answer() {
     // Same tables, but every AWS call goes to a port where nothing listens.
     let mut config = env.config.clone();
     config.endpoint_url = Some("http://127.0.0.1:9".into());
-    let clients = store::AwsClients::new(&config).await;
+    let clients = store::AwsClients::new(&config);
     let app = App::new(config, clients);
     let resp = api::handlers::health::handle(&app, get("/healthz")).await;
     assert_eq!(resp.status(), 503);

@@ -29,7 +29,7 @@ async fn fixture() -> Fixture {
     let fake = FakeManagementApi::start().await;
     let mut config = env.config.clone();
     config.ws_management_url = Some(fake.url.clone());
-    let clients = AwsClients::new(&config).await;
+    let clients = AwsClients::new(&config);
     let keys = ApiKeys::new(clients.dynamo.clone(), config.table(TableId::ApiKeys).unwrap());
     let alice_key = keys.create(&UserId("alice".into()), "test").await.unwrap();
     let bob_key = keys.create(&UserId("bob".into()), "test").await.unwrap();

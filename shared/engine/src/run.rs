@@ -235,7 +235,7 @@ impl Engine {
             if nodes::is_annotation(&n.node_type) {
                 continue;
             }
-            if nodes::get(&n.node_type).is_none() {
+            if !nodes::is_implemented(&n.node_type) {
                 return Err(EngineError::UnknownNodeType { node: n.name.clone(), node_type: n.node_type.clone() });
             }
             if let Some(message) = nodes::unsupported::refusal(&n.node_type, n.type_version, &n.parameters).filter(|_| !n.disabled) {

@@ -324,6 +324,11 @@ fn catalog_lists_searches_and_generates_types() {
     assert!(all.len() >= 30);
     for n in &all {
         assert!(engine::nodes::get(&n.name).is_some(), "catalog node {} has no implementation", n.name);
+        // validation's check (no node code linked) says the same
+        assert!(engine::nodes::is_implemented(&n.name), "catalog node {} is not known to validation", n.name);
+    }
+    for unknown in ["n8n-nodes-base.noSuchNode", "n8n-nodes-base.stickyNote", ""] {
+        assert!(engine::nodes::get(unknown).is_none() && !engine::nodes::is_implemented(unknown), "{unknown}");
     }
     let found = engine::catalog::search("http api", 5);
     assert_eq!(found[0].name, "n8n-nodes-base.httpRequest");

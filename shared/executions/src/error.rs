@@ -21,6 +21,9 @@ pub enum ExecutionError {
     /// The engine's blocking task panicked or could not be joined.
     #[error("engine failed: {0}")]
     Engine(String),
+    /// Work sent to the executor function got no answer in time (`jobs`).
+    #[error("{0}")]
+    Unanswered(String),
 }
 
 impl From<engine::EngineError> for ExecutionError {

@@ -16,10 +16,11 @@
 //! - [`Executor::execute_and_wait`]: the tools' call: start and wait for
 //!   a final status, through the queue or inline ([`Dispatch`]).
 //! - [`Sweeper::resume_due`] / [`Sweeper::mark_crashed`]: the minute sweep.
-//! - [`Executor::handle_queue_batch`]: the SQS consumer's body.
-//! - [`Executor::test_credential`]: a credential's connection test (`probe`).
+//! - [`Executor::test_credential`] / [`Executor::lookup`]: a credential's
+//!   connection test (`probe`) and a resource lookup (`lookup`), run here or
+//!   sent to the executor function (`jobs`).
 //! - [`Executor::handle_queue_batch`]: the SQS consumer's body (execution
-//!   messages, and schedule ticks: `ticks`).
+//!   messages, schedule ticks: `ticks`, and jobs).
 //! - [`Executor::waiting_on`] / [`Executor::resume_waiting`]: a webhook call
 //!   or form submission resumes a Wait node (`resume`).
 //!
@@ -39,6 +40,7 @@ mod document;
 pub mod error;
 mod error_workflow;
 mod host;
+mod jobs;
 mod lookup;
 mod probe;
 mod progress;
@@ -52,7 +54,7 @@ mod ticks;
 
 pub use error::ExecutionError;
 pub use host::{project_credential, HttpPolicy};
-pub use lookup::LookupCall;
+pub use jobs::{Answer, Job, JobMessage, LookupCall};
 pub use store::data::executions::{ExecutionMode, ExecutionStatus};
 pub use document::Respond;
 pub use resume::{ResumeRefused, WaitingOn};
@@ -187,9 +189,9 @@ pub enum Dispatch {
     /// concurrency; the caller only waits). If the wait times out the
     /// execution goes on, and the outcome says `running`.
     Queue,
-    /// Run in this process (no queue consumer needed: tests, the local
-    /// cloud without pollers). The execution's timeout is capped at the
-    /// wait, so it never outlives the caller.
+    /// Run in this process (no queue consumer needed: tests). The
+    /// execution's timeout is capped at the wait, so it never outlives the
+    /// caller. Only an executor made [`Executor::running_here`] can.
     Inline,
 }
 
@@ -259,6 +261,9 @@ pub struct ExecutorSettings {
     /// Service origins sent elsewhere (`INSTANCE_AI_SERVICE_ORIGIN_OVERRIDES`:
     /// local stand-ins of a service in development and tests).
     pub origin_overrides: std::collections::BTreeMap<String, String>,
+    /// How long a job sent to the executor function (a connection test, a
+    /// lookup: `jobs`) is waited for: above its own 30 s request timeout.
+    pub job_wait: Duration,
 }
 
 impl Default for ExecutorSettings {
@@ -273,6 +278,7 @@ impl Default for ExecutorSettings {
             progress_interval: Some(Duration::from_secs(1)),
             public_url: None,
             origin_overrides: Default::default(),
+            job_wait: Duration::from_secs(45),
         }
     }
 }
@@ -340,6 +346,31 @@ struct Inner {
     data: InstanceData,
     sweeper: Sweeper,
     settings: ExecutorSettings,
+    here: Option<Arc<dyn RunsHere>>,
+}
+
+type BoxFuture<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send + 'a>>;
+
+/// The work an executor does itself when asked to (`Dispatch::Inline`).
+/// Reached only through this object, which only [`Executor::running_here`]
+/// makes: a function that never calls it (every one but the executor, whose
+/// queue consumer runs the work directly) links none of the engine's node
+/// code, whatever features the build unified.
+trait RunsHere: Send + Sync {
+    fn run<'a>(&'a self, executor: &'a Executor, id: &'a str) -> BoxFuture<'a, Result<RunResult>>;
+    fn job<'a>(&'a self, executor: &'a Executor, job: Job) -> BoxFuture<'a, Result<Answer>>;
+}
+
+struct Here;
+
+impl RunsHere for Here {
+    fn run<'a>(&'a self, executor: &'a Executor, id: &'a str) -> BoxFuture<'a, Result<RunResult>> {
+        Box::pin(executor.run_execution(id))
+    }
+
+    fn job<'a>(&'a self, executor: &'a Executor, job: Job) -> BoxFuture<'a, Result<Answer>> {
+        Box::pin(executor.do_job(job))
+    }
 }
 
 impl fmt::Debug for Executor {
@@ -388,6 +419,7 @@ impl Executor {
                 data,
                 sweeper,
                 settings,
+                here: None,
             }),
         }
     }
@@ -399,13 +431,29 @@ impl Executor {
         config: &Config,
         settings: ExecutorSettings,
     ) -> Result<Self> {
-        let data = Box::pin(InstanceData::new(clients, config)).await?;
+        let data = InstanceData::new(clients, config)?;
         let url = config.queue_url(QueueId::Runs)?.to_owned();
         let steps = config.queue_url(QueueId::Steps).ok().map(str::to_owned);
         Ok(Executor::new(data, clients.sqs.clone(), url, settings).notifying(steps).watched_by(sweep_flag(clients, config)?))
     }
 
     /// Turns the sweep on at each claim (`None`: no sweep schedule, tests).
+    /// Runs executions and jobs in this process when a caller asks for
+    /// `Dispatch::Inline` (tests; the executor function does its queue's
+    /// work directly). Without it, `Inline` is refused.
+    pub fn running_here(self) -> Self {
+        let mut inner = Arc::try_unwrap(self.inner).unwrap_or_else(|shared| (*shared).clone());
+        inner.here = Some(Arc::new(Here));
+        Executor { inner: Arc::new(inner) }
+    }
+
+    /// What this process runs itself (`Dispatch::Inline`).
+    pub(crate) fn here(&self) -> Result<&dyn RunsHere> {
+        self.inner.here.as_deref().ok_or_else(|| {
+            ExecutionError::Invalid("this function does not run executions itself: it sends them to the executor function".into())
+        })
+    }
+
     pub fn watched_by(self, sweep: Option<store::sweep_schedule::SweepFlag>) -> Self {
         let mut inner = Arc::try_unwrap(self.inner).unwrap_or_else(|shared| (*shared).clone());
         inner.sweeper.records.sweep = sweep;
@@ -645,7 +693,7 @@ impl Executor {
     /// Starts an execution and waits up to `wait` for its outcome.
     pub async fn execute_and_wait(
         &self,
-        mut req: StartRequest,
+        req: StartRequest,
         wait: Duration,
         dispatch: Dispatch,
     ) -> Result<ExecutionOutcome> {
@@ -655,9 +703,11 @@ impl Executor {
                 self.wait_for(id.as_str(), wait).await
             }
             Dispatch::Inline => {
+                let mut req = req;
                 req.timeout = Some(req.timeout.map_or(wait, |t| t.min(wait)));
+                let here = self.here()?;
                 let id = self.create(req).await?;
-                match self.run_execution(id.as_str()).await? {
+                match here.run(self, id.as_str()).await? {
                     RunResult::Ran(o) => Ok(o),
                     RunResult::Skipped(_) => self.outcome(id.as_str()).await,
                 }
@@ -677,8 +727,9 @@ impl Executor {
         self.outcome(id).await
     }
 
-    /// The SQS consumer's body: runs each record's execution; returns the
-    /// message ids to report failed (redelivered, then dead-lettered).
+    /// The SQS consumer's body: runs each record's execution, tick or job;
+    /// returns the message ids to report failed (redelivered, then
+    /// dead-lettered).
     pub async fn handle_queue_batch(
         &self,
         batch: impl IntoIterator<Item = QueueRecord>,
@@ -695,6 +746,14 @@ impl Executor {
                             tracing::error!(workflowId = %t.schedule_tick.workflow_id, error = %e, "schedule tick failed; will be redelivered");
                             failed.push(record.message_id);
                         }
+                    }
+                    continue;
+                }
+                Some(ticks::Message::Job(job)) => {
+                    let job_id = job.job_id.clone();
+                    if let Err(e) = Box::pin(self.answer_job(job)).await {
+                        tracing::error!(jobId = %job_id, error = %e, "a job's answer could not be stored; will be redelivered");
+                        failed.push(record.message_id);
                     }
                     continue;
                 }

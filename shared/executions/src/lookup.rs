@@ -8,6 +8,7 @@
 
 use crate::error::Result;
 use crate::host;
+use crate::jobs::LookupCall;
 use crate::{ExecutionError, Executor};
 use engine::{Engine, EngineSettings, ExecutionStatus as EngineStatus, Graph, RunOptions};
 use serde_json::{json, Value};
@@ -18,21 +19,13 @@ use store::data::executions::ExecutionMode;
 /// How long one lookup request may take.
 const LOOKUP_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// One request of a lookup.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct LookupCall {
-    pub url: String,
-    pub query: Vec<(String, String)>,
-    pub headers: Vec<(String, String)>,
-}
-
 impl Executor {
     /// Makes `call` with `credential` (the caller checked access): the
     /// service's JSON answer as the HTTP Request node gives it (an object
     /// is one item, a top-level array one item per element), or why it
     /// failed (`Ok(Err)`: the service or the guard refused; the message
     /// names no secret).
-    pub async fn lookup(&self, credential: &Credential, call: LookupCall) -> Result<std::result::Result<Vec<Value>, String>> {
+    pub(crate) async fn lookup_here(&self, credential: &Credential, call: LookupCall) -> Result<std::result::Result<Vec<Value>, String>> {
         let generic = engine::catalog::credential_types::credential_type(&credential.kind).is_some_and(|t| t.generic_auth);
         let pairs = |l: &[(String, String)]| -> Vec<Value> { l.iter().map(|(k, v)| json!({"name": k, "value": v})).collect() };
         let (auth, key) = if generic { ("genericCredentialType", "genericAuthType") } else { ("predefinedCredentialType", "nodeCredentialType") };

@@ -16,7 +16,7 @@ impl Executor {
     /// Tests `credential` (metadata; the caller checked access). Never
     /// returns or logs its secret: the outcome's message is scrubbed of every
     /// value the test decrypted.
-    pub async fn test_credential(&self, credential: &Credential) -> Result<TestOutcome> {
+    pub(crate) async fn test_credential_here(&self, credential: &Credential) -> Result<TestOutcome> {
         let mut settings = EngineSettings::default();
         self.settings().apply_http(&mut settings);
         let secrets = host::Secrets::default();

@@ -13,7 +13,7 @@
 //! the claims.
 
 use crate::error::{ExecutionError, Result};
-use crate::{ExecutionId, ExecutionMode, Executor, RunMessage, StartRequest, WorkflowRef};
+use crate::{ExecutionId, ExecutionMode, Executor, StartRequest, WorkflowRef};
 use aws_sdk_dynamodb::types::AttributeValue;
 use engine::schedule::{self, recurrence_due};
 use serde::{Deserialize, Serialize};
@@ -153,15 +153,20 @@ impl Executor {
     }
 }
 
-/// A Runs queue body: an execution to run, or a schedule tick.
+/// A Runs queue body: an execution to run, a schedule tick, or a job
+/// another function waits on (`jobs`): the executor's to read.
 pub(crate) enum Message {
-    Run(RunMessage),
+    Run(crate::RunMessage),
     Tick(TickMessage),
+    Job(crate::jobs::JobMessage),
 }
 
 pub(crate) fn parse(body: &str) -> Option<Message> {
-    if let Ok(m) = serde_json::from_str::<RunMessage>(body) {
+    if let Ok(m) = serde_json::from_str::<crate::RunMessage>(body) {
         return Some(Message::Run(m));
+    }
+    if let Ok(m) = serde_json::from_str::<crate::jobs::JobMessage>(body) {
+        return Some(Message::Job(m));
     }
     serde_json::from_str::<TickMessage>(body).ok().map(Message::Tick)
 }

@@ -156,7 +156,8 @@ async fn a_wait_parks_the_execution_and_resume_due_finishes_it() {
         .workflow(&chain(vec![
             trigger(),
             set("Before", "a", json!(1)),
-            wait_secs("Wait", 2),
+            // long enough that a loaded machine checks "not due" before it is
+            wait_secs("Wait", 5),
             set("After", "b", json!(2)),
         ]))
         .await;
@@ -185,7 +186,7 @@ async fn a_wait_parks_the_execution_and_resume_due_finishes_it() {
         RunResult::Skipped(SkipReason::NotDue)
     );
 
-    tokio::time::sleep(Duration::from_millis(2300)).await;
+    tokio::time::sleep(Duration::from_millis(5300)).await;
     // Due: the sweep queues it (the fallback for waits beyond SQS's delay)...
     assert_eq!(c.executor.sweeper().resume_due().await.unwrap(), 1);
     // ...and the index entry moved ahead: the next sweep does not queue it again.
@@ -1037,7 +1038,7 @@ async fn progress_writes_of_a_long_loop_are_throttled() {
     let env = store::testing::TestEnv::new().await;
     let (dynamo, counter) = store::counting::RequestCounter::instrument(&env.clients.dynamo);
     let clients = store::AwsClients { dynamo, ..env.clients.clone() };
-    let data = store::data::InstanceData::new(&clients, &env.config).await.unwrap();
+    let data = store::data::InstanceData::new(&clients, &env.config).unwrap();
     let user: protocol::UserId = format!("loop-{}", uuid::Uuid::new_v4().simple()).as_str().into();
     let (_, project) = data.projects.create_user(&user, "l@example.com", None, None).await.unwrap();
     let body = |wf: &Value| store::data::workflows::WorkflowBody {

@@ -285,7 +285,7 @@ impl Instance {
     /// Runs the type's connection test with the stored secret.
     pub async fn test_credential(&self, caller: &Caller, id: &str) -> Result<TestOutcome, InstanceError> {
         let (c, _) = self.credential_access(caller, id).await?;
-        self.executor.test_credential(&c).await.map_err(|e| InstanceError::Internal(e.to_string()))
+        self.executor.test_credential(&c, self.dispatch).await.map_err(crate::runner::job_error)
     }
 
     /// Credentials of exactly `kind` the caller can pick for a workflow of

@@ -22,6 +22,9 @@ pub enum InstanceError {
     Code(String),
     #[error("execution failed: {0}")]
     Engine(String),
+    /// Nothing answered in time (the executor function): try again.
+    #[error("{0}")]
+    Unavailable(String),
     /// Details go to the log; callers get a generic message.
     #[error("internal error")]
     Internal(String),

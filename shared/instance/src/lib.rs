@@ -79,7 +79,7 @@ pub const ALLOW_VALUES_VARIABLE: &str = "INSTANCE_AI_ALLOW_SENDING_PARAMETER_VAL
 
 impl Instance {
     pub async fn new(clients: &AwsClients, config: &Config) -> Result<Instance, InstanceError> {
-        let data = InstanceData::new(clients, config).await?;
+        let data = InstanceData::new(clients, config)?;
         let runs = config.queue_url(QueueId::Runs).map_err(|e| InstanceError::Internal(e.to_string()))?;
         let steps = config.queue_url(QueueId::Steps).ok().map(str::to_owned);
         let sweep = ::executions::sweep_flag(clients, config).map_err(|e| InstanceError::Internal(e.to_string()))?;
@@ -91,5 +91,12 @@ impl Instance {
             Some(other) => return Err(InstanceError::Invalid(format!("{ALLOW_VALUES_VARIABLE} is malformed: expected true or false, got {other:?}"))),
         };
         Ok(Instance { data, executor, dispatch: Dispatch::Queue, values, activation })
+    }
+
+    /// Runs executions, connection tests and lookups in this process
+    /// instead of sending them to the executor function (tests).
+    pub fn run_in_process(&mut self) {
+        self.executor = self.executor.clone().running_here();
+        self.dispatch = Dispatch::Inline;
     }
 }

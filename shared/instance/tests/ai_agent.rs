@@ -9,7 +9,6 @@
 #[allow(dead_code)]
 mod openai;
 
-use executions::Dispatch;
 use instance::builder::BuildRequest;
 use instance::credentials::NewCredentialInput;
 use instance::executions::view::Values;
@@ -26,7 +25,7 @@ async fn instance() -> Instance {
     config.http_allowed_hosts = vec!["127.0.0.1".into()];
     config.http_allow_private_network = true;
     let mut inst = Instance::new(&env.clients, &config).await.unwrap();
-    inst.dispatch = Dispatch::Inline;
+    inst.run_in_process();
     inst.values = Values::Shown;
     inst
 }

@@ -5,7 +5,6 @@
 //! credential), and an HTTP Request node using the connected credential —
 //! its token refreshed once on a 401 and stored for the next run.
 
-use executions::Dispatch;
 use instance::credential_connect::CallbackQuery;
 use instance::credentials::NewCredentialInput;
 use instance::nodes::{ExecuteOutcome, ExecuteRequest};
@@ -94,7 +93,7 @@ async fn instance() -> Instance {
     config.http_allowed_hosts = vec!["127.0.0.1".into()];
     config.http_allow_private_network = true;
     let mut inst = Instance::new(&env.clients, &config).await.unwrap();
-    inst.dispatch = Dispatch::Inline;
+    inst.run_in_process();
     inst
 }
 

@@ -8,7 +8,12 @@ use protocol::UserId;
 use serde_json::{json, Value};
 use store::data::credentials::CredentialQuery;
 use store::data::users_projects::ProjectRole;
+use executions::{Dispatch, Executor, ExecutorSettings, QueueRecord};
+use std::time::{Duration, Instant};
+use store::data::InstanceData;
+use store::deployment::QueueId;
 use store::testing::TestEnv;
+use store::Config;
 
 const SECRET: &str = "planted-secret-7f3a9c";
 
@@ -31,13 +36,39 @@ async fn service() -> String {
     format!("http://{addr}")
 }
 
+/// An instance as a front door builds it (connection tests go over the
+/// Runs queue to the executor function), with the executor function serving
+/// that queue.
 async fn instance() -> Instance {
     let env = TestEnv::new().await;
     let mut config = env.config.clone();
     // The local service only: the SSRF guard still refuses every other private address.
     config.http_allowed_hosts = vec!["127.0.0.1".into()];
     config.http_allow_private_network = true;
-    Instance::new(&env.clients, &config).await.unwrap()
+    let inst = Instance::new(&env.clients, &config).await.unwrap();
+    assert_eq!(inst.dispatch, Dispatch::Queue);
+    serve_runs_queue(&env, &config);
+    inst
+}
+
+/// The executor function as Lambda runs it: Runs queue messages into
+/// `handle_queue_batch`, each handled one deleted (the event source's part).
+fn serve_runs_queue(env: &TestEnv, config: &Config) {
+    let data = InstanceData::new(&env.clients, config).unwrap();
+    let url = config.queue_url(QueueId::Runs).unwrap().to_owned();
+    let sqs = env.clients.sqs.clone();
+    let executor = Executor::new(data, sqs.clone(), url.clone(), ExecutorSettings::from_config(config));
+    tokio::spawn(async move {
+        loop {
+            let Ok(out) = sqs.receive_message().queue_url(&url).max_number_of_messages(10).wait_time_seconds(1).send().await else { continue };
+            let messages = out.messages.unwrap_or_default();
+            let batch: Vec<QueueRecord> = messages.iter().map(|m| QueueRecord { message_id: m.message_id.clone().unwrap_or_default(), body: m.body.clone() }).collect();
+            let failed = executor.handle_queue_batch(batch).await;
+            for m in messages.iter().filter(|m| !failed.contains(m.message_id.as_ref().unwrap())) {
+                let _ = sqs.delete_message().queue_url(&url).receipt_handle(m.receipt_handle.clone().unwrap_or_default()).send().await;
+            }
+        }
+    });
 }
 
 fn alice() -> Caller {
@@ -101,6 +132,20 @@ async fn a_person_creates_tests_replaces_and_deletes_a_credential_that_never_com
     inst.delete_credential(&alice(), &created.id).await.unwrap();
     assert!(matches!(inst.get_credential(&alice(), &created.id).await, Err(InstanceError::NotFound(_))));
     assert_eq!(inst.list_credentials(&alice(), &CredentialQuery::default()).await.unwrap().total, 0);
+}
+
+#[tokio::test]
+async fn a_connection_test_no_executor_answers_fails_saying_so() {
+    let base = service().await;
+    let env = TestEnv::new().await;
+    let mut inst = Instance::new(&env.clients, &env.config).await.unwrap();
+    let settings = ExecutorSettings { job_wait: Duration::from_secs(1), ..ExecutorSettings::default() };
+    inst.executor = Executor::new(inst.data.clone(), env.clients.sqs.clone(), env.config.queue_url(QueueId::Runs).unwrap(), settings);
+    let created = inst.create_credential(&alice(), header_credential(&base, SECRET)).await.unwrap();
+    let started = Instant::now();
+    let err = inst.test_credential(&alice(), &created.id).await.unwrap_err();
+    assert!(err.to_string().contains("the executor did not answer within 1 s"), "{err}");
+    assert!(started.elapsed() < Duration::from_secs(5), "gave up after {:?}", started.elapsed());
 }
 
 #[tokio::test]

@@ -74,6 +74,8 @@ async fn instance(base: &str) -> (TestEnv, Instance) {
         ..ExecutorSettings::default()
     };
     inst.executor = Executor::new(inst.data.clone(), env.clients.sqs.clone(), config.queue_url(QueueId::Runs).unwrap(), settings);
+    // lookups run here (the queue path: tests/credentials.rs)
+    inst.run_in_process();
     (env, inst)
 }
 

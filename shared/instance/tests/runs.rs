@@ -3,7 +3,6 @@
 //! sends execution data, `INSTANCE_AI_ALLOW_SENDING_PARAMETER_VALUES`), and
 //! `executions(run)`'s plan refusing what cannot run before anyone approves.
 
-use executions::Dispatch;
 use instance::builder::BuildRequest;
 use instance::executions::view::Values;
 use instance::executions::RunRequest;
@@ -35,7 +34,7 @@ async fn instance(values: Values) -> Instance {
     config.http_allowed_hosts = vec!["127.0.0.1".into()];
     config.http_allow_private_network = true;
     let mut inst = Instance::new(&env.clients, &config).await.unwrap();
-    inst.dispatch = Dispatch::Inline;
+    inst.run_in_process();
     inst.values = values;
     inst
 }

@@ -19,7 +19,10 @@ fn alice() -> Caller {
 
 async fn instance() -> Instance {
     let env = TestEnv::new().await;
-    Instance::new(&env.clients, &env.config).await.unwrap()
+    let mut inst = Instance::new(&env.clients, &env.config).await.unwrap();
+    // connection tests run here (the queue path: tests/credentials.rs)
+    inst.run_in_process();
+    inst
 }
 
 async fn credential(inst: &Instance, caller: &Caller, name: &str, kind: &str, data: Value) -> String {

@@ -164,7 +164,7 @@ async fn local_setup() -> (TestEnv, Instance, Caller) {
     config.http_allow_private_network = true;
     let mut inst = Instance::new(&env.clients, &config).await.expect("instance");
     // Live runs (`run_and_wait`) run here; verification runs are queued and run by `verify`.
-    inst.dispatch = executions::Dispatch::Inline;
+    inst.run_in_process();
     let alice = Caller::new(UserId(format!("alice-{}", uuid::Uuid::new_v4().simple())));
     inst.user(&alice).await.unwrap();
     (env, inst, alice)

@@ -27,6 +27,9 @@ pub enum McpError {
     Code(String),
     #[error("execution failed: {0}")]
     Engine(String),
+    /// Nothing answered in time: the call may be retried.
+    #[error("{0}")]
+    Unavailable(String),
     /// Details go to the log; the model gets a generic message.
     #[error("internal error")]
     Internal(String),
@@ -53,6 +56,7 @@ impl From<instance::InstanceError> for McpError {
             I::Conflict(m) => McpError::Conflict(m),
             I::Code(m) => McpError::Code(m),
             I::Engine(m) => McpError::Engine(m),
+            I::Unavailable(m) => McpError::Unavailable(m),
             I::Internal(m) => McpError::Internal(m),
         }
     }

@@ -150,7 +150,7 @@ fn executions_run_through_the_domain_and_strangers_get_not_found() {
 
 async fn runs_and_strangers() {
     let mut s = server().await;
-    s.instance.dispatch = executions::Dispatch::Inline;
+    s.instance.run_in_process();
     let created = call(&s, "u7", "create_workflow_from_code", json!({"code": hook_workflow("alice")})).await;
     assert_eq!(created["isError"], false, "{created}");
     let wf = created["structuredContent"]["workflowId"].as_str().unwrap().to_owned();

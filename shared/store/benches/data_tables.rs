@@ -38,7 +38,7 @@ async fn main() {
     }
     let max: usize = std::env::var("BENCH_MAX_ROWS").ok().and_then(|v| v.parse().ok()).unwrap_or(100_000);
     let env = TestEnv::new().await;
-    let data = InstanceData::new(&env.clients, &env.config).await.expect("repositories");
+    let data = InstanceData::new(&env.clients, &env.config).expect("repositories");
     let (_user, project) = data
         .projects
         .create_user(&protocol::UserId("bench".into()), "bench@example.com", None, None)

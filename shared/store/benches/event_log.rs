@@ -106,7 +106,7 @@ async fn main() {
     let fake = FakeManagementApi::start().await;
     let mut config = env.config.clone();
     config.ws_management_url = Some(fake.url.clone());
-    let ws = AwsClients::new(&config).await;
+    let ws = AwsClients::new(&config);
     let conns = Connections::new(client.clone(), env.config.table(TableId::Connections).unwrap());
     let t = thread("writer");
     let c = ConnectionId("bench-conn".into());

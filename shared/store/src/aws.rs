@@ -3,7 +3,9 @@
 //! same code talks to moto locally and to AWS in production.
 
 use crate::config::Config;
-use aws_config::{BehaviorVersion, Region};
+use aws_config::environment::EnvironmentVariableCredentialsProvider;
+use aws_config::{BehaviorVersion, Region, SdkConfig};
+use aws_credential_types::provider::SharedCredentialsProvider;
 
 #[derive(Clone, Debug)]
 pub struct AwsClients {
@@ -21,7 +23,7 @@ pub struct AwsClients {
 /// `default-https-client`, which would link a second crypto library (aws-lc)
 /// into every function; and not on the system's roots, whose loading (a
 /// directory of CA files) was most of a function's cold start. Every SDK
-/// config gets it from [`loader`]; Bedrock's client is built the same way.
+/// config gets it from [`sdk_config`]; Bedrock's client is built the same way.
 ///
 /// Every SDK client validates its HTTP client once when it is constructed,
 /// by building a connector it throws away; the smithy client would parse the
@@ -67,21 +69,31 @@ fn roots_pem() -> String {
     pem
 }
 
-/// The shared SDK configuration loader for this process: region, endpoint
-/// override (moto locally), [`https_client`].
-pub fn loader(config: &Config) -> aws_config::ConfigLoader {
-    let loader = aws_config::defaults(BehaviorVersion::latest())
+/// The SDK configuration every client of this process is built from: the
+/// region, the endpoint override (moto locally), [`https_client`], and the
+/// credentials Lambda puts in the environment (`AWS_ACCESS_KEY_ID`,
+/// `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`; `infra/local/env.sh` sets
+/// moto's). Built directly rather than by `aws_config`'s loader, whose
+/// default chain (profile files, SSO, web identity, container and instance
+/// metadata) costs a cold start about 2 ms and links STS, for providers a
+/// Lambda function never reaches. Retries, timeouts, the sleep and the
+/// identity cache are the SDK clients' defaults for the behaviour version.
+pub fn sdk_config(config: &Config) -> SdkConfig {
+    let builder = SdkConfig::builder()
+        .behavior_version(BehaviorVersion::latest())
         .region(Region::new(config.region.clone()))
+        .credentials_provider(SharedCredentialsProvider::new(EnvironmentVariableCredentialsProvider::new()))
         .http_client(https_client());
     match &config.endpoint_url {
-        Some(url) => loader.endpoint_url(url),
-        None => loader,
+        Some(url) => builder.endpoint_url(url),
+        None => builder,
     }
+    .build()
 }
 
 impl AwsClients {
-    pub async fn new(config: &Config) -> Self {
-        let shared = loader(config).load().await;
+    pub fn new(config: &Config) -> Self {
+        let shared = sdk_config(config);
         // The management API lives at the WebSocket API's own URL, never at
         // the generic AWS endpoint (moto has no usable @connections).
         let connections = config.ws_management_url.as_ref().map(|url| {

@@ -30,7 +30,7 @@ impl TestEnv {
         })
         .expect("test configuration");
         ensure_test_credentials();
-        let clients = AwsClients::new(&config).await;
+        let clients = AwsClients::new(&config);
         let prefix = format!("t{}", uuid::Uuid::new_v4().simple());
         crate::provision::provision(&clients, &mut config, &prefix).await.expect("provision tables and queues in moto");
         TestEnv { config, clients, prefix }

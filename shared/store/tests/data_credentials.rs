@@ -166,7 +166,7 @@ async fn a_different_key_cannot_decrypt() {
 #[tokio::test]
 async fn kms_envelope_against_moto() {
     let (env, _) = data_support::data().await;
-    let kms = aws_sdk_kms::Client::new(&store::aws::loader(&env.config).load().await);
+    let kms = aws_sdk_kms::Client::new(&store::aws::sdk_config(&env.config));
     let key = kms.create_key().description("instance-ai test").send().await.unwrap();
     let key_id = key.key_metadata().map(|m| m.key_id().to_owned()).unwrap();
     let provider: Arc<dyn KeyProvider> = Arc::new(KmsKeyProvider::new(kms, key_id));
@@ -187,6 +187,6 @@ async fn kms_envelope_against_moto() {
         .unwrap();
     assert_eq!(data.credentials.decrypt_secret(&cred.id).await.unwrap().expose()["accessToken"], json!(SECRET));
     // The local provider cannot open a KMS-wrapped key.
-    let local = InstanceData::new(&env.clients, &env.config).await.unwrap();
+    let local = InstanceData::new(&env.clients, &env.config).unwrap();
     assert!(local.credentials.decrypt_secret(&cred.id).await.is_err());
 }

@@ -38,7 +38,7 @@ async fn files_belong_to_their_thread_and_survive_a_restart() {
     assert_eq!(ws.usage(&t).await.unwrap().files, 2);
 
     // A new process (new clients, new repository) sees the same files.
-    let fresh = store::data::InstanceData::new(&env.clients, &env.config).await.unwrap();
+    let fresh = store::data::InstanceData::new(&env.clients, &env.config).unwrap();
     assert_eq!(fresh.workspace.read(&t, "notes.md").await.unwrap().unwrap().content, "# plan");
     let all = fresh.workspace.read_all(&t, "").await.unwrap();
     assert_eq!(all.len(), 2);

@@ -234,7 +234,7 @@ async fn coalesced_blocks_replay_exactly_the_live_text() {
 async fn clients_with_ws(env: &TestEnv, fake: &FakeManagementApi) -> AwsClients {
     let mut config = env.config.clone();
     config.ws_management_url = Some(fake.url.clone());
-    AwsClients::new(&config).await
+    AwsClients::new(&config)
 }
 
 #[tokio::test]

@@ -1,9 +1,10 @@
 //! The executor SQS consumer: one workflow execution per Runs message
-//! (`{"executionId": "..."}`); the work is `executions::Executor`.
+//! (`{"executionId": "..."}`), a schedule tick, or another function's job (a
+//! connection test, a lookup); the work is `executions::Executor`.
 
 use crate::App;
 use aws_lambda_events::sqs::{SqsBatchResponse, SqsEvent};
-use executions::{ExecutionError, Executor, ExecutorSettings, QueueRecord, Sweeper};
+use executions::{ExecutionError, Executor, ExecutorSettings, QueueRecord};
 use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
 use store::deployment::TableId;
@@ -18,7 +19,8 @@ async fn executor(app: &App) -> Result<Executor, ExecutionError> {
     if let Some(e) = cache.lock().ok().and_then(|m| m.get(&key).cloned()) {
         return Ok(e);
     }
-    let e = Executor::from_config(&app.clients, &app.config, ExecutorSettings::from_config(&app.config)).await?;
+    // It does its queue's work itself, and a caller's `Dispatch::Inline`.
+    let e = Executor::from_config(&app.clients, &app.config, ExecutorSettings::from_config(&app.config)).await?.running_here();
     if let Ok(mut m) = cache.lock() {
         m.insert(key, e.clone());
     }
@@ -42,19 +44,4 @@ pub async fn handle(app: &App, batch: SqsEvent) -> SqsBatchResponse {
         .into_iter()
         .map(|r| QueueRecord { message_id: r.message_id.unwrap_or_default(), body: r.body });
     crate::lambda::failures(exec.handle_queue_batch(records).await)
-}
-
-/// The sweep's part for workflow executions: resume `waiting` ones that
-/// are due, mark `running` ones whose lease expired as `crashed`. Errors
-/// are logged, so the rest of the sweep still runs.
-pub async fn sweep(app: &App) {
-    let report = match Sweeper::from_config(&app.clients, &app.config) {
-        Ok(s) => s.sweep().await,
-        Err(e) => Err(e),
-    };
-    match report {
-        Ok(r) if r != executions::SweepReport::default() => tracing::info!(resumed = r.resumed, crashed = r.crashed, "execution sweep acted"),
-        Ok(_) => {}
-        Err(e) => tracing::error!(error = %e, "execution sweep failed"),
-    }
 }

@@ -7,8 +7,7 @@ use crate::{ApiError, App};
 use store::sweep_schedule::{rest_if_idle, SweepSchedule};
 
 pub async fn handle(app: &App) -> Result<(), ApiError> {
-    // Workflow executions (resume due waits, mark dead runs crashed): see executor.rs.
-    crate::handlers::executor::sweep(app).await;
+    execution_sweep(app).await;
     let rt = app.agent().await?;
     let report = agent::sweep::sweep(&rt).await?;
     if report != agent::sweep::SweepReport::default() {
@@ -32,4 +31,19 @@ async fn rest(app: &App) -> Result<(), ApiError> {
         tracing::info!(schedule = %schedule.name(), "nothing left to sweep: schedule off");
     }
     Ok(())
+}
+
+/// The sweep's part for workflow executions: resume `waiting` ones that
+/// are due, mark `running` ones whose lease expired as `crashed`. Errors
+/// are logged, so the rest of the sweep still runs.
+async fn execution_sweep(app: &App) {
+    let report = match executions::Sweeper::from_config(&app.clients, &app.config) {
+        Ok(s) => s.sweep().await,
+        Err(e) => Err(e),
+    };
+    match report {
+        Ok(r) if r != executions::SweepReport::default() => tracing::info!(resumed = r.resumed, crashed = r.crashed, "execution sweep acted"),
+        Ok(_) => {}
+        Err(e) => tracing::error!(error = %e, "execution sweep failed"),
+    }
 }

@@ -92,81 +92,102 @@ pub(crate) fn service_code(name: &str) -> Option<crate::declarative::Run> {
     google::code(name)
 }
 
-/// The implementation of an n8n node type, `None` if the engine has none.
-pub fn get(node_type: &str) -> Option<NodeFn> {
-    let f: NodeFn = match node_type {
-        "n8n-nodes-base.manualTrigger"
-        | "@n8n/n8n-nodes-langchain.chatTrigger"
-        | "n8n-nodes-base.start" => misc::trigger,
-        "n8n-nodes-base.executeWorkflowTrigger" => execute_workflow::trigger,
-        "n8n-nodes-base.webhook"
-        | "n8n-nodes-base.scheduleTrigger"
-        | "n8n-nodes-base.formTrigger"
-        | "n8n-nodes-base.errorTrigger" => triggers::execute,
-        "n8n-nodes-testing.testData" => misc::test_data,
-        "n8n-nodes-base.noOp" => misc::no_op,
-        "n8n-nodes-base.stopAndError" => misc::stop_and_error,
-        "n8n-nodes-base.respondToWebhook" => respond::execute,
-        "n8n-nodes-base.readBinaryFiles" => disk::read_binary_files,
-        "n8n-nodes-base.readWriteFile" => disk::read_write_file,
-        "n8n-nodes-base.readBinaryFile" => disk::read_binary_file,
-        "n8n-nodes-base.writeBinaryFile" => disk::write_binary_file,
-        "n8n-nodes-base.executeCommand" => disk::execute_command,
-        "n8n-nodes-base.localFileTrigger" => disk::local_file_trigger,
-        "n8n-nodes-base.set" => set::execute,
-        "n8n-nodes-base.if" => if_node::execute,
-        "n8n-nodes-base.switch" => switch::execute,
-        "n8n-nodes-base.filter" => if_node::filter,
-        "n8n-nodes-base.merge" => merge::execute,
-        "n8n-nodes-base.splitOut" => split_out::execute,
-        "n8n-nodes-base.moveBinaryData" => move_binary_data::execute,
-        "n8n-nodes-base.iCal" => convert_to_file::ical_node,
-        "n8n-nodes-base.spreadsheetFile" => spreadsheet_file::execute,
-        "n8n-nodes-base.aggregate" => aggregate::execute,
-        "n8n-nodes-base.summarize" => summarize::execute,
-        "n8n-nodes-base.limit" => limit::execute,
-        "n8n-nodes-base.sort" => sort::execute,
-        "n8n-nodes-base.removeDuplicates" => remove_duplicates::execute,
-        "n8n-nodes-base.splitInBatches" => split_in_batches::execute,
-        "n8n-nodes-base.code" => code::execute,
-        "n8n-nodes-base.function" => code::function,
-        "n8n-nodes-base.functionItem" => code::function_item,
-        "n8n-nodes-base.httpRequest" => http::execute,
-        "n8n-nodes-base.wait" => wait::execute,
-        "n8n-nodes-base.executeWorkflow" => execute_workflow::execute,
-        "n8n-nodes-base.dataTable" => datatable::execute,
-        "n8n-nodes-base.dateTime" => datetime::execute,
-        "n8n-nodes-base.crypto" => crypto::execute,
-        "n8n-nodes-base.html" => html::execute,
-        "n8n-nodes-base.htmlExtract" => html::html_extract,
-        "n8n-nodes-base.convertToFile" => convert_to_file::execute,
-        "n8n-nodes-base.extractFromFile" => extract_from_file::execute,
-        "n8n-nodes-base.rssFeedRead" => rss::execute,
-        "n8n-nodes-base.compression" => compression::execute,
-        "n8n-nodes-base.jwt" => jwt::execute,
-        "n8n-nodes-base.totp" => totp::execute,
-        "n8n-nodes-base.n8nTrainingCustomerDatastore" => training::customer_datastore,
-        "n8n-nodes-base.n8nTrainingCustomerMessenger" => training::customer_messenger,
-        "n8n-nodes-base.itemLists" => item_lists::execute,
-        "n8n-nodes-base.compareDatasets" => compare_datasets::execute,
-        "n8n-nodes-base.renameKeys" => rename_keys::execute,
-        "n8n-nodes-base.xml" => xml::execute,
-        "n8n-nodes-base.markdown" => markdown::execute,
-        "n8n-nodes-base.debugHelper" => debug_helper::execute,
-        "n8n-nodes-base.executionData" => misc::execution_data,
-        "n8n-nodes-base.emailSend" => email_send::execute,
-        "n8n-nodes-base.postgres" => sql::postgres_node,
-        "n8n-nodes-base.mySql" => sql::mysql_node,
-        "@n8n/n8n-nodes-langchain.agent" => ai::agent::agent,
-        "@n8n/n8n-nodes-langchain.chainLlm" => ai::agent::chain_llm,
-        "@n8n/n8n-nodes-langchain.textClassifier" => ai::chains::text_classifier,
-        ai::tool_step::EXECUTOR_TYPE => ai::tool_step::execute,
-        "@n8n/n8n-nodes-langchain.informationExtractor" => ai::chains::information_extractor,
-        t if ai::sub_node_kind(t).is_some() => ai::sub_node,
-        t if crate::declarative::is_declarative(t) => crate::declarative::execute,
-        _ => return None,
+/// Every node type the engine implements, with its code: one list, read
+/// two ways. [`get`] hands out the code (the executor runs it); [`is_implemented`]
+/// only names the types, so a function that validates a workflow without
+/// running one (the domain layer's front doors) links no node's code.
+macro_rules! node_impls {
+    ($($types:pat => $code:path,)*) => {
+        /// The implementation of an n8n node type, `None` if the engine has none.
+        pub fn get(node_type: &str) -> Option<NodeFn> {
+            let f: NodeFn = match node_type {
+                $($types => $code,)*
+                t if ai::sub_node_kind(t).is_some() => ai::sub_node,
+                t if crate::declarative::is_declarative(t) => crate::declarative::execute,
+                _ => return None,
+            };
+            Some(f)
+        }
+
+        /// Whether the engine implements `node_type` (`get` is `Some`),
+        /// without linking any node's code.
+        pub fn is_implemented(node_type: &str) -> bool {
+            match node_type {
+                $($types => true,)*
+                t => ai::sub_node_kind(t).is_some() || crate::declarative::is_declarative(t),
+            }
+        }
     };
-    Some(f)
+}
+
+node_impls! {
+    "n8n-nodes-base.manualTrigger"
+    | "@n8n/n8n-nodes-langchain.chatTrigger"
+    | "n8n-nodes-base.start" => misc::trigger,
+    "n8n-nodes-base.executeWorkflowTrigger" => execute_workflow::trigger,
+    "n8n-nodes-base.webhook"
+    | "n8n-nodes-base.scheduleTrigger"
+    | "n8n-nodes-base.formTrigger"
+    | "n8n-nodes-base.errorTrigger" => triggers::execute,
+    "n8n-nodes-testing.testData" => misc::test_data,
+    "n8n-nodes-base.noOp" => misc::no_op,
+    "n8n-nodes-base.stopAndError" => misc::stop_and_error,
+    "n8n-nodes-base.respondToWebhook" => respond::execute,
+    "n8n-nodes-base.readBinaryFiles" => disk::read_binary_files,
+    "n8n-nodes-base.readWriteFile" => disk::read_write_file,
+    "n8n-nodes-base.readBinaryFile" => disk::read_binary_file,
+    "n8n-nodes-base.writeBinaryFile" => disk::write_binary_file,
+    "n8n-nodes-base.executeCommand" => disk::execute_command,
+    "n8n-nodes-base.localFileTrigger" => disk::local_file_trigger,
+    "n8n-nodes-base.set" => set::execute,
+    "n8n-nodes-base.if" => if_node::execute,
+    "n8n-nodes-base.switch" => switch::execute,
+    "n8n-nodes-base.filter" => if_node::filter,
+    "n8n-nodes-base.merge" => merge::execute,
+    "n8n-nodes-base.splitOut" => split_out::execute,
+    "n8n-nodes-base.moveBinaryData" => move_binary_data::execute,
+    "n8n-nodes-base.iCal" => convert_to_file::ical_node,
+    "n8n-nodes-base.spreadsheetFile" => spreadsheet_file::execute,
+    "n8n-nodes-base.aggregate" => aggregate::execute,
+    "n8n-nodes-base.summarize" => summarize::execute,
+    "n8n-nodes-base.limit" => limit::execute,
+    "n8n-nodes-base.sort" => sort::execute,
+    "n8n-nodes-base.removeDuplicates" => remove_duplicates::execute,
+    "n8n-nodes-base.splitInBatches" => split_in_batches::execute,
+    "n8n-nodes-base.code" => code::execute,
+    "n8n-nodes-base.function" => code::function,
+    "n8n-nodes-base.functionItem" => code::function_item,
+    "n8n-nodes-base.httpRequest" => http::execute,
+    "n8n-nodes-base.wait" => wait::execute,
+    "n8n-nodes-base.executeWorkflow" => execute_workflow::execute,
+    "n8n-nodes-base.dataTable" => datatable::execute,
+    "n8n-nodes-base.dateTime" => datetime::execute,
+    "n8n-nodes-base.crypto" => crypto::execute,
+    "n8n-nodes-base.html" => html::execute,
+    "n8n-nodes-base.htmlExtract" => html::html_extract,
+    "n8n-nodes-base.convertToFile" => convert_to_file::execute,
+    "n8n-nodes-base.extractFromFile" => extract_from_file::execute,
+    "n8n-nodes-base.rssFeedRead" => rss::execute,
+    "n8n-nodes-base.compression" => compression::execute,
+    "n8n-nodes-base.jwt" => jwt::execute,
+    "n8n-nodes-base.totp" => totp::execute,
+    "n8n-nodes-base.n8nTrainingCustomerDatastore" => training::customer_datastore,
+    "n8n-nodes-base.n8nTrainingCustomerMessenger" => training::customer_messenger,
+    "n8n-nodes-base.itemLists" => item_lists::execute,
+    "n8n-nodes-base.compareDatasets" => compare_datasets::execute,
+    "n8n-nodes-base.renameKeys" => rename_keys::execute,
+    "n8n-nodes-base.xml" => xml::execute,
+    "n8n-nodes-base.markdown" => markdown::execute,
+    "n8n-nodes-base.debugHelper" => debug_helper::execute,
+    "n8n-nodes-base.executionData" => misc::execution_data,
+    "n8n-nodes-base.emailSend" => email_send::execute,
+    "n8n-nodes-base.postgres" => sql::postgres_node,
+    "n8n-nodes-base.mySql" => sql::mysql_node,
+    "@n8n/n8n-nodes-langchain.agent" => ai::agent::agent,
+    "@n8n/n8n-nodes-langchain.chainLlm" => ai::agent::chain_llm,
+    "@n8n/n8n-nodes-langchain.textClassifier" => ai::chains::text_classifier,
+    "@n8n/n8n-nodes-langchain.informationExtractor" => ai::chains::information_extractor,
+    ai::tool_step::EXECUTOR_TYPE => ai::tool_step::execute,
 }
 
 /// A credential type's connection test over its own protocol

@@ -39,14 +39,13 @@ pub async fn ctx() -> Ctx {
 pub async fn ctx_with(settings: ExecutorSettings) -> Ctx {
     let env = TestEnv::new().await;
     let data = InstanceData::new(&env.clients, &env.config)
-        .await
         .expect("repositories");
     let url = env
         .config
         .queue_url(QueueId::Runs)
         .expect("runs queue")
         .to_owned();
-    let executor = Executor::new(data.clone(), env.clients.sqs.clone(), url, settings);
+    let executor = Executor::new(data.clone(), env.clients.sqs.clone(), url, settings).running_here();
     let user: UserId = format!("alice-{}", uuid::Uuid::new_v4().simple())
         .as_str()
         .into();

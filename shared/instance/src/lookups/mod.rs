@@ -218,9 +218,9 @@ impl Instance {
             .collect();
         let answer = self
             .executor
-            .lookup(&credential, LookupCall { url, query, headers })
+            .lookup(&credential, LookupCall { url, query, headers }, self.dispatch)
             .await
-            .map_err(|e| InstanceError::Internal(e.to_string()))?
+            .map_err(crate::runner::job_error)?
             .map_err(|e| InstanceError::Invalid(format!("the {} lookup failed: {e}", d.display_name)))?;
 
         // An object answer is one item; a top-level array, one item per entry.

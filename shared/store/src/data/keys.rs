@@ -130,8 +130,8 @@ impl KmsKeyProvider {
     }
 
     /// Builds the KMS client from the process configuration (once, at init).
-    pub async fn from_config(config: &Config, key_id: impl Into<String>) -> Self {
-        KmsKeyProvider::new(aws_sdk_kms::Client::new(&crate::aws::loader(config).load().await), key_id)
+    pub fn from_config(config: &Config, key_id: impl Into<String>) -> Self {
+        KmsKeyProvider::new(aws_sdk_kms::Client::new(&crate::aws::sdk_config(config)), key_id)
     }
 }
 
@@ -187,9 +187,9 @@ impl KeyProvider for KmsKeyProvider {
 
 /// The provider this process is configured for: KMS when
 /// `INSTANCE_AI_KMS_KEY_ID` is set, else the local key.
-pub async fn key_provider(config: &Config) -> Result<Arc<dyn KeyProvider>, StoreError> {
+pub fn key_provider(config: &Config) -> Result<Arc<dyn KeyProvider>, StoreError> {
     if let Some(key_id) = &config.kms_key_id {
-        return Ok(Arc::new(KmsKeyProvider::from_config(config, key_id.clone()).await));
+        return Ok(Arc::new(KmsKeyProvider::from_config(config, key_id.clone())));
     }
     match config.local_data_key {
         Some(k) => Ok(Arc::new(LocalKeyProvider::new(k))),

@@ -75,8 +75,8 @@ pub struct InstanceData {
 impl InstanceData {
     /// Uses the configured tables and key provider (KMS when
     /// `INSTANCE_AI_KMS_KEY_ID` is set, else the local data key).
-    pub async fn new(clients: &AwsClients, config: &Config) -> Result<Self, StoreError> {
-        let keys = keys::key_provider(config).await?;
+    pub fn new(clients: &AwsClients, config: &Config) -> Result<Self, StoreError> {
+        let keys = keys::key_provider(config)?;
         Self::with_keys(clients, config, keys)
     }
 

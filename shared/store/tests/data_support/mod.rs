@@ -9,7 +9,7 @@ use store::testing::TestEnv;
 
 pub async fn data() -> (TestEnv, InstanceData) {
     let env = TestEnv::new().await;
-    let data = InstanceData::new(&env.clients, &env.config).await.expect("repositories");
+    let data = InstanceData::new(&env.clients, &env.config).expect("repositories");
     (env, data)
 }
 

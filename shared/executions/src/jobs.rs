@@ -1,0 +1,216 @@
+//! Engine work that answers its caller instead of recording an execution: a
+//! credential's connection test (`probe`) and a builder's resource lookup
+//! (`lookup`). With [`Dispatch::Inline`] it runs in this process; with
+//! [`Dispatch::Queue`] it goes over the Runs queue to the executor function,
+//! which writes the answer beside the executions (`job#<id>`, expiring after
+//! an hour) for the sender to poll, as `execute_and_wait` polls a record.
+//!
+//! Sent, the domain layer's other front doors (the credentials REST routes,
+//! the MCP server, the agent's step) link none of the engine's node code:
+//! only an executor made `running_here` (the executor function's queue
+//! consumer, tests) reaches it. That is what keeps them small
+//! (ARCHITECTURE.md: which function links what).
+
+use crate::error::{ExecutionError, Result};
+use crate::{Dispatch, Executor};
+use engine::credentials::TestOutcome;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::time::{Duration, Instant};
+use store::data::credentials::Credential;
+use store::data::db::{self, get_b, Item};
+
+/// How long an answer is kept for its sender.
+const ANSWER_TTL_SECS: u64 = 3_600;
+/// DynamoDB's item limit is 400 KB; the answer (compressed) must fit below it.
+const MAX_ANSWER_BYTES: usize = 350_000;
+
+/// One request of a lookup.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct LookupCall {
+    pub url: String,
+    pub query: Vec<(String, String)>,
+    pub headers: Vec<(String, String)>,
+}
+
+/// A Runs queue body: one job and the id its answer is written under.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct JobMessage {
+    pub job_id: String,
+    pub job: Job,
+}
+
+/// The work. The sender checked the caller's access to the credential; the
+/// executor decrypts its secret, as it does for a run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "camelCase")]
+pub enum Job {
+    TestCredential { credential: Credential },
+    Lookup { credential: Credential, call: LookupCall },
+}
+
+/// What a job gives back (scrubbed of every secret it decrypted).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "camelCase")]
+pub enum Answer {
+    Tested { success: bool, message: String, tested: bool },
+    /// The service's items, or why the service or the guard refused.
+    LookedUp { answer: std::result::Result<Vec<Value>, String> },
+    /// The executor could not do the job (its store or engine failed).
+    Failed { message: String },
+}
+
+impl Answer {
+    fn from_result(r: Result<Answer>) -> Answer {
+        r.unwrap_or_else(|e| Answer::Failed { message: e.to_string() })
+    }
+}
+
+fn pk(job_id: &str) -> String {
+    format!("job#{job_id}")
+}
+
+const SK: &str = "answer";
+
+impl Executor {
+    /// Tests `credential` (metadata; the caller checked access) where
+    /// `dispatch` says. Never returns or logs its secret.
+    pub async fn test_credential(&self, credential: &Credential, dispatch: Dispatch) -> Result<TestOutcome> {
+        match self.job(Job::TestCredential { credential: credential.clone() }, dispatch).await? {
+            Answer::Tested { success, message, tested } => Ok(TestOutcome { success, message, tested }),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// Makes a lookup `call` with `credential` where `dispatch` says (the
+    /// caller checked access): the service's JSON answer as the HTTP Request
+    /// node gives it, or why it failed (`Ok(Err)`: the service or the guard
+    /// refused; the message names no secret). See `lookup`.
+    pub async fn lookup(&self, credential: &Credential, call: LookupCall, dispatch: Dispatch) -> Result<std::result::Result<Vec<Value>, String>> {
+        match self.job(Job::Lookup { credential: credential.clone(), call }, dispatch).await? {
+            Answer::LookedUp { answer } => Ok(answer),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    async fn job(&self, job: Job, dispatch: Dispatch) -> Result<Answer> {
+        let answer = match dispatch {
+            Dispatch::Inline => self.here()?.job(self, job).await?,
+            Dispatch::Queue => self.send_job(job).await?,
+        };
+        match answer {
+            Answer::Failed { message } => Err(ExecutionError::Engine(message)),
+            answer => Ok(answer),
+        }
+    }
+
+    /// Sends `job` to the executor function and polls for its answer.
+    async fn send_job(&self, job: Job) -> Result<Answer> {
+        let job_id = db::new_id();
+        let body = serde_json::to_string(&JobMessage { job_id: job_id.clone(), job })
+            .map_err(|e| ExecutionError::Invalid(format!("a job that cannot be sent: {e}")))?;
+        self.inner.sweeper.enqueue_body(&body, Duration::ZERO).await?;
+        let table = self.inner.data.executions.table();
+        let wait = self.inner.settings.job_wait;
+        let deadline = Instant::now() + wait;
+        let mut pause = Duration::from_millis(50);
+        loop {
+            if let Some(item) = table.get_raw(&pk(&job_id), SK).await? {
+                return read_answer(&item);
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(ExecutionError::Unanswered(format!("the executor did not answer within {} s; try again", wait.as_secs())));
+            }
+            tokio::time::sleep(pause.min(left)).await;
+            pause = (pause * 2).min(Duration::from_millis(500));
+        }
+    }
+
+    /// The executor function's side: does the job and writes its answer.
+    /// `Err` only when the answer could not be written (redeliver).
+    pub(crate) async fn answer_job(&self, message: JobMessage) -> Result<()> {
+        let answer = Answer::from_result(self.do_job(message.job).await);
+        let mut item = db::key(pk(&message.job_id), SK);
+        item.insert("answer".into(), db::b(encode_answer(&answer)?));
+        item.insert("expiresAt".into(), db::n(db::now_secs() + ANSWER_TTL_SECS));
+        self.inner.data.executions.table().put(item).await?;
+        Ok(())
+    }
+
+    pub(crate) async fn do_job(&self, job: Job) -> Result<Answer> {
+        Ok(match job {
+            Job::TestCredential { credential } => {
+                let o = self.test_credential_here(&credential).await?;
+                Answer::Tested { success: o.success, message: o.message, tested: o.tested }
+            }
+            Job::Lookup { credential, call } => Answer::LookedUp { answer: self.lookup_here(&credential, call).await? },
+        })
+    }
+}
+
+fn unexpected(answer: Answer) -> ExecutionError {
+    ExecutionError::Engine(format!("the executor gave an answer of another job: {answer:?}"))
+}
+
+/// The answer, compressed; one too large for an item is replaced by a
+/// failure that says so.
+fn encode_answer(answer: &Answer) -> Result<Vec<u8>> {
+    let json = serde_json::to_vec(answer).map_err(|e| ExecutionError::Engine(format!("an answer that cannot be stored: {e}")))?;
+    let packed = db::compress(&json)?;
+    if packed.len() <= MAX_ANSWER_BYTES {
+        return Ok(packed);
+    }
+    let too_large = Answer::Failed {
+        message: format!("the answer is too large to return ({} bytes of JSON); narrow the request", json.len()),
+    };
+    let json = serde_json::to_vec(&too_large).map_err(|e| ExecutionError::Engine(e.to_string()))?;
+    Ok(db::compress(&json)?)
+}
+
+fn read_answer(item: &Item) -> Result<Answer> {
+    let packed = get_b(item, "answer").ok_or_else(|| ExecutionError::Engine("the executor's answer is missing".into()))?;
+    let json = db::decompress(&packed)?;
+    serde_json::from_slice(&json).map_err(|e| ExecutionError::Engine(format!("the executor's answer cannot be read: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn answers_round_trip_and_one_too_large_says_so() {
+        let looked = Answer::LookedUp { answer: Ok(vec![json!({"id": "C1", "name": "general"})]) };
+        let item = std::collections::HashMap::from([("answer".to_owned(), db::b(encode_answer(&looked).unwrap()))]);
+        assert_eq!(read_answer(&item).unwrap(), looked);
+        // incompressible text well past the item limit
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let noise: String = (0..1_000_000)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                char::from(b'a' + (x % 26) as u8)
+            })
+            .collect();
+        let big = Answer::LookedUp { answer: Ok(vec![json!({ "text": noise })]) };
+        let item = std::collections::HashMap::from([("answer".to_owned(), db::b(encode_answer(&big).unwrap()))]);
+        match read_answer(&item).unwrap() {
+            Answer::Failed { message } => assert!(message.contains("too large"), "{message}"),
+            other => panic!("expected a refusal, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn job_messages_are_told_apart_from_run_messages() {
+        let m = JobMessage {
+            job_id: "j1".into(),
+            job: Job::Lookup { credential: serde_json::from_value(json!({"id": "c", "name": "n", "type": "slackApi", "description": null, "homeProjectId": "p", "sharedWithProjectIds": [], "isManaged": false, "isGlobal": false, "createdAt": "t", "updatedAt": "t"})).unwrap(), call: LookupCall { url: "https://slack.com/api/conversations.list".into(), ..LookupCall::default() } },
+        };
+        let body = serde_json::to_string(&m).unwrap();
+        assert!(matches!(crate::ticks::parse(&body), Some(crate::ticks::Message::Job(j)) if j == m));
+        assert!(matches!(crate::ticks::parse(r#"{"executionId":"e1"}"#), Some(crate::ticks::Message::Run(_))));
+    }
+}
