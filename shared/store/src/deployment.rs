@@ -461,8 +461,9 @@ pub const FUNCTIONS: &[FunctionDef] = &[
         package: "credentials",
         timeout_secs: 60,
         memory_mb: 512,
-        // Agent (read) and the Runs queue only because the instance's
-        // repositories and executor are built whole; nothing is read or sent.
+        // A connection test goes to the executor over the Runs queue and its
+        // answer is read from Executions (`executions::jobs`). Agent (read)
+        // only because the instance's repositories are built whole.
         tables: &[r(ApiKeys), rw(Instance), r(Executions), r(DataRows), r(Agent)],
         sends_to: &[QueueId::Runs],
         consumes: &[],
