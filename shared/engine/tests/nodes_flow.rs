@@ -1648,3 +1648,19 @@ fn code_returning_an_object_nested_100_deep_round_trips() {
         }
     });
 }
+
+#[test]
+fn code_given_an_input_item_nested_5000_deep_fails_clearly() {
+    on_2mib_stack(|| {
+        // a dotted field name is the way a workflow builds data this deep in Rust
+        // (parsed JSON stops at 128 levels)
+        let path = format!("{}end", "a.".repeat(5_000));
+        let deep = set_node(3.4, json!({ "assignments": { "assignments": [{ "name": path, "type": "string", "value": "x" }] } }));
+        for node in [all("return $input.all();"), each("return { json: { depth: Object.keys($json).length } };")] {
+            let st = run(&chain(vec![trigger(), data(json!([{ "a": 1 }])), deep.clone(), node.clone()]));
+            assert_eq!(st.status, ExecutionStatus::Error, "{}", node["parameters"]["mode"]);
+            let msg = error_message(&st);
+            assert!(msg.contains("nested too deeply"), "{}: {msg}", node["parameters"]["mode"]);
+        }
+    });
+}

@@ -185,42 +185,47 @@ pub fn set(object: &mut Value, path: &str, value: Value) -> bool {
     true
 }
 
-fn set_segments(nested: &mut Value, segs: &[String], value: Value) {
-    let Some((key, rest)) = segs.split_first() else { return };
-    let next_container = || match rest.first() {
-        Some(k) if is_index(k) => Value::Array(vec![]),
-        _ => Value::Object(Map::new()),
-    };
-    let slot: &mut Value = match nested {
-        Value::Object(o) => {
-            if rest.is_empty() {
-                o.insert(key.clone(), value);
-                return;
+// A loop, not recursion: a path's length is the user's (a dotted field name
+// can nest thousands of levels) and each level would take a stack frame.
+fn set_segments(mut nested: &mut Value, mut segs: &[String], value: Value) {
+    loop {
+        let Some((key, rest)) = segs.split_first() else { return };
+        let next_container = || match rest.first() {
+            Some(k) if is_index(k) => Value::Array(vec![]),
+            _ => Value::Object(Map::new()),
+        };
+        let slot: &mut Value = match nested {
+            Value::Object(o) => {
+                if rest.is_empty() {
+                    o.insert(key.clone(), value);
+                    return;
+                }
+                let e = o.entry(key.clone()).or_insert(Value::Null);
+                if !e.is_object() && !e.is_array() {
+                    *e = next_container();
+                }
+                e
             }
-            let e = o.entry(key.clone()).or_insert(Value::Null);
-            if !e.is_object() && !e.is_array() {
-                *e = next_container();
+            Value::Array(a) => {
+                // Named properties of arrays do not survive JSON; only indexes do.
+                let Some(i) = key.parse::<usize>().ok().filter(|_| is_index(key)) else { return };
+                if a.len() <= i {
+                    a.resize(i + 1, Value::Null);
+                }
+                if rest.is_empty() {
+                    a[i] = value;
+                    return;
+                }
+                if !a[i].is_object() && !a[i].is_array() {
+                    a[i] = next_container();
+                }
+                &mut a[i]
             }
-            e
-        }
-        Value::Array(a) => {
-            // Named properties of arrays do not survive JSON; only indexes do.
-            let Some(i) = key.parse::<usize>().ok().filter(|_| is_index(key)) else { return };
-            if a.len() <= i {
-                a.resize(i + 1, Value::Null);
-            }
-            if rest.is_empty() {
-                a[i] = value;
-                return;
-            }
-            if !a[i].is_object() && !a[i].is_array() {
-                a[i] = next_container();
-            }
-            &mut a[i]
-        }
-        _ => return,
-    };
-    set_segments(slot, rest, value);
+            _ => return,
+        };
+        nested = slot;
+        segs = rest;
+    }
 }
 
 /// lodash `_.unset(object, path)` (a deleted array element becomes a hole,
