@@ -1664,3 +1664,15 @@ fn code_given_an_input_item_nested_5000_deep_fails_clearly() {
         }
     });
 }
+
+#[test]
+fn nodes_comparing_items_nested_5000_deep_do_not_overflow() {
+    on_2mib_stack(|| {
+        let path = format!("{}end", "a.".repeat(5_000));
+        let deep = set_node(3.4, json!({ "assignments": { "assignments": [{ "name": path, "type": "string", "value": "x" }] } }));
+        let dedupe = node("Dedupe", "n8n-nodes-base.removeDuplicates", 1.0, json!({}));
+        let st = run(&chain(vec![trigger(), data(json!([{ "a": 1 }, { "a": 1 }])), deep, dedupe]));
+        assert_eq!(st.status, ExecutionStatus::Success, "{}", error_message(&st));
+        assert_eq!(st.run_data["Dedupe"].last().and_then(|t| t.output(0)).map(|i| i.len()), Some(1));
+    });
+}
