@@ -470,7 +470,7 @@ pub fn flatten_keys(v: &Value) -> Vec<String> {
         prefix.push_str(&key);
         match Children::of(x) {
             Some(c) => stack.push((c, prefix.len())),
-            None if !out.iter().any(|k| *k == prefix) => out.push(prefix.clone()),
+            None if !out.contains(&prefix) => out.push(prefix.clone()),
             None => {}
         }
     }
