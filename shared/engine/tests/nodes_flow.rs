@@ -1584,3 +1584,95 @@ fn node_types_describe_the_latest_version_of_versioned_properties() {
     let ts = engine::catalog::typescript("n8n-nodes-base.splitInBatches").expect("loop");
     assert!(ts.contains("batchSize"), "{ts}");
 }
+
+// ---- Code: cyclic and deeply nested values ---------------------------------
+
+/// Runs `f` on a thread with the 2 MiB stack tokio's blocking threads have
+/// (the test harness's own threads follow RUST_MIN_STACK, which test.sh raises).
+fn on_2mib_stack<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+    std::thread::Builder::new().stack_size(2 << 20).spawn(f).expect("spawn").join().expect("no stack overflow")
+}
+
+/// JS building an object nested `depth` levels deep (`{a: {a: … {end: true}}}`).
+fn nested_js(depth: usize) -> String {
+    format!("let o = {{ end: true }}; for (let i = 0; i < {depth}; i++) o = {{ a: o }};")
+}
+
+#[test]
+fn code_returning_a_cyclic_object_fails_the_node_clearly() {
+    on_2mib_stack(|| {
+        for node in [
+            all("const a = { x: 1 }; a.self = a; return [{ json: a }];"),
+            all("const a = { x: 1 }; a.self = a; return [a];"),
+            all("const a = []; a.push(a); return [{ json: { a } }];"),
+            each("const a = { x: 1 }; a.self = a; return { json: a };"),
+            each("const a = { x: 1 }; a.self = a; return a;"),
+        ] {
+            let mode = node["parameters"]["jsCode"].clone();
+            let st = run(&chain(vec![trigger(), two_items(), node]));
+            assert_eq!(st.status, ExecutionStatus::Error, "{mode}");
+            let msg = error_message(&st);
+            assert!(msg.contains("circular") || msg.contains("cyclic"), "{mode}: {msg}");
+        }
+    });
+}
+
+#[test]
+fn code_returning_a_too_deeply_nested_object_fails_the_node_clearly() {
+    on_2mib_stack(|| {
+        let js = nested_js(10_000);
+        for node in [all(&format!("{js} return [{{ json: o }}];")), each(&format!("{js} return {{ json: o }};"))] {
+            let st = run(&chain(vec![trigger(), two_items(), node.clone()]));
+            assert_eq!(st.status, ExecutionStatus::Error);
+            let msg = error_message(&st);
+            assert!(msg.contains("nested too deeply"), "{}: {msg}", node["parameters"]["mode"]);
+        }
+    });
+}
+
+#[test]
+fn code_returning_an_object_nested_100_deep_round_trips() {
+    on_2mib_stack(|| {
+        let js = nested_js(100);
+        let mut expected = json!({ "end": true });
+        for _ in 0..100 {
+            expected = json!({ "a": expected });
+        }
+        for node in [all(&format!("{js} return [{{ json: o }}];")), each(&format!("{js} return {{ json: o }};"))] {
+            let mut wf = chain(vec![trigger(), data(json!([{ "a": 1 }])), node, all("return $input.all();")]);
+            wf["nodes"][3]["name"] = json!("Again");
+            wf["connections"]["Code"] = json!({ "main": [[{ "node": "Again", "type": "main", "index": 0 }]] });
+            let st = run(&wf);
+            assert_eq!(st.status, ExecutionStatus::Success, "{}", error_message(&st));
+            assert_eq!(out(&st, "Again", 0), vec![expected.clone()]);
+        }
+    });
+}
+
+#[test]
+fn code_given_an_input_item_nested_5000_deep_fails_clearly() {
+    on_2mib_stack(|| {
+        // a dotted field name is the way a workflow builds data this deep in Rust
+        // (parsed JSON stops at 128 levels)
+        let path = format!("{}end", "a.".repeat(5_000));
+        let deep = set_node(3.4, json!({ "assignments": { "assignments": [{ "name": path, "type": "string", "value": "x" }] } }));
+        for node in [all("return $input.all();"), each("return { json: { depth: Object.keys($json).length } };")] {
+            let st = run(&chain(vec![trigger(), data(json!([{ "a": 1 }])), deep.clone(), node.clone()]));
+            assert_eq!(st.status, ExecutionStatus::Error, "{}", node["parameters"]["mode"]);
+            let msg = error_message(&st);
+            assert!(msg.contains("nested too deeply"), "{}: {msg}", node["parameters"]["mode"]);
+        }
+    });
+}
+
+#[test]
+fn nodes_comparing_items_nested_5000_deep_do_not_overflow() {
+    on_2mib_stack(|| {
+        let path = format!("{}end", "a.".repeat(5_000));
+        let deep = set_node(3.4, json!({ "assignments": { "assignments": [{ "name": path, "type": "string", "value": "x" }] } }));
+        let dedupe = node("Dedupe", "n8n-nodes-base.removeDuplicates", 1.0, json!({}));
+        let st = run(&chain(vec![trigger(), data(json!([{ "a": 1 }, { "a": 1 }])), deep, dedupe]));
+        assert_eq!(st.status, ExecutionStatus::Success, "{}", error_message(&st));
+        assert_eq!(st.run_data["Dedupe"].last().and_then(|t| t.output(0)).map(|i| i.len()), Some(1));
+    });
+}

@@ -885,12 +885,21 @@ pub fn num_to_json(n: f64) -> Value {
     Number::from_f64(n).map(Value::Number).unwrap_or(Value::Null)
 }
 
+/// Nesting the fast path copies; deeper data is left to the sandbox, whose
+/// conversion refuses it clearly (this copy recurses once per level too).
+const MAX_DEPTH: usize = 256;
+
 /// Copies item data the way a round trip through a JS object would: numbers
 /// normalised, integer-like keys first in ascending order.
-pub fn normalize(v: &Value) -> Value {
-    match v {
+pub fn normalize(v: &Value) -> Result<Value, Bail> {
+    normalize_at(v, 0)
+}
+
+fn normalize_at(v: &Value, depth: usize) -> Result<Value, Bail> {
+    Ok(match v {
         Value::Number(n) => num_to_json(n.as_f64().unwrap_or(f64::NAN)),
-        Value::Array(a) => Value::Array(a.iter().map(normalize).collect()),
+        Value::Array(_) | Value::Object(_) if depth >= MAX_DEPTH => return Err(Bail),
+        Value::Array(a) => Value::Array(a.iter().map(|x| normalize_at(x, depth + 1)).collect::<Result<_, _>>()?),
         Value::Object(m) => {
             let mut out = Map::with_capacity(m.len());
             let mut idx: Vec<(usize, &String)> =
@@ -899,29 +908,29 @@ pub fn normalize(v: &Value) -> Value {
                 idx.sort();
                 for (_, k) in &idx {
                     if let Some(x) = m.get(*k) {
-                        out.insert((*k).clone(), normalize(x));
+                        out.insert((*k).clone(), normalize_at(x, depth + 1)?);
                     }
                 }
             }
             for (k, x) in m {
                 if idx.is_empty() || array_index(k).is_none() {
-                    out.insert(k.clone(), normalize(x));
+                    out.insert(k.clone(), normalize_at(x, depth + 1)?);
                 }
             }
             Value::Object(out)
         }
         other => other.clone(),
-    }
+    })
 }
 
-pub fn to_value(v: V) -> Value {
-    match v {
+pub fn to_value(v: V) -> Result<Value, Bail> {
+    Ok(match v {
         V::Undef | V::Null => Value::Null,
         V::Bool(b) => Value::Bool(b),
         V::Num(n) => num_to_json(n),
         V::Str(s) => Value::String(s.into_owned()),
-        V::Obj(o) => normalize(o),
-    }
+        V::Obj(o) => return normalize(o),
+    })
 }
 
 /// The string a template part contributes: `v || v === 0 || v === false ? v : ''`

@@ -532,7 +532,7 @@ fn eval_plan(plan: &Plan, data: &dyn DataProxy, proto: &fast::ProtoNames) -> Res
 
 fn run_fast(plan: &FastPlan, data: &dyn DataProxy, proto: &fast::ProtoNames) -> Result<Value, fast::Bail> {
     match plan {
-        FastPlan::Single(e) => fast::eval(e, data, proto).map(fast::to_value),
+        FastPlan::Single(e) => fast::eval(e, data, proto).and_then(fast::to_value),
         FastPlan::Parts(parts) => {
             let mut s = String::new();
             for p in parts {

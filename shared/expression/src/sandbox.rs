@@ -719,6 +719,13 @@ fn hash(alg: &str, s: &str) -> Option<String> {
 /// Item data into JS, built natively (about twice as fast as JSON text
 /// through `JSON.parse` for large inputs, and without the text's memory).
 pub(crate) fn to_js<'js>(ctx: &Ctx<'js>, v: &Value) -> rquickjs::Result<JsValue<'js>> {
+    value_to_js(ctx, v, 0)
+}
+
+/// [`to_js`] at nesting `depth`: data deeper than [`MAX_DEPTH`] (which only
+/// Rust code can build, serde_json's parser stops at 128) is refused rather
+/// than allowed to overflow the thread's stack.
+fn value_to_js<'js>(ctx: &Ctx<'js>, v: &Value, depth: usize) -> rquickjs::Result<JsValue<'js>> {
     Ok(match v {
         Value::Null => JsValue::new_null(ctx.clone()),
         Value::Bool(b) => JsValue::new_bool(ctx.clone(), *b),
@@ -729,17 +736,18 @@ pub(crate) fn to_js<'js>(ctx: &Ctx<'js>, v: &Value) -> rquickjs::Result<JsValue<
             _ => JsValue::new_number(ctx.clone(), n.as_f64().unwrap_or(f64::NAN)),
         },
         Value::String(s) => rquickjs::String::from_str(ctx.clone(), s)?.into_value(),
+        _ if depth >= MAX_DEPTH => return Err(too_deep_input(ctx)),
         Value::Array(a) => {
             let arr = Array::new(ctx.clone())?;
             for (i, x) in a.iter().enumerate() {
-                arr.set(i, to_js(ctx, x)?)?;
+                arr.set(i, value_to_js(ctx, x, depth + 1)?)?;
             }
             arr.into_value()
         }
         Value::Object(m) => {
             let o = Object::new(ctx.clone())?;
             for (k, x) in m {
-                o.set(k.as_str(), to_js(ctx, x)?)?;
+                o.set(k.as_str(), value_to_js(ctx, x, depth + 1)?)?;
             }
             o.into_value()
         }
@@ -769,8 +777,23 @@ fn items_to_js<'js>(ctx: &Ctx<'js>, items: &[Item]) -> rquickjs::Result<Array<'j
 /// Results of at least this many items are followed by a garbage collection.
 const GC_AFTER_ITEMS: usize = 1024;
 
-/// Nesting depth accepted when reading results (also stops cycles).
-const MAX_DEPTH: usize = 512;
+/// Nesting depth accepted when reading results (also stops cycles) and when
+/// giving data to JS. Sized for the stack: the conversions recurse once per
+/// level, and a level of [`Walker::walk`] takes about 3.8 KB of stack in an
+/// unoptimised build (measured in gdb), so 256 levels (a cyclic result, the
+/// worst case, runs on a 1 MiB thread) leave half of the 2 MiB of a tokio
+/// blocking thread to the rest of the run.
+const MAX_DEPTH: usize = 256;
+
+/// The error of a result deeper than [`MAX_DEPTH`].
+fn too_deep<'js>(ctx: &Ctx<'js>) -> rquickjs::Error {
+    rquickjs::Exception::throw_type(ctx, &format!("Converting circular structure to JSON, or a value nested too deeply (more than {MAX_DEPTH} levels)"))
+}
+
+/// The error of data deeper than [`MAX_DEPTH`] given to JS.
+fn too_deep_input<'js>(ctx: &Ctx<'js>) -> rquickjs::Error {
+    rquickjs::Exception::throw_range(ctx, &format!("Data nested too deeply (more than {MAX_DEPTH} levels) to be read"))
+}
 
 /// A JS result as JSON with JSON.stringify semantics: `toJSON` is honoured
 /// (Date, Luxon DateTime/Duration), `undefined`, functions and symbols are
@@ -861,9 +884,12 @@ fn read_checked<'js>(ctx: &Ctx<'js>, arr: &Array<'js>) -> rquickjs::Result<Optio
         match w.item(&x) {
             Ok(Some(it)) => out.push(it),
             Ok(None) => {}
-            // a value the reading cannot take (a BigInt, a cycle, a throwing
-            // toJSON): n8n's checks of all elements come first, then the same
-            // reading fails again
+            // a cycle or too deep a value: failed here, clearly (n8n's checks
+            // would recurse through it and only run out of stack)
+            Err(e) if w.too_deep => return Err(e),
+            // a value the reading cannot take (a BigInt, a throwing toJSON):
+            // n8n's checks of all elements come first, then the same reading
+            // fails again
             Err(e) => {
                 if matches!(e, rquickjs::Error::Exception) {
                     drop(ctx.catch());
@@ -998,6 +1024,8 @@ struct Walker<'a, 'js> {
     /// The properties of the element being read, kept between elements so
     /// each one does not allocate its own list.
     parts: Vec<(rquickjs::Atom<'js>, Value)>,
+    /// Set when the reading stopped at [`MAX_DEPTH`] (a cycle, or too deep a value).
+    too_deep: bool,
 }
 
 /// Most distinct property names remembered during one conversion.
@@ -1014,6 +1042,7 @@ impl<'a, 'js> Walker<'a, 'js> {
             check: None,
             item_keys: None,
             parts: Vec::new(),
+            too_deep: false,
         })
     }
 
@@ -1172,10 +1201,15 @@ impl<'a, 'js> Walker<'a, 'js> {
         Ok(k)
     }
 
+    /// `v` as JSON (see [`to_json`]). Containers are read by their own
+    /// functions, not inline: an unoptimised build gives a function one stack
+    /// slot per local of every branch, and this frame is the one repeated per
+    /// nesting level (about 5 KB with the branches inline, which made
+    /// [`MAX_DEPTH`] levels overflow a 2 MiB thread in debug builds).
     fn walk(&mut self, v: &JsValue<'js>, depth: usize) -> rquickjs::Result<Option<Value>> {
-        let ctx = self.ctx;
         if depth > MAX_DEPTH {
-            return Err(rquickjs::Exception::throw_type(ctx, "cyclic or too deeply nested value"));
+            self.too_deep = true;
+            return Err(too_deep(self.ctx));
         }
         Ok(Some(match v.type_of() {
             Type::Uninitialized | Type::Undefined | Type::Symbol | Type::Function | Type::Constructor => {
@@ -1186,43 +1220,60 @@ impl<'a, 'js> Walker<'a, 'js> {
             Type::Int => Value::from(v.as_int().unwrap_or(0)),
             Type::Float => num_to_json(v.as_float().unwrap_or(f64::NAN)),
             Type::String => Value::String(v.as_string().map(|s| s.to_string()).transpose()?.unwrap_or_default()),
-            Type::BigInt => return Err(rquickjs::Exception::throw_type(ctx, "BigInt value can't be serialized in JSON")),
-            Type::Array => {
-                let arr = v.as_array().ok_or(rquickjs::Error::Unknown)?;
-                let mut out = Vec::with_capacity(arr.len());
-                for i in 0..arr.len() {
-                    let x: JsValue = arr.get(i)?;
-                    out.push(self.walk(&x, depth + 1)?.unwrap_or(Value::Null));
-                }
-                Value::Array(out)
-            }
-            _ => {
-                let Some(o) = v.as_object() else { return Ok(None) };
-                let f: JsValue = o.get(self.to_json_key.clone())?;
-                if let Some(f) = f.as_function() {
-                    // a plain object's own toJSON hides what standardizing would change
-                    if self.object_proto.as_ref().is_some_and(|p| o.get_prototype().is_some_and(|q| q.as_value() == p.as_value())) {
-                        self.met_instance = true;
-                    }
-                    let r: JsValue = f.call((rquickjs::function::This(o.clone()),))?;
-                    return self.walk(&r, depth + 1);
-                }
-                self.check_plain(o);
-                if self.met_instance {
-                    return Ok(None);
-                }
-                let props = o.props::<rquickjs::Atom, JsValue>();
-                // sized once: growing a map doubles its storage
-                let mut m = serde_json::Map::with_capacity(props.len());
-                for prop in props {
-                    let (k, x) = prop?;
-                    if let Some(j) = self.walk(&x, depth + 1)? {
-                        m.insert(self.key(k)?, j);
-                    }
-                }
-                Value::Object(m)
-            }
+            Type::BigInt => return Err(rquickjs::Exception::throw_type(self.ctx, "BigInt value can't be serialized in JSON")),
+            Type::Array => match v.as_array() {
+                Some(arr) => self.walk_array(arr, depth)?,
+                None => return Err(rquickjs::Error::Unknown),
+            },
+            _ => match v.as_object() {
+                Some(o) => return self.walk_object(o, depth),
+                None => return Ok(None),
+            },
         }))
+    }
+
+    #[inline(never)]
+    fn walk_array(&mut self, arr: &Array<'js>, depth: usize) -> rquickjs::Result<Value> {
+        let mut out = Vec::with_capacity(arr.len());
+        for i in 0..arr.len() {
+            let x: JsValue = arr.get(i)?;
+            out.push(self.walk(&x, depth + 1)?.unwrap_or(Value::Null));
+        }
+        Ok(Value::Array(out))
+    }
+
+    #[inline(never)]
+    fn walk_object(&mut self, o: &Object<'js>, depth: usize) -> rquickjs::Result<Option<Value>> {
+        if let Some(r) = self.call_to_json(o)? {
+            return self.walk(&r, depth + 1);
+        }
+        self.check_plain(o);
+        if self.met_instance {
+            return Ok(None);
+        }
+        let props = o.props::<rquickjs::Atom, JsValue>();
+        // sized once: growing a map doubles its storage
+        let mut m = serde_json::Map::with_capacity(props.len());
+        for prop in props {
+            let (k, x) = prop?;
+            if let Some(j) = self.walk(&x, depth + 1)? {
+                m.insert(self.key(k)?, j);
+            }
+        }
+        Ok(Some(Value::Object(m)))
+    }
+
+    /// What `o.toJSON()` returns, when `o` has one (kept out of
+    /// [`Walker::walk_object`]'s frame, which recurses).
+    #[inline(never)]
+    fn call_to_json(&mut self, o: &Object<'js>) -> rquickjs::Result<Option<JsValue<'js>>> {
+        let f: JsValue = o.get(self.to_json_key.clone())?;
+        let Some(f) = f.as_function() else { return Ok(None) };
+        // a plain object's own toJSON hides what standardizing would change
+        if self.object_proto.as_ref().is_some_and(|p| o.get_prototype().is_some_and(|q| q.as_value() == p.as_value())) {
+            self.met_instance = true;
+        }
+        f.call((rquickjs::function::This(o.clone()),)).map(Some)
     }
 }
 

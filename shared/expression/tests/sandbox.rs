@@ -441,3 +441,34 @@ fn extensions_dispatch_like_n8n() {
         .unwrap();
     assert_eq!(out.value, json!([{"json": {"m": "mine", "e": false, "k": ["x"]}}]));
 }
+
+/// Runs `f` on a thread with the 2 MiB stack tokio's blocking threads have
+/// (the harness's own threads follow RUST_MIN_STACK, which test.sh raises).
+fn on_2mib_stack<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+    std::thread::Builder::new().stack_size(2 << 20).spawn(f).expect("spawn").join().expect("no stack overflow")
+}
+
+/// `{"a": {"a": … {"end": true}}}`, `depth` objects around the innermost one.
+fn nested(depth: usize) -> Value {
+    // moved in, not through json!, which would serialize (copy) `v` recursively
+    (0..depth).fold(json!({ "end": true }), |v, _| Value::Object(serde_json::Map::from_iter([("a".to_string(), v)])))
+}
+
+#[test]
+fn deeply_nested_input_is_refused_clearly_and_moderate_nesting_is_read() {
+    on_2mib_stack(|| {
+        let mut ev = evaluator();
+        // deeper than any parsed JSON (serde_json stops at 128), as Rust code may build it
+        let deep = StaticData::from_json(nested(5_000));
+        let err = ev.evaluate("={{ $json.a.a.a }}", &deep).unwrap_err();
+        assert!(err.to_string().contains("nested too deeply"), "{err}");
+        let err = ev.run_code("return $input.all();", CodeMode::AllItems, &deep).unwrap_err();
+        assert!(err.to_string().contains("nested too deeply"), "{err}");
+        // the evaluator still works
+        let moderate = StaticData::from_json(nested(100));
+        let path = format!("={{{{ $json{}.end }}}}", ".a".repeat(100));
+        assert_eq!(ev.evaluate(&path, &moderate).unwrap(), json!(true));
+        let out = ev.run_code("return $input.all();", CodeMode::AllItems, &moderate).unwrap();
+        assert_eq!(out.value, json!([{ "json": nested(100) }]));
+    });
+}

@@ -112,8 +112,24 @@
   }
 
   // Code's standardizeOutput: class instances (not Date, not with toJSON) become JSON strings
-  function standardize(obj, seen) {
-    for (const k in obj) {
+  // Walked with a list of its own, depth first in n8n's order, not by
+  // recursion: a deeply nested result would otherwise run out of stack here
+  // before the host's reading refuses it clearly.
+  function standardize(root, seen) {
+    const keysOf = (o) => {
+      const ks = [];
+      for (const k in o) ks.push(k);
+      return ks;
+    };
+    const stack = [{ obj: root, keys: keysOf(root), i: 0 }];
+    while (stack.length > 0) {
+      const top = stack[stack.length - 1];
+      if (top.i === top.keys.length) {
+        stack.pop();
+        continue;
+      }
+      const obj = top.obj;
+      const k = top.keys[top.i++];
       if (!hasOwn(obj, k)) continue;
       const v = obj[k];
       if (!isObject(v) || typeof v.toJSON === 'function') continue;
@@ -125,9 +141,14 @@
       if (!any || seen.has(v)) continue;
       seen.add(v);
       const proto = Object.getPrototypeOf(v);
-      obj[k] = proto === Object.prototype || proto === null ? standardize(v, seen) : JSON.stringify(v);
+      if (proto === Object.prototype || proto === null) {
+        obj[k] = v;
+        stack.push({ obj: v, keys: keysOf(v), i: 0 });
+      } else {
+        obj[k] = JSON.stringify(v);
+      }
     }
-    return obj;
+    return root;
   }
 
   // $getWorkflowStaticData (only present when the code uses it)

@@ -185,42 +185,47 @@ pub fn set(object: &mut Value, path: &str, value: Value) -> bool {
     true
 }
 
-fn set_segments(nested: &mut Value, segs: &[String], value: Value) {
-    let Some((key, rest)) = segs.split_first() else { return };
-    let next_container = || match rest.first() {
-        Some(k) if is_index(k) => Value::Array(vec![]),
-        _ => Value::Object(Map::new()),
-    };
-    let slot: &mut Value = match nested {
-        Value::Object(o) => {
-            if rest.is_empty() {
-                o.insert(key.clone(), value);
-                return;
+// A loop, not recursion: a path's length is the user's (a dotted field name
+// can nest thousands of levels) and each level would take a stack frame.
+fn set_segments(mut nested: &mut Value, mut segs: &[String], value: Value) {
+    loop {
+        let Some((key, rest)) = segs.split_first() else { return };
+        let next_container = || match rest.first() {
+            Some(k) if is_index(k) => Value::Array(vec![]),
+            _ => Value::Object(Map::new()),
+        };
+        let slot: &mut Value = match nested {
+            Value::Object(o) => {
+                if rest.is_empty() {
+                    o.insert(key.clone(), value);
+                    return;
+                }
+                let e = o.entry(key.clone()).or_insert(Value::Null);
+                if !e.is_object() && !e.is_array() {
+                    *e = next_container();
+                }
+                e
             }
-            let e = o.entry(key.clone()).or_insert(Value::Null);
-            if !e.is_object() && !e.is_array() {
-                *e = next_container();
+            Value::Array(a) => {
+                // Named properties of arrays do not survive JSON; only indexes do.
+                let Some(i) = key.parse::<usize>().ok().filter(|_| is_index(key)) else { return };
+                if a.len() <= i {
+                    a.resize(i + 1, Value::Null);
+                }
+                if rest.is_empty() {
+                    a[i] = value;
+                    return;
+                }
+                if !a[i].is_object() && !a[i].is_array() {
+                    a[i] = next_container();
+                }
+                &mut a[i]
             }
-            e
-        }
-        Value::Array(a) => {
-            // Named properties of arrays do not survive JSON; only indexes do.
-            let Some(i) = key.parse::<usize>().ok().filter(|_| is_index(key)) else { return };
-            if a.len() <= i {
-                a.resize(i + 1, Value::Null);
-            }
-            if rest.is_empty() {
-                a[i] = value;
-                return;
-            }
-            if !a[i].is_object() && !a[i].is_array() {
-                a[i] = next_container();
-            }
-            &mut a[i]
-        }
-        _ => return,
-    };
-    set_segments(slot, rest, value);
+            _ => return,
+        };
+        nested = slot;
+        segs = rest;
+    }
 }
 
 /// lodash `_.unset(object, path)` (a deleted array element becomes a hole,
@@ -276,10 +281,43 @@ pub fn is_equal(a: Option<&Value>, b: Option<&Value>) -> bool {
 pub fn json_equal(a: &Value, b: &Value) -> bool {
     match (a, b) {
         (Value::Number(x), Value::Number(y)) => x.as_f64() == y.as_f64(),
-        (Value::Array(x), Value::Array(y)) => x.len() == y.len() && x.iter().zip(y).all(|(p, q)| json_equal(p, q)),
-        (Value::Object(x), Value::Object(y)) => x.len() == y.len() && x.iter().all(|(k, v)| y.get(k).is_some_and(|w| json_equal(v, w))),
+        (Value::Array(_), Value::Array(_)) | (Value::Object(_), Value::Object(_)) => containers_equal(a, b),
         _ => a == b,
     }
+}
+
+/// [`json_equal`] of two arrays or two objects, with a list of the pairs
+/// left to compare rather than recursion (items can nest thousands of levels).
+fn containers_equal<'v>(a: &'v Value, b: &'v Value) -> bool {
+    let mut pending = vec![(a, b)];
+    while let Some((a, b)) = pending.pop() {
+        match (a, b) {
+            (Value::Number(x), Value::Number(y)) if x.as_f64() != y.as_f64() => return false,
+            (Value::Number(_), Value::Number(_)) => {}
+            (Value::Array(x), Value::Array(y)) => {
+                if x.len() != y.len() {
+                    return false;
+                }
+                pending.extend(x.iter().zip(y).rev());
+            }
+            (Value::Object(x), Value::Object(y)) => {
+                if x.len() != y.len() {
+                    return false;
+                }
+                let start = pending.len();
+                for (k, v) in x {
+                    match y.get(k) {
+                        Some(w) => pending.push((v, w)),
+                        None => return false,
+                    }
+                }
+                pending[start..].reverse();
+            }
+            _ if a != b => return false,
+            _ => {}
+        }
+    }
+    true
 }
 
 /// JavaScript `typeof`.
@@ -409,36 +447,55 @@ pub fn truthy(v: Option<&Value>) -> bool {
 /// The keys `flattenKeys` (n8n's `@utils/utilities`) yields: dot paths to
 /// every leaf; empty objects and arrays contribute none.
 pub fn flatten_keys(v: &Value) -> Vec<String> {
-    let mut out = vec![];
-    flatten_into(v, &mut String::new(), &mut out, true);
+    let mut out: Vec<String> = vec![];
+    let mut prefix = String::new();
+    // A list of the containers being walked (with the length of the prefix
+    // that leads to each), not recursion: items can nest thousands of levels
+    // (a dotted field name), and each level would take a stack frame.
+    let mut stack: Vec<(Children<'_>, usize)> = Vec::new();
+    match Children::of(v) {
+        Some(c) => stack.push((c, 0)),
+        None => out.push(String::new()),
+    }
+    while let Some((children, len)) = stack.last_mut() {
+        let len = *len;
+        let Some((key, x)) = children.next() else {
+            stack.pop();
+            continue;
+        };
+        prefix.truncate(len);
+        if len > 0 || stack.len() > 1 {
+            prefix.push('.');
+        }
+        prefix.push_str(&key);
+        match Children::of(x) {
+            Some(c) => stack.push((c, prefix.len())),
+            None if !out.contains(&prefix) => out.push(prefix.clone()),
+            None => {}
+        }
+    }
     out
 }
 
-fn flatten_into(v: &Value, prefix: &mut String, out: &mut Vec<String>, root: bool) {
-    let child = |key: &str, x: &Value, out: &mut Vec<String>, prefix: &mut String| {
-        let len = prefix.len();
-        if !root {
-            prefix.push('.');
+/// The entries of an object or the elements of an array, keyed.
+enum Children<'a> {
+    Object(serde_json::map::Iter<'a>),
+    Array(std::iter::Enumerate<std::slice::Iter<'a, Value>>),
+}
+
+impl<'a> Children<'a> {
+    fn of(v: &'a Value) -> Option<Self> {
+        match v {
+            Value::Object(o) => Some(Children::Object(o.iter())),
+            Value::Array(a) => Some(Children::Array(a.iter().enumerate())),
+            _ => None,
         }
-        prefix.push_str(key);
-        flatten_into(x, prefix, out, false);
-        prefix.truncate(len);
-    };
-    match v {
-        Value::Object(o) => {
-            for (k, x) in o {
-                child(k, x, out, prefix);
-            }
-        }
-        Value::Array(a) => {
-            for (i, x) in a.iter().enumerate() {
-                child(&i.to_string(), x, out, prefix);
-            }
-        }
-        _ => {
-            if !out.iter().any(|k| k == prefix) {
-                out.push(prefix.clone());
-            }
+    }
+
+    fn next(&mut self) -> Option<(std::borrow::Cow<'a, str>, &'a Value)> {
+        match self {
+            Children::Object(it) => it.next().map(|(k, x)| (std::borrow::Cow::Borrowed(k.as_str()), x)),
+            Children::Array(it) => it.next().map(|(i, x)| (std::borrow::Cow::Owned(i.to_string()), x)),
         }
     }
 }
@@ -728,6 +785,9 @@ mod tests {
         assert!(!lt(Some(&json!("x")), Some(&json!(10))));
         assert!(js_lt(Some(&json!([1, 2])), Some(&json!("1,3"))));
         assert!(is_equal(Some(&json!({"a": 1.0, "b": [2]})), Some(&json!({"b": [2], "a": 1}))));
+        assert!(!is_equal(Some(&json!({"a": [1, {"b": [2]}]})), Some(&json!({"a": [1, {"b": [3]}]}))));
+        assert!(!is_equal(Some(&json!({"a": [1]})), Some(&json!({"a": {"0": 1}}))));
+        assert!(!is_equal(Some(&json!({"a": 1})), Some(&json!({"b": 1}))));
         assert_eq!(js_to_string(Some(&json!([1, null, [2, 3]]))), "1,,2,3");
     }
 
