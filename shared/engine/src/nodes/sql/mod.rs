@@ -12,6 +12,7 @@ pub mod format;
 mod mysql;
 mod postgres;
 
+use std::any::Any;
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::Duration;
@@ -38,9 +39,12 @@ pub(crate) enum Numbers {
 }
 
 /// The pools of one execution and the runtime that drives them; closed when
-/// the execution ends (the engine's `Env` drops this).
+/// the execution ends (the engine's `Env` drops this). Type-erased: they are
+/// made, and their closing code reached, only by a database node's run, so
+/// an engine that never runs one (every function but the executor validates
+/// or exchanges OAuth codes with one) links no database client by dropping it.
 #[derive(Default)]
-pub struct Pools(Mutex<Option<Inner>>);
+pub struct Pools(Mutex<Option<Box<dyn Any + Send>>>);
 
 struct Inner {
     rt: tokio::runtime::Runtime,
@@ -51,22 +55,22 @@ struct Inner {
     held: HashMap<String, Conn>,
 }
 
-impl Drop for Pools {
+impl Drop for Inner {
     fn drop(&mut self) {
-        let Some(inner) = self.0.get_mut().ok().and_then(Option::take) else { return };
         // a graceful goodbye to each server; a pool dropped unclosed just cuts its sockets
-        let held: Vec<Conn> = inner.held.into_values().collect();
-        inner.rt.block_on(async {
+        let held: Vec<Conn> = std::mem::take(&mut self.held).into_values().collect();
+        let (pg, my) = (&self.pg, &self.my);
+        self.rt.block_on(async {
             for c in held {
                 let _ = match c {
                     Conn::Pg(c) => c.close().await,
                     Conn::My(c) => c.close().await,
                 };
             }
-            for p in inner.pg.values() {
+            for p in pg.values() {
                 p.close().await;
             }
-            for p in inner.my.values() {
+            for p in my.values() {
                 p.close().await;
             }
         });
@@ -92,9 +96,9 @@ impl Pools {
         let mut guard = self.0.lock().map_err(|_| EngineError::Host("database pools unavailable".into()))?;
         if guard.is_none() {
             let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| EngineError::Host(format!("cannot start the database runtime: {e}")))?;
-            *guard = Some(Inner { rt, pg: HashMap::new(), my: HashMap::new(), held: HashMap::new() });
+            *guard = Some(Box::new(Inner { rt, pg: HashMap::new(), my: HashMap::new(), held: HashMap::new() }));
         }
-        let inner = guard.as_mut().ok_or_else(|| EngineError::Host("database pools unavailable".into()))?;
+        let inner = guard.as_mut().and_then(|b| b.downcast_mut::<Inner>()).ok_or_else(|| EngineError::Host("database pools unavailable".into()))?;
         let key = pool_key(kind, credential, options);
         // a pool belongs to the runtime it is made in
         let handle = inner.rt.handle().clone();
