@@ -54,7 +54,8 @@ mod ticks;
 
 pub use error::ExecutionError;
 pub use host::{project_credential, HttpPolicy};
-pub use jobs::{Answer, Job, JobMessage, LookupCall};
+pub use jobs::LookupCall;
+use jobs::{Answer, Job};
 pub use store::data::executions::{ExecutionMode, ExecutionStatus};
 pub use document::Respond;
 pub use resume::{ResumeRefused, WaitingOn};
@@ -437,14 +438,11 @@ impl Executor {
         Ok(Executor::new(data, clients.sqs.clone(), url, settings).notifying(steps).watched_by(sweep_flag(clients, config)?))
     }
 
-    /// Turns the sweep on at each claim (`None`: no sweep schedule, tests).
     /// Runs executions and jobs in this process when a caller asks for
     /// `Dispatch::Inline` (tests; the executor function does its queue's
     /// work directly). Without it, `Inline` is refused.
     pub fn running_here(self) -> Self {
-        let mut inner = Arc::try_unwrap(self.inner).unwrap_or_else(|shared| (*shared).clone());
-        inner.here = Some(Arc::new(Here));
-        Executor { inner: Arc::new(inner) }
+        self.with_inner(|inner| inner.here = Some(Arc::new(Here)))
     }
 
     /// What this process runs itself (`Dispatch::Inline`).
@@ -454,17 +452,21 @@ impl Executor {
         })
     }
 
+    /// Turns the sweep on at each claim (`None`: no sweep schedule, tests).
     pub fn watched_by(self, sweep: Option<store::sweep_schedule::SweepFlag>) -> Self {
-        let mut inner = Arc::try_unwrap(self.inner).unwrap_or_else(|shared| (*shared).clone());
-        inner.sweeper.records.sweep = sweep;
-        Executor { inner: Arc::new(inner) }
+        self.with_inner(|inner| inner.sweeper.records.sweep = sweep)
     }
 
     /// Sends each settled execution's waiter message to `steps_queue_url`
     /// (the agent's Steps queue): see [`Sweeper::notify`].
     pub fn notifying(self, steps_queue_url: Option<String>) -> Self {
+        self.with_inner(|inner| inner.sweeper.steps_queue_url = steps_queue_url)
+    }
+
+    /// A builder step: changes this executor's settings (copied if shared).
+    fn with_inner(self, change: impl FnOnce(&mut Inner)) -> Self {
         let mut inner = Arc::try_unwrap(self.inner).unwrap_or_else(|shared| (*shared).clone());
-        inner.sweeper.steps_queue_url = steps_queue_url;
+        change(&mut inner);
         Executor { inner: Arc::new(inner) }
     }
 
