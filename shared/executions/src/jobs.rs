@@ -1,6 +1,7 @@
 //! Engine work that answers its caller instead of recording an execution: a
 //! credential's connection test (`probe`), a builder's resource lookup
-//! (`lookup`) and an OAuth2 connect's code exchange (`connect`). With [`Dispatch::Inline`] it runs in this process; with
+//! (`lookup`) and an OAuth2 connect's code exchange (`connect`). With
+//! [`Dispatch::Inline`] it runs in this process; with
 //! [`Dispatch::Queue`] it goes over the Runs queue to the executor function,
 //! which writes the answer beside the executions (`job#<id>`, expiring after
 //! an hour) for the sender to poll, as `execute_and_wait` polls a record.
