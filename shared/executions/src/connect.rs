@@ -1,11 +1,14 @@
 //! Connecting an OAuth2 credential: the provider's authorization URL and
 //! the code exchange need the credential's client id and secret, so they
-//! are made here, where secrets are decrypted (as for a connection test):
-//! the exchange goes through the engine's guarded client with the run's SSRF
-//! policy, and the tokens go straight to the store, encrypted.
+//! are made here, where secrets are decrypted (as for a connection test).
+//! The URL is only built (no request): the caller's process does it. The
+//! exchange goes through the engine's guarded client with the run's SSRF
+//! policy, so it is a job (`jobs`): the executor function makes it and
+//! stores the tokens, encrypted; the other functions link no HTTP client.
 
 use crate::error::Result;
 use crate::host;
+use crate::jobs::CodeGrant;
 use crate::{ExecutionError, Executor};
 use engine::{Engine, EngineSettings};
 use protocol::UserId;
@@ -19,24 +22,29 @@ impl Executor {
         Engine::oauth2_authorization_url(&credential.kind, secret.expose(), redirect_uri, state, code_challenge).map_err(ExecutionError::Invalid)
     }
 
-    /// Exchanges the callback's `code` (with the connect's PKCE verifier)
-    /// and stores the tokens for `credential`, bound to `user`. The error
-    /// says what the provider refused, scrubbed of the secret.
-    pub async fn oauth_connect(&self, credential: &Credential, user: &UserId, code: &str, verifier: &str, redirect_uri: &str) -> Result<()> {
+    /// Exchanges the callback's code (with the connect's PKCE verifier)
+    /// and stores the tokens for `credential`, bound to `user`. `Ok(Err)`:
+    /// what the provider refused, scrubbed of the secret; nothing is logged
+    /// of the grant or the tokens.
+    pub(crate) async fn oauth_connect_here(&self, credential: &Credential, user: &UserId, grant: CodeGrant) -> Result<std::result::Result<(), String>> {
         let secret = self.data().credentials.decrypt_secret(&credential.id).await?;
         let secrets = host::Secrets::default();
         secrets.remember(secret.expose());
         let mut settings = EngineSettings::default();
         self.settings().apply_http(&mut settings);
         let (kind, data) = (credential.kind.clone(), secret.expose().clone());
-        let (code, verifier, redirect_uri) = (code.to_owned(), verifier.to_owned(), redirect_uri.to_owned());
         // the engine's client blocks: a blocking thread
-        let tokens = tokio::task::spawn_blocking(move || Engine::new(settings, engine::Host::default()).oauth2_exchange_code(&kind, &data, &code, &verifier, &redirect_uri))
-            .await
-            .map_err(|e| ExecutionError::Engine(format!("the token exchange stopped: {e}")))?
-            .map_err(|m| ExecutionError::Invalid(secrets.scrub_str(&m)))?;
+        let exchanged = tokio::task::spawn_blocking(move || {
+            Engine::new(settings, engine::Host::default()).oauth2_exchange_code(&kind, &data, &grant.code, &grant.verifier, &grant.redirect_uri)
+        })
+        .await
+        .map_err(|e| ExecutionError::Engine(format!("the token exchange stopped: {e}")))?;
+        let tokens = match exchanged {
+            Ok(tokens) => tokens,
+            Err(refused) => return Ok(Err(secrets.scrub_str(&refused))),
+        };
         self.data().credentials.connect(&credential.id, user, &SecretData::new(tokens)).await?;
         tracing::info!(credentialId = %credential.id, "credential connected");
-        Ok(())
+        Ok(Ok(()))
     }
 }

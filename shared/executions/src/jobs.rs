@@ -1,6 +1,7 @@
 //! Engine work that answers its caller instead of recording an execution: a
-//! credential's connection test (`probe`) and a builder's resource lookup
-//! (`lookup`). With [`Dispatch::Inline`] it runs in this process; with
+//! credential's connection test (`probe`), a builder's resource lookup
+//! (`lookup`) and an OAuth2 connect's code exchange (`connect`). With
+//! [`Dispatch::Inline`] it runs in this process; with
 //! [`Dispatch::Queue`] it goes over the Runs queue to the executor function,
 //! which writes the answer beside the executions (`job#<id>`, expiring after
 //! an hour) for the sender to poll, as `execute_and_wait` polls a record.
@@ -14,11 +15,14 @@
 use crate::error::{ExecutionError, Result};
 use crate::{Dispatch, Executor};
 use engine::credentials::TestOutcome;
+use protocol::UserId;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use std::fmt;
 use std::time::{Duration, Instant};
 use store::data::credentials::Credential;
 use store::data::db::{self, get_b, Item};
+use store::StoreError;
 
 /// How long an answer is kept for its sender.
 const ANSWER_TTL_SECS: u64 = 3_600;
@@ -31,6 +35,28 @@ pub struct LookupCall {
     pub url: String,
     pub query: Vec<(String, String)>,
     pub headers: Vec<(String, String)>,
+}
+
+/// What the provider's callback gave an OAuth2 connect: its `code`, the
+/// connect's PKCE `verifier` and the `redirect_uri` the code was issued for.
+///
+/// The code and the verifier travel in the job's body on the Runs queue
+/// (encrypted at rest; deleted once answered, or dead-lettered after three
+/// failed answers). They are short-lived: the provider redeems the code once,
+/// within minutes of the callback, and the verifier is worth nothing
+/// without it. Never logged: `Debug` leaves both out.
+#[derive(Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CodeGrant {
+    pub code: String,
+    pub verifier: String,
+    pub redirect_uri: String,
+}
+
+impl fmt::Debug for CodeGrant {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CodeGrant").field("code", &"<redacted>").field("verifier", &"<redacted>").field("redirect_uri", &self.redirect_uri).finish()
+    }
 }
 
 /// A Runs queue body: one job and the id its answer is written under.
@@ -48,6 +74,8 @@ pub struct JobMessage {
 pub enum Job {
     TestCredential { credential: Credential },
     Lookup { credential: Credential, call: LookupCall },
+    /// The exchange of a connect's code; the tokens are stored for `user`.
+    OAuthConnect { credential: Credential, user: UserId, grant: CodeGrant },
 }
 
 /// What a job gives back (scrubbed of every secret it decrypted).
@@ -57,6 +85,9 @@ pub enum Answer {
     Tested { success: bool, message: String, tested: bool },
     /// The service's items, or why the service or the guard refused.
     LookedUp { answer: std::result::Result<Vec<Value>, String> },
+    /// The tokens are stored, or why the provider refused the code (no
+    /// token or secret in it).
+    Connected { answer: std::result::Result<(), String> },
     /// The executor could not do the job (its store or engine failed).
     Failed { message: String },
 }
@@ -90,6 +121,18 @@ impl Executor {
     pub async fn lookup(&self, credential: &Credential, call: LookupCall, dispatch: Dispatch) -> Result<std::result::Result<Vec<Value>, String>> {
         match self.job(Job::Lookup { credential: credential.clone(), call }, dispatch).await? {
             Answer::LookedUp { answer } => Ok(answer),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// Exchanges an OAuth2 connect's callback `code` (with the connect's
+    /// PKCE `verifier`) where `dispatch` says, and stores the tokens for
+    /// `credential` (the caller checked access), bound to `user`. The
+    /// provider's refusal is `Invalid`, scrubbed of the secret. See `connect`.
+    pub async fn oauth_connect(&self, credential: &Credential, user: &UserId, code: &str, verifier: &str, redirect_uri: &str, dispatch: Dispatch) -> Result<()> {
+        let grant = CodeGrant { code: code.to_owned(), verifier: verifier.to_owned(), redirect_uri: redirect_uri.to_owned() };
+        match self.job(Job::OAuthConnect { credential: credential.clone(), user: user.clone(), grant }, dispatch).await? {
+            Answer::Connected { answer } => answer.map_err(ExecutionError::Invalid),
             other => Err(unexpected(other)),
         }
     }
@@ -130,13 +173,25 @@ impl Executor {
 
     /// The executor function's side: does the job and writes its answer.
     /// `Err` only when the answer could not be written (redeliver).
+    ///
+    /// Delivery is at least once, and the first answer wins: a job already
+    /// answered is not done again, and an answer never replaces another (an
+    /// OAuth code is redeemed once: a second exchange's refusal must not
+    /// hide the first one's success).
     pub(crate) async fn answer_job(&self, message: JobMessage) -> Result<()> {
+        let table = self.inner.data.executions.table();
+        if table.get_raw(&pk(&message.job_id), SK).await?.is_some() {
+            tracing::info!(jobId = %message.job_id, "job already answered");
+            return Ok(());
+        }
         let answer = Answer::from_result(self.do_job(message.job).await);
         let mut item = db::key(pk(&message.job_id), SK);
         item.insert("answer".into(), db::b(encode_answer(&answer)?));
         item.insert("expiresAt".into(), db::n(db::now_secs() + ANSWER_TTL_SECS));
-        self.inner.data.executions.table().put(item).await?;
-        Ok(())
+        match table.put_new(item).await {
+            Ok(()) | Err(StoreError::Conflict(_)) => Ok(()),
+            Err(e) => Err(e.into()),
+        }
     }
 
     pub(crate) async fn do_job(&self, job: Job) -> Result<Answer> {
@@ -146,6 +201,7 @@ impl Executor {
                 Answer::Tested { success: o.success, message: o.message, tested: o.tested }
             }
             Job::Lookup { credential, call } => Answer::LookedUp { answer: self.lookup_here(&credential, call).await? },
+            Job::OAuthConnect { credential, user, grant } => Answer::Connected { answer: self.oauth_connect_here(&credential, &user, grant).await? },
         })
     }
 }
@@ -212,5 +268,18 @@ mod tests {
         let body = serde_json::to_string(&m).unwrap();
         assert!(matches!(crate::ticks::parse(&body), Some(crate::ticks::Message::Job(j)) if j == m));
         assert!(matches!(crate::ticks::parse(r#"{"executionId":"e1"}"#), Some(crate::ticks::Message::Run(_))));
+    }
+
+    #[test]
+    fn a_code_exchange_crosses_the_queue_but_never_shows_its_code_or_verifier() {
+        let credential: Credential = serde_json::from_value(json!({"id": "c", "name": "n", "type": "oAuth2Api", "description": null, "homeProjectId": "p", "sharedWithProjectIds": [], "isManaged": false, "isGlobal": false, "createdAt": "t", "updatedAt": "t"})).unwrap();
+        let grant = CodeGrant { code: "code-4f1c9e".into(), verifier: "verifier-77ab02".into(), redirect_uri: "https://i.example.com/instance-ai/oauth2/callback".into() };
+        let m = JobMessage { job_id: "j2".into(), job: Job::OAuthConnect { credential, user: UserId::from("alice".to_owned()), grant } };
+        let body = serde_json::to_string(&m).unwrap();
+        assert!(body.contains("code-4f1c9e") && body.contains("verifier-77ab02"), "the executor needs them: {body}");
+        assert!(matches!(crate::ticks::parse(&body), Some(crate::ticks::Message::Job(j)) if j == m));
+        let shown = format!("{m:?}");
+        assert!(!shown.contains("code-4f1c9e") && !shown.contains("verifier-77ab02"), "{shown}");
+        assert!(shown.contains("OAuthConnect") && shown.contains("oauth2/callback"), "{shown}");
     }
 }

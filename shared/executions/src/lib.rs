@@ -16,9 +16,10 @@
 //! - [`Executor::execute_and_wait`]: the tools' call: start and wait for
 //!   a final status, through the queue or inline ([`Dispatch`]).
 //! - [`Sweeper::resume_due`] / [`Sweeper::mark_crashed`]: the minute sweep.
-//! - [`Executor::test_credential`] / [`Executor::lookup`]: a credential's
-//!   connection test (`probe`) and a resource lookup (`lookup`), run here or
-//!   sent to the executor function (`jobs`).
+//! - [`Executor::test_credential`] / [`Executor::lookup`] /
+//!   [`Executor::oauth_connect`]: a credential's connection test (`probe`),
+//!   a resource lookup (`lookup`) and an OAuth2 connect's code exchange
+//!   (`connect`), run here or sent to the executor function (`jobs`).
 //! - [`Executor::handle_queue_batch`]: the SQS consumer's body (execution
 //!   messages, schedule ticks: `ticks`, and jobs).
 //! - [`Executor::waiting_on`] / [`Executor::resume_waiting`]: a webhook call

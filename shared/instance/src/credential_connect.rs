@@ -76,7 +76,12 @@ impl Instance {
         }
         let code = q.code.as_deref().filter(|c| !c.is_empty()).ok_or_else(|| InstanceError::Invalid("the callback carries no code".into()))?;
         let verifier = pending.code_verifier.expose().as_str().unwrap_or_default().to_owned();
-        self.executor.oauth_connect(&c, &caller.user, code, &verifier, &pending.redirect_uri).await.map_err(exec_error)?;
+        // the exchange is the executor function's (it links the HTTP client)
+        self.executor.oauth_connect(&c, &caller.user, code, &verifier, &pending.redirect_uri, self.dispatch).await.map_err(|e| match e {
+            // the state is spent: only a new connect can finish
+            executions::ExecutionError::Unanswered(m) => InstanceError::Unavailable(format!("connecting the credential did not finish: {m} from its Connect link")),
+            e => exec_error(e),
+        })?;
         Ok(c)
     }
 

@@ -3,18 +3,25 @@
 //! RFC 7636: who may start, what the authorization URL carries, the
 //! callback's checks (state bound to the user who started it and to the
 //! credential), and an HTTP Request node using the connected credential —
-//! its token refreshed once on a 401 and stored for the next run.
+//! its token refreshed once on a 401 and stored for the next run. The
+//! instance is a front door's: the code exchange and the runs go over the
+//! Runs queue to the executor function's consumer (`executions::jobs`).
 
 use instance::credential_connect::CallbackQuery;
 use instance::credentials::NewCredentialInput;
 use instance::nodes::{ExecuteOutcome, ExecuteRequest};
+use executions::{Dispatch, Executor, ExecutorSettings, QueueRecord};
 use instance::{Caller, Instance, InstanceError};
 use protocol::UserId;
 use serde_json::json;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 use store::data::users_projects::ProjectRole;
+use store::data::InstanceData;
+use store::deployment::QueueId;
 use store::testing::TestEnv;
+use store::Config;
 
 const CLIENT: &str = "public-client-7";
 
@@ -87,14 +94,38 @@ async fn authorization_server(state: Arc<Mutex<As>>) -> String {
     format!("http://{addr}")
 }
 
+/// An instance as the credentials function builds it (the exchange and the
+/// runs go over the Runs queue), with the executor function serving that
+/// queue.
 async fn instance() -> Instance {
     let env = TestEnv::new().await;
     let mut config = env.config.clone();
     config.http_allowed_hosts = vec!["127.0.0.1".into()];
     config.http_allow_private_network = true;
-    let mut inst = Instance::new(&env.clients, &config).await.unwrap();
-    inst.run_in_process();
+    let inst = Instance::new(&env.clients, &config).await.unwrap();
+    assert_eq!(inst.dispatch, Dispatch::Queue);
+    serve_runs_queue(&env, &config);
     inst
+}
+
+/// The executor function as Lambda runs it: Runs queue messages into
+/// `handle_queue_batch`, each handled one deleted (the event source's part).
+fn serve_runs_queue(env: &TestEnv, config: &Config) {
+    let data = InstanceData::new(&env.clients, config).unwrap();
+    let url = config.queue_url(QueueId::Runs).unwrap().to_owned();
+    let sqs = env.clients.sqs.clone();
+    let executor = Executor::new(data, sqs.clone(), url.clone(), ExecutorSettings::from_config(config));
+    tokio::spawn(async move {
+        loop {
+            let Ok(out) = sqs.receive_message().queue_url(&url).max_number_of_messages(10).wait_time_seconds(1).send().await else { continue };
+            let messages = out.messages.unwrap_or_default();
+            let batch: Vec<QueueRecord> = messages.iter().map(|m| QueueRecord { message_id: m.message_id.clone().unwrap_or_default(), body: m.body.clone() }).collect();
+            let failed = executor.handle_queue_batch(batch).await;
+            for m in messages.iter().filter(|m| !failed.contains(m.message_id.as_ref().unwrap())) {
+                let _ = sqs.delete_message().queue_url(&url).receipt_handle(m.receipt_handle.clone().unwrap_or_default()).send().await;
+            }
+        }
+    });
 }
 
 fn caller(name: &str) -> Caller {
@@ -133,6 +164,14 @@ async fn a_pkce_credential_is_connected_by_its_owner_and_refreshed_at_run_time()
     assert_eq!(start.expires_in, 600);
     let detail = inst.get_credential(&alice, &cred.id).await.unwrap();
     assert_eq!(serde_json::to_value(&detail).unwrap()["oauth"], json!({"connected": false}));
+
+    // A code the provider does not know: its refusal, as the token URL gave it; nothing connected.
+    let bogus = authorize(&start.authorization_url).await;
+    let refused = inst.finish_oauth_connect(&CallbackQuery { code: Some("code-forged".into()), ..bogus }).await;
+    assert!(matches!(&refused, Err(InstanceError::Invalid(m)) if m == "The token URL refused the authorization code (invalid_grant) (HTTP 400)"), "{refused:?}");
+    let detail = inst.get_credential(&alice, &cred.id).await.unwrap();
+    assert_eq!(serde_json::to_value(&detail).unwrap()["oauth"], json!({"connected": false}));
+    let start = inst.start_oauth_connect(&alice, &cred.id, CALLBACK).await.unwrap();
 
     // The provider sends the browser back: exchanged with the verifier, no secret (a public client).
     let back = authorize(&start.authorization_url).await;
@@ -214,4 +253,29 @@ async fn the_callback_finishes_only_for_the_user_who_may_still_change_the_creden
     let cc = inst.create_credential(&alice, NewCredentialInput { name: "M2M".into(), kind: "oAuth2Api".into(), data: cc, description: None, project_id: None }).await.unwrap();
     let e = inst.start_oauth_connect(&alice, &cc.id, CALLBACK).await.unwrap_err();
     assert!(e.to_string().contains("client credentials"), "{e}");
+}
+
+#[tokio::test]
+async fn a_callback_no_executor_answers_is_unavailable_and_says_to_connect_again() {
+    let state: Arc<Mutex<As>> = Arc::default();
+    let base = authorization_server(state.clone()).await;
+    let env = TestEnv::new().await;
+    let mut config = env.config.clone();
+    config.http_allowed_hosts = vec!["127.0.0.1".into()];
+    config.http_allow_private_network = true;
+    let mut inst = Instance::new(&env.clients, &config).await.unwrap();
+    // nobody serves the Runs queue
+    let settings = ExecutorSettings { job_wait: Duration::from_secs(1), ..ExecutorSettings::from_config(&config) };
+    inst.executor = Executor::new(inst.data.clone(), env.clients.sqs.clone(), config.queue_url(QueueId::Runs).unwrap(), settings);
+    let alice = caller("alice");
+    let data = json!({"grantType": "pkce", "authUrl": format!("{base}/authorize"), "accessTokenUrl": format!("{base}/token"), "clientId": CLIENT});
+    let cred = inst.create_credential(&alice, NewCredentialInput { name: "My API".into(), kind: "oAuth2Api".into(), data, description: None, project_id: None }).await.unwrap();
+    let start = inst.start_oauth_connect(&alice, &cred.id, CALLBACK).await.unwrap();
+    let back = authorize(&start.authorization_url).await;
+    let started = Instant::now();
+    let err = inst.finish_oauth_connect(&back).await.unwrap_err();
+    assert!(matches!(&err, InstanceError::Unavailable(m) if m.contains("did not answer within 1 s") && m.contains("try again") && m.contains("Connect link")), "{err:?}");
+    assert!(started.elapsed() < Duration::from_secs(5), "gave up after {:?}", started.elapsed());
+    assert!(state.lock().unwrap().token_requests.is_empty(), "the exchange was not made here");
+    assert!(!err.to_string().contains(back.code.as_deref().unwrap()), "no code in the message: {err}");
 }
