@@ -101,7 +101,7 @@ async fn fire(app: &App, group: &str, minute: chrono::DateTime<chrono::Utc>) -> 
             continue;
         }
         let (Some(expr), Some(target)) = (s.schedule_expression(), s.target()) else { continue };
-        let tz: chrono_tz::Tz = s.schedule_expression_timezone().unwrap_or("UTC").parse().unwrap_or(chrono_tz::UTC);
+        let tz = expression::tz::Tz::get_or_utc(s.schedule_expression_timezone().unwrap_or("UTC"));
         match cron_matches(expr, &minute.with_timezone(&tz)) {
             Ok(true) => {}
             Ok(false) => continue,

@@ -282,8 +282,8 @@ fn choices(v: Option<&Value>) -> Vec<Value> {
 fn now_in(tz: &str) -> String {
     let now = chrono::Utc::now();
     // Luxon writes `Z` for the fixed UTC zone, an offset for named zones.
-    match tz.parse::<chrono_tz::Tz>() {
-        Ok(tz) if !matches!(tz.name(), "UTC" | "Etc/UTC" | "GMT" | "Etc/GMT") => {
+    match expression::tz::Tz::get(tz) {
+        Some(tz) if !matches!(tz.name(), "UTC" | "Etc/UTC" | "GMT" | "Etc/GMT") => {
             now.with_timezone(&tz).to_rfc3339_opts(chrono::SecondsFormat::Millis, false)
         }
         _ => now.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),

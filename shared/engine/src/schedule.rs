@@ -177,7 +177,7 @@ fn ordinal(d: u32) -> String {
 }
 
 /// The item a tick emits (n8n's field names and moment formats).
-pub fn trigger_item(at: DateTime<chrono_tz::Tz>) -> Item {
+pub fn trigger_item(at: DateTime<expression::tz::Tz>) -> Item {
     let (h12, pm) = {
         let h = at.hour();
         (if h % 12 == 0 { 12 } else { h % 12 }, h >= 12)
@@ -206,7 +206,7 @@ mod tests {
 
     #[test]
     fn the_item_reads_as_n8n_formats_it() {
-        let tz: chrono_tz::Tz = "Europe/Berlin".parse().unwrap();
+        let tz = expression::tz::Tz::get("Europe/Berlin").unwrap();
         let at = tz.with_ymd_and_hms(2024, 3, 1, 14, 5, 9).unwrap();
         let item = trigger_item(at);
         assert_eq!(item.json["Readable date"], "March 1st 2024, 2:05:09 pm");

@@ -264,7 +264,7 @@ fn mocks_for(dir: &Path, fixture: &str) -> Result<BTreeMap<String, Vec<Mock>>, S
 
 /// The instant a frozen clock shows: `wall` in `timezone`.
 fn frozen_clock(wall: &str, timezone: &str) -> Result<chrono::DateTime<chrono::Utc>, String> {
-    let tz: chrono_tz::Tz = timezone.parse().map_err(|e| format!("timezone {timezone}: {e}"))?;
+    let tz = expression::tz::Tz::get(timezone).ok_or_else(|| format!("timezone {timezone}: unknown"))?;
     let naive = chrono::NaiveDateTime::parse_from_str(wall, "%Y-%m-%dT%H:%M:%S").map_err(|e| e.to_string())?;
     let local = naive.and_local_timezone(tz).single().ok_or("ambiguous frozen time")?;
     Ok(local.with_timezone(&chrono::Utc))

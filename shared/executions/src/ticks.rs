@@ -102,7 +102,7 @@ impl Executor {
             .cloned()
             .ok_or_else(|| ExecutionError::Invalid(format!("node {:?} is not in the published version", tick.node)))?;
         let node: engine::Node = serde_json::from_value(node_json).map_err(|e| ExecutionError::Invalid(e.to_string()))?;
-        let tz: chrono_tz::Tz = tick.timezone.parse().unwrap_or(chrono_tz::UTC);
+        let tz = expression::tz::Tz::get_or_utc(&tick.timezone);
         let at = chrono::DateTime::parse_from_rfc3339(&tick.scheduled_time)
             .map(|t| t.with_timezone(&tz))
             .map_err(|e| ExecutionError::Invalid(format!("scheduledTime {:?}: {e}", tick.scheduled_time)))?

@@ -17,7 +17,7 @@
 //!   falls back to QuickJS for anything else, including any case the native
 //!   path does not model (method calls, objects in arithmetic, errors).
 //! - QuickJS (rquickjs, no module loader, no std/os) holds Luxon (MIT, vendored
-//!   in `js/`), a small Intl polyfill backed by chrono-tz, and `js/prelude.js`:
+//!   in `js/`), a small Intl polyfill backed by `tz` (jiff's bundled tz database), and `js/prelude.js`:
 //!   the `$…` globals as lazy getters over native callbacks into the
 //!   [`DataProxy`], and n8n's extension methods (`.isEmpty()`, `.toDateTime()`,
 //!   `.pluck()`, …). Calls of extension names are rewritten to dispatchers that
@@ -39,7 +39,7 @@ pub mod from_ai;
 mod item;
 mod sandbox;
 mod template;
-mod tz;
+pub mod tz;
 
 pub use item::{Item, Json, PairedItem};
 pub use fast::{num_to_string as js_number_to_string, str_to_num as js_string_to_number};

@@ -169,7 +169,7 @@ pub fn expressions(interval: &Interval) -> std::result::Result<Vec<(String, Vec<
 /// The schedules of a workflow version's enabled Schedule Triggers.
 pub fn plan(workflow_id: &str, version_id: &str, nodes: &Value, settings: &Value) -> Result<Vec<PlannedSchedule>> {
     let timezone = settings.get("timezone").and_then(Value::as_str).filter(|t| !t.is_empty() && *t != "DEFAULT").unwrap_or("UTC");
-    if timezone.parse::<chrono_tz::Tz>().is_err() {
+    if expression::tz::Tz::get(timezone).is_none() {
         return Err(TriggerError::Invalid(format!("the workflow's timezone {timezone:?} is not an IANA timezone")));
     }
     let mut out = Vec::new();

@@ -105,7 +105,7 @@ pub fn parse_datetime(v: &Value, tz: &str) -> Option<DateTime<FixedOffset>> {
 
 /// A wall-clock time in a named zone.
 pub fn localize(naive: NaiveDateTime, tz: &str) -> Option<DateTime<FixedOffset>> {
-    let zone: chrono_tz::Tz = tz.parse().unwrap_or(chrono_tz::UTC);
+    let zone = expression::tz::Tz::get_or_utc(tz);
     zone.from_local_datetime(&naive).earliest().map(|d| d.fixed_offset())
 }
 

@@ -15,7 +15,7 @@ pub enum Zone {
     /// A fixed offset in minutes (`UTC+3`).
     Fixed(i32),
     /// An IANA zone (`Etc/UTC` is one: ISO output ends in `+00:00`).
-    Iana(chrono_tz::Tz),
+    Iana(expression::tz::Tz),
 }
 
 impl Zone {
@@ -31,10 +31,7 @@ impl Zone {
             }
         }
         let name = name.trim();
-        name.parse::<chrono_tz::Tz>()
-            .ok()
-            .or_else(|| chrono_tz::TZ_VARIANTS.iter().copied().find(|tz| tz.name().eq_ignore_ascii_case(name)))
-            .map(Zone::Iana)
+        expression::tz::Tz::get(name).map(Zone::Iana)
     }
 
     /// The offset from UTC in minutes at an instant.
