@@ -273,5 +273,4 @@ async fn too_deep_run_data_fails_the_save_and_keeps_what_was_there() {
         let back = data.executions.get_data(&e.id, &DataSelection::default()).await.unwrap().unwrap();
         assert!(back == at_cap, "the last good save stays readable");
     }
-    let _ = before;
 }
