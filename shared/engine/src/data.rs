@@ -127,7 +127,7 @@ impl OutputItems {
             let packed = self.packed.as_deref().map(RawValue::get).unwrap_or("[]");
             // Written by `pack` from the same type: decoding cannot fail
             // short of memory corruption; an empty list beats a panic.
-            Arc::new(serde_json::from_str(packed).unwrap_or_default())
+            Arc::new(unpack(packed).unwrap_or_default())
         })
     }
 
@@ -159,6 +159,20 @@ impl OutputItems {
         self.items = OnceLock::new();
         true
     }
+}
+
+/// Reads what [`OutputItems::pack`] wrote. Items nest deeper than
+/// serde_json's parser allows by default (it refuses the 128th level; a Code
+/// node returns 256 levels, a Set node's dotted names more), so the limit is
+/// lifted and the parser runs on a stack that grows on the heap as needed:
+/// what was packed reads back, as `store::data::stored_json` reads stored
+/// run data (this crate does not link the store).
+fn unpack(packed: &str) -> serde_json::Result<Vec<Item>> {
+    let mut de = serde_json::Deserializer::from_str(packed);
+    de.disable_recursion_limit();
+    let items = Vec::<Item>::deserialize(serde_stacker::Deserializer::new(&mut de))?;
+    de.end()?;
+    Ok(items)
 }
 
 impl PartialEq for OutputItems {

@@ -664,3 +664,20 @@ fn a_frozen_clock_moves_on_by_the_time_waits_would_sleep() {
     assert_eq!(out(&st, "After", 0)[0]["t"], json!(1_735_689_642_000_i64));
     assert_eq!(out(&st, "Today", 0)[0]["currentDate"], json!("2025-01-01T00:00:42.000Z"));
 }
+
+/// Packed items read back however deep they nest (serde_json's parser alone
+/// refuses the 128th level; a Code node returns 256 levels).
+#[test]
+fn packed_items_nested_deeper_than_the_parser_default_read_back() {
+    for depth in [100, 300, 500] {
+        let mut deep = json!({ "end": true });
+        for _ in 1..depth {
+            deep = json!({ "a": deep });
+        }
+        let items = Arc::new(vec![Item::new(json!({ "deep": deep })), Item::new(json!({ "n": 1 }))]);
+        let mut out = engine::OutputItems::new(items.clone());
+        assert!(out.pack());
+        assert!(out.is_packed());
+        assert!(out.items() == &items, "{depth} levels");
+    }
+}

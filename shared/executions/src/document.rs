@@ -168,7 +168,7 @@ pub(crate) fn after_run(
 ) -> Result<Value> {
     let encode =
         |e: serde_json::Error| ExecutionError::Engine(format!("cannot encode engine state: {e}"));
-    let Value::Object(mut st) = serde_json::to_value(state).map_err(encode)? else {
+    let Value::Object(mut st) = state_value(state).map_err(encode)? else {
         return Err(ExecutionError::Engine(
             "engine state is not an object".into(),
         ));
@@ -199,6 +199,14 @@ pub(crate) fn after_run(
         doc["waitTill"] = json!(state.wait_till);
     }
     Ok(doc)
+}
+
+/// The engine state as JSON. Packed outputs (always so in the progress
+/// writer's copy) are JSON text, which `to_value` parses with serde_json's
+/// default depth limit (it refuses the 128th level): deeper items, which a
+/// Code node returns, go through the text and the store's parse instead.
+fn state_value(state: &ExecutionState) -> serde_json::Result<Value> {
+    serde_json::to_value(state).or_else(|_| store::data::stored_json::parse(&serde_json::to_vec(state)?))
 }
 
 /// A document for a run that ended before the engine produced a state.
@@ -242,6 +250,26 @@ mod tests {
         assert_eq!(state.pin_data.len(), 1);
         assert_eq!(back.project_id, "p");
         assert_eq!(back.start.timeout_secs, 5);
+    }
+
+    #[test]
+    fn packed_items_nested_deeper_than_the_parser_default_go_into_the_document() {
+        let mut deep = json!({"end": true});
+        for _ in 1..200 {
+            deep = json!({"a": deep});
+        }
+        let items = std::sync::Arc::new(vec![Item { json: json!({"deep": deep.clone()}).into(), ..Item::default() }]);
+        let mut task: engine::TaskData = serde_json::from_value(
+            json!({"startTime": 0, "executionTime": 0, "executionStatus": "success", "source": []}),
+        )
+        .unwrap();
+        task.data = Some(engine::data::TaskOutputs::new([items]));
+        task.pack_outputs();
+        let mut st = ExecutionState::new("e1".into());
+        st.run_data.insert("Code".into(), vec![task]);
+        let wf = json!({"id": "w", "projectId": "p", "nodes": [], "connections": {}});
+        let doc = after_run(&wf, &StartData::default(), &st, None, false).unwrap();
+        assert!(doc["resultData"]["runData"]["Code"][0]["data"]["main"][0][0]["json"]["deep"] == deep);
     }
 
     #[test]

@@ -1340,3 +1340,49 @@ async fn a_scheduled_weather_to_slack_workflow_posts_the_message() {
     assert_eq!(output(&doc, "Post to Slack", 0), vec![json!({"ok": true, "channel": "C05WEATHER", "message": {"type": "message", "text": text, "ts": "1796205900.000200"}, "message_timestamp": "1796205900.000200"})]);
     assert!(!doc.to_string().contains("xoxb-e2e-secret"), "run data holds no token");
 }
+
+/// `{"a": {"a": … {"end": true}}}`, `depth` objects deep.
+fn nested(depth: usize) -> Value {
+    let mut v = json!({ "end": true });
+    for _ in 1..depth {
+        v = json!({ "a": v });
+    }
+    v
+}
+
+#[tokio::test]
+async fn an_item_nested_200_deep_is_stored_readable_and_resumes_a_wait() {
+    let c = ctx().await;
+    // serde_json's parser refuses the 128th level; the Code node accepts 256.
+    let code = node(
+        "Deep",
+        "n8n-nodes-base.code",
+        2.0,
+        json!({ "jsCode": "let o = { end: true }; for (let i = 1; i < 200; i++) o = { a: o }; return [{ json: { deep: o } }];" }),
+    );
+    let wf = c.workflow(&chain(vec![trigger(), code, wait_for_call(), set("After", "done", json!("yes"))])).await;
+    let o = c.executor.execute_and_wait(manual(&wf), Duration::from_secs(20), Dispatch::Inline).await.unwrap();
+    assert_eq!(o.status, ExecutionStatus::Waiting, "{o:?}");
+    let id = o.execution_id.as_str().to_owned();
+    let doc = c.run_data(&id).await;
+    assert!(output(&doc, "Deep", 0) == vec![json!({ "deep": nested(200) })], "the run data reads back");
+    assert!(c.executor.waiting_on(&id).await.unwrap().is_some(), "the parked state reads back");
+    let item = engine::Item::new(json!({ "body": { "caller": 1 } }));
+    assert!(c.executor.resume_waiting(&id, "Wait", vec![item], None).await.unwrap().is_ok());
+    assert!(c.executor.handle_queue_batch(c.receive(Duration::from_secs(5)).await).await.is_empty());
+    assert_eq!(c.executor.outcome(&id).await.unwrap().status, ExecutionStatus::Success);
+    let doc = c.run_data(&id).await;
+    assert!(output(&doc, "Deep", 0) == vec![json!({ "deep": nested(200) })]);
+    assert_eq!(output(&doc, "After", 0), vec![json!({ "body": { "caller": 1 }, "done": "yes" })]);
+}
+
+#[tokio::test]
+async fn data_too_deep_to_store_fails_the_execution_clearly() {
+    let c = ctx().await;
+    // A dotted field name nests as deep as it is long.
+    let wf = c.workflow(&chain(vec![trigger(), set("Deep", &format!("{}end", "a.".repeat(600)), json!("x"))])).await;
+    let o = c.executor.execute_and_wait(manual(&wf), Duration::from_secs(20), Dispatch::Inline).await.unwrap();
+    assert_eq!(o.status, ExecutionStatus::Error, "{o:?}");
+    let err = o.error.unwrap_or_default();
+    assert!(err.contains("nested too deeply to store (more than 512 levels)"), "{err}");
+}

@@ -212,3 +212,65 @@ async fn reads_during_repeated_saves_always_see_a_whole_document() {
     writer.await.unwrap();
     assert!(reads > 5, "{reads} reads overlapped the saves");
 }
+
+/// `{"a": {"a": … {"end": true}}}`, `depth` objects deep (built in a loop:
+/// `json!` nesting would recurse).
+fn nested(depth: usize) -> Value {
+    let mut v = json!({ "end": true });
+    for _ in 1..depth {
+        v = json!({ "a": v });
+    }
+    v
+}
+
+/// Run data whose one item's `json` is `depth` objects deep, shaped as the
+/// engine stores it (the item's `json` is 9 levels into the document, 6 into
+/// its node's runs, which are stored apart).
+fn deep_run_data(depth: usize) -> Value {
+    json!({
+        "startData": {},
+        "resultData": {"runData": {"Set": [{"startTime": 1, "executionTime": 1, "executionStatus": "success",
+            "source": [null], "data": {"main": [[{"json": nested(depth), "pairedItem": {"item": 0}}]]}}]},
+            "lastNodeExecuted": "Set"},
+        "executionData": {"contextData": {}, "nodeExecutionStack": [], "waitingExecution": {},
+            "engineState": {"nodeContext": {"Wait": {"kept": nested(depth)}}}}
+    })
+}
+
+#[tokio::test]
+async fn deeply_nested_items_read_back_as_written() {
+    let (_env, data) = data_support::data().await;
+    // The Code node accepts results 256 levels deep; the Set node's dotted
+    // names nest deeper. serde_json's parser alone stops at 128 levels.
+    // Before reads lifted that limit, 121 levels read back and 122 did not.
+    for depth in [121, 122, 250, 503] {
+        let e = data.executions.create(new_exec("wf-deep", ExecutionMode::Manual, "2025-01-01T00:00:00Z")).await.unwrap();
+        let doc = deep_run_data(depth);
+        data.executions.finish(&e.id, ExecutionStatus::Success, Some(&doc)).await.unwrap();
+        let back = data.executions.get_data(&e.id, &DataSelection::default()).await;
+        let back = back.unwrap_or_else(|err| panic!("{depth} levels: {err}")).unwrap();
+        assert!(back == doc, "{depth} levels read back as written");
+        // The base alone (what a Wait's resume reads first) too.
+        let base = DataSelection { node_names: Some(vec![]), max_items: None };
+        let back = data.executions.get_data(&e.id, &base).await.unwrap().unwrap();
+        assert!(back["executionData"] == doc["executionData"], "{depth} levels: base");
+    }
+}
+
+#[tokio::test]
+async fn too_deep_run_data_fails_the_save_and_keeps_what_was_there() {
+    let (_env, data) = data_support::data().await;
+    let e = data.executions.create(new_exec("wf-deep", ExecutionMode::Manual, "2025-01-01T00:00:00Z")).await.unwrap();
+    let before = deep_run_data(250);
+    data.executions.save_data(&e.id, &before).await.unwrap();
+    // The item's json is 9 levels into the document: 503 levels are the most.
+    let at_cap = deep_run_data(503);
+    data.executions.save_data(&e.id, &at_cap).await.unwrap();
+    assert!(data.executions.get_data(&e.id, &DataSelection::default()).await.unwrap().unwrap() == at_cap);
+    for too_deep in [504, 1000] {
+        let err = data.executions.save_data(&e.id, &deep_run_data(too_deep)).await.unwrap_err().to_string();
+        assert!(err.contains("nested too deeply to store (more than 512 levels)"), "{err}");
+        let back = data.executions.get_data(&e.id, &DataSelection::default()).await.unwrap().unwrap();
+        assert!(back == at_cap, "the last good save stays readable");
+    }
+}

@@ -6,6 +6,8 @@
 //! and cut into parts of at most ~350 KB, one item each. Nothing is ever
 //! truncated on write. A reader can ask for some nodes only (one Query per
 //! node) and cap items per output, which is applied after decompression.
+//! The JSON text is [`stored_json`]'s: data of any depth it accepts (up to
+//! [`stored_json::MAX_DEPTH`] levels) reads back; deeper fails the save.
 //!
 //! Writes never expose a half-written document: parts go under a fresh
 //! generation (`data#<gen>#…`); only when all are written does the meta
@@ -33,6 +35,7 @@
 //! set from the meta item's at each save, so an execution expires whole.
 
 use super::db::{self, b, get_b, get_s, key, s, to_item, Item, Table, MAX_ITEM_PAYLOAD};
+use super::stored_json;
 use crate::error::StoreError;
 use aws_sdk_dynamodb::types::AttributeValue;
 use serde::{Deserialize, Serialize};
@@ -210,7 +213,24 @@ fn join_parts(items: &[Item]) -> Result<Value, StoreError> {
     for item in items {
         packed.extend(get_b(item, "part").ok_or_else(|| StoreError::Corrupt("run data part without bytes".into()))?);
     }
-    serde_json::from_slice(&db::decompress(&packed)?).map_err(|e| StoreError::Corrupt(format!("run data: {e}")))
+    stored_json::parse(&db::decompress(&packed)?).map_err(|e| StoreError::Corrupt(format!("run data: {e}")))
+}
+
+/// The document without `resultData.runData`, which is stored apart (copied
+/// key by key: the run data is the bulk and is not copied).
+fn without_run_data(data: &Value) -> Value {
+    let Value::Object(top) = data else { return data.clone() };
+    let copy = |(k, v): (&String, &Value)| (k.clone(), v.clone());
+    Value::Object(
+        top.iter()
+            .map(|(k, v)| match v {
+                Value::Object(r) if k == "resultData" => {
+                    (k.clone(), Value::Object(r.iter().filter(|(k, _)| *k != "runData").map(copy).collect()))
+                }
+                _ => copy((k, v)),
+            })
+            .collect(),
+    )
 }
 
 /// Caps every output of every run of a node at `max` items.
@@ -397,26 +417,21 @@ impl Executions {
     pub async fn save_data(&self, id: &str, data: &Value) -> Result<(), StoreError> {
         let old = self.meta(id).await?.ok_or_else(|| StoreError::NotFound(format!("execution {id}")))?;
         let gen = db::new_ordered_id();
-        let mut base = data.clone();
-        let run_data: Map<String, Value> = base
-            .get_mut("resultData")
-            .and_then(|r| r.as_object_mut())
-            .and_then(|r| r.remove("runData"))
-            .and_then(|r| match r {
-                Value::Object(m) => Some(m),
-                _ => None,
-            })
-            .unwrap_or_default();
+        let base = without_run_data(data);
+        let empty = Map::new();
+        let run_data = data.pointer("/resultData/runData").and_then(Value::as_object).unwrap_or(&empty);
         let had_run_data = data.get("resultData").and_then(|r| r.get("runData")).is_some();
         let mut items = Vec::new();
         let mut total = 0u64;
-        let base_json = serde_json::to_vec(&base).map_err(|e| StoreError::Invalid(format!("run data: {e}")))?;
+        // Too deep a document fails here, before anything is written.
+        let base_json = stored_json::to_vec(&base, 0).map_err(|e| StoreError::Invalid(format!("run data: {e}")))?;
         total += base_json.len() as u64;
         items.extend(parts(id, &gen, "base", &base_json, old.expires_at)?);
         let mut nodes = Vec::with_capacity(run_data.len());
         for (i, (name, runs)) in run_data.iter().enumerate() {
             let json =
-                serde_json::to_vec(runs).map_err(|e| StoreError::Invalid(format!("run data of {name:?}: {e}")))?;
+                // Read back inside the document's resultData.runData: 3 levels.
+                stored_json::to_vec(runs, 3).map_err(|e| StoreError::Invalid(format!("run data of {name:?}: {e}")))?;
             total += json.len() as u64;
             items.extend(parts(id, &gen, &format!("n{i:05}"), &json, old.expires_at)?);
             nodes.push(name.clone());
@@ -694,7 +709,7 @@ impl Executions {
     /// Stores the answer for the HTTP caller waiting on this execution;
     /// `token` names that caller (a later resume waits for its own).
     pub async fn put_response(&self, id: &str, token: &str, response: &Value) -> Result<(), StoreError> {
-        let json = serde_json::to_vec(response).map_err(|e| StoreError::Invalid(format!("response: {e}")))?;
+        let json = stored_json::to_vec(response, 0).map_err(|e| StoreError::Invalid(format!("response: {e}")))?;
         let packed = db::compress(&json)?;
         if packed.len() > MAX_ITEM_PAYLOAD {
             return Err(StoreError::Invalid(format!(
@@ -736,7 +751,7 @@ impl Executions {
             Some(r) if get_s(r, "token") == Some(token) => {
                 let packed = get_b(r, "body").ok_or_else(|| StoreError::Corrupt("response without body".into()))?;
                 Some(
-                    serde_json::from_slice(&db::decompress(&packed)?)
+                    stored_json::parse(&db::decompress(&packed)?)
                         .map_err(|e| StoreError::Corrupt(format!("response: {e}")))?,
                 )
             }

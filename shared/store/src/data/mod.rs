@@ -20,6 +20,7 @@ pub mod folders;
 pub mod keys;
 pub mod mcp_connections;
 pub mod setup_skips;
+pub mod stored_json;
 pub mod processed_data;
 pub mod tags;
 pub mod users_projects;
