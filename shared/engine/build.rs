@@ -28,11 +28,12 @@ fn collect(dir: &str, constant: &str, what: &str, out: &mut String) {
 }
 
 fn main() {
-    // Under a directory of this checkout's own: checkouts at different paths
-    // share the target dir, and their runs of this script the same OUT_DIR.
-    let manifest = std::env::var("CARGO_MANIFEST_DIR").expect("CARGO_MANIFEST_DIR");
-    let out_dir = format!("{}{manifest}", std::env::var("OUT_DIR").expect("OUT_DIR"));
-    std::fs::create_dir_all(&out_dir).expect("create the checkout's output directory");
+    // Checkouts at different paths that share a target dir share this
+    // script's OUT_DIR too, and a checkout whose files are older than the
+    // last run (anywhere) does not run it again: so the output names no
+    // path (each entry resolves against the compiling checkout, above) and
+    // is the same for every checkout of the same files.
+    let out_dir = std::env::var("OUT_DIR").expect("OUT_DIR");
     let mut nodes = String::new();
     collect("src/catalog/nodes", "FILES", "node description", &mut nodes);
     std::fs::write(Path::new(&out_dir).join("catalog_files.rs"), nodes).expect("write catalog_files.rs");

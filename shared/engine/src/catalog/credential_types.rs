@@ -170,7 +170,7 @@ fn get() -> String {
 }
 
 mod files {
-    include!(concat!(env!("OUT_DIR"), env!("CARGO_MANIFEST_DIR"), "/credential_files.rs"));
+    include!(concat!(env!("OUT_DIR"), "/credential_files.rs"));
 }
 
 /// Every credential type (parsed once from the bundled files), by name.

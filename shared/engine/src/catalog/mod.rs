@@ -131,7 +131,7 @@ fn summary(d: &NodeDescription) -> NodeSummary {
 }
 
 mod files {
-    include!(concat!(env!("OUT_DIR"), env!("CARGO_MANIFEST_DIR"), "/catalog_files.rs"));
+    include!(concat!(env!("OUT_DIR"), "/catalog_files.rs"));
 }
 
 /// Triggers first (the order `list` and an empty search show), then the rest by file name.
