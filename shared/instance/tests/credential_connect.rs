@@ -7,10 +7,13 @@
 //! instance is a front door's: the code exchange and the runs go over the
 //! Runs queue to the executor function's consumer (`executions::jobs`).
 
+mod support;
+use support::serve_runs_queue;
 use instance::credential_connect::CallbackQuery;
 use instance::credentials::NewCredentialInput;
 use instance::nodes::{ExecuteOutcome, ExecuteRequest};
-use executions::{Dispatch, Executor, ExecutorSettings, QueueRecord};
+use executions::{Dispatch, Executor, ExecutorSettings};
+use store::deployment::QueueId;
 use instance::{Caller, Instance, InstanceError};
 use protocol::UserId;
 use serde_json::json;
@@ -18,10 +21,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use store::data::users_projects::ProjectRole;
-use store::data::InstanceData;
-use store::deployment::QueueId;
 use store::testing::TestEnv;
-use store::Config;
 
 const CLIENT: &str = "public-client-7";
 
@@ -106,26 +106,6 @@ async fn instance() -> Instance {
     assert_eq!(inst.dispatch, Dispatch::Queue);
     serve_runs_queue(&env, &config);
     inst
-}
-
-/// The executor function as Lambda runs it: Runs queue messages into
-/// `handle_queue_batch`, each handled one deleted (the event source's part).
-fn serve_runs_queue(env: &TestEnv, config: &Config) {
-    let data = InstanceData::new(&env.clients, config).unwrap();
-    let url = config.queue_url(QueueId::Runs).unwrap().to_owned();
-    let sqs = env.clients.sqs.clone();
-    let executor = Executor::new(data, sqs.clone(), url.clone(), ExecutorSettings::from_config(config));
-    tokio::spawn(async move {
-        loop {
-            let Ok(out) = sqs.receive_message().queue_url(&url).max_number_of_messages(10).wait_time_seconds(1).send().await else { continue };
-            let messages = out.messages.unwrap_or_default();
-            let batch: Vec<QueueRecord> = messages.iter().map(|m| QueueRecord { message_id: m.message_id.clone().unwrap_or_default(), body: m.body.clone() }).collect();
-            let failed = executor.handle_queue_batch(batch).await;
-            for m in messages.iter().filter(|m| !failed.contains(m.message_id.as_ref().unwrap())) {
-                let _ = sqs.delete_message().queue_url(&url).receipt_handle(m.receipt_handle.clone().unwrap_or_default()).send().await;
-            }
-        }
-    });
 }
 
 fn caller(name: &str) -> Caller {
