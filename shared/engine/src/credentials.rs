@@ -13,8 +13,9 @@ use crate::error::EngineError;
 use crate::run::{Env, RunOptions};
 use crate::{Engine, Graph};
 
-/// How long a connection test may take.
-pub const TEST_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long a connection test may take: its answer, sent from the executor,
+/// must reach a caller behind API Gateway's 30 s (`executions::jobs`).
+pub const TEST_TIMEOUT: Duration = Duration::from_secs(20);
 
 /// `{success, message}` of `credentials(action="test")`.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]

@@ -25,8 +25,9 @@ use crate::run::Env;
 const EXPIRY_MARGIN_SECS: i64 = 60;
 /// The lifetime of a service account's assertion (Google's maximum).
 const ASSERTION_SECS: i64 = 3600;
-/// A token request's own deadline.
-const TOKEN_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+/// A token request's own deadline (a connect's code exchange answers its
+/// caller within `executions`' 25 s job wait).
+const TOKEN_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(20);
 
 /// How a credential gets its tokens.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

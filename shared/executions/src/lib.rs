@@ -264,7 +264,9 @@ pub struct ExecutorSettings {
     /// local stand-ins of a service in development and tests).
     pub origin_overrides: std::collections::BTreeMap<String, String>,
     /// How long a job sent to the executor function (a connection test, a
-    /// lookup: `jobs`) is waited for: above its own 30 s request timeout.
+    /// lookup: `jobs`) is waited for: above the job's own 20 s request
+    /// timeout and below API Gateway's 30 s, which the credentials routes
+    /// and the OAuth callback answer behind.
     pub job_wait: Duration,
 }
 
@@ -280,7 +282,7 @@ impl Default for ExecutorSettings {
             progress_interval: Some(Duration::from_secs(1)),
             public_url: None,
             origin_overrides: Default::default(),
-            job_wait: Duration::from_secs(45),
+            job_wait: Duration::from_secs(25),
         }
     }
 }

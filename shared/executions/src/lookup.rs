@@ -16,8 +16,8 @@ use std::time::Duration;
 use store::data::credentials::Credential;
 use store::data::executions::ExecutionMode;
 
-/// How long one lookup request may take.
-const LOOKUP_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long one lookup request may take (below `job_wait`).
+const LOOKUP_TIMEOUT: Duration = Duration::from_secs(20);
 
 impl Executor {
     /// Makes `call` with `credential` (the caller checked access): the

@@ -54,14 +54,10 @@ pub struct BedrockOptions {
     pub retry: RetryPolicy,
 }
 
-/// The agent's Bedrock client's HTTPS client: hyper + rustls on ring (the
-/// SDK's `default-https-client` would link aws-lc besides ring), on the
-/// system's roots: it is built at a step's first model call, not at init,
-/// so loading them costs no cold start. (The DynamoDB/SQS clients and the
-/// Bedrock node use `store::aws::https_client`, Mozilla's roots compiled in.)
+/// The agent's Bedrock client's HTTPS client: the one every SDK client of
+/// ours uses (`sdk_http`: HTTP/1.1, rustls on ring, Mozilla's roots).
 pub fn https_client() -> aws_sdk_bedrockruntime::config::SharedHttpClient {
-    use aws_smithy_http_client::tls::{rustls_provider::CryptoMode, Provider};
-    aws_smithy_http_client::Builder::new().tls_provider(Provider::Rustls(CryptoMode::Ring)).build_https()
+    sdk_http::https_client()
 }
 
 impl BedrockProvider {

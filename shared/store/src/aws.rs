@@ -17,56 +17,12 @@ pub struct AwsClients {
     pub scheduler: aws_sdk_scheduler::Client,
 }
 
-/// The SDK clients' HTTPS client: hyper + rustls on ring, trusting Mozilla's
-/// root certificates compiled in (`webpki-root-certs`, the set the live
-/// feed's `wss://` trusts). Named here rather than through the SDK's
-/// `default-https-client`, which would link a second crypto library (aws-lc)
-/// into every function; and not on the system's roots, whose loading (a
-/// directory of CA files) was most of a function's cold start. Every SDK
-/// config gets it from [`sdk_config`]; Bedrock's client is built the same way.
-///
-/// Every SDK client validates its HTTP client once when it is constructed,
-/// by building a connector it throws away; the smithy client would parse the
-/// whole trust store for it, about a millisecond per client at init. Without
-/// settings (that probe) a plain connector is returned: there are no CA files
-/// to load early, and a request's TLS connector is built (and cached by
-/// settings) at the first request.
+/// The SDK clients' HTTPS client: HTTP/1.1 and rustls on ring, Mozilla's
+/// roots compiled in (`sdk_http`, which says why it is not the SDK's own).
+/// Every SDK config gets it from [`sdk_config`]; Bedrock's client is built
+/// the same way.
 pub fn https_client() -> aws_smithy_runtime_api::client::http::SharedHttpClient {
-    use aws_smithy_http_client::tls::{rustls_provider::CryptoMode, Provider, TlsContext};
-    use aws_smithy_http_client::{Builder, Connector};
-    // The roots' PEM text is made once per process, however many clients (a
-    // Bedrock node builds one per run) ask for an HTTPS client.
-    static TLS: std::sync::LazyLock<TlsContext> = std::sync::LazyLock::new(|| {
-        TlsContext::builder().with_trust_store(compiled_in_roots()).build().expect("a TLS context of valid roots")
-    });
-    let tls = TLS.clone();
-    Builder::new().build_with_connector_fn(move |settings, components| match settings {
-        None => Connector::builder().build_http(),
-        Some(settings) => {
-            let mut connector = Connector::builder().connector_settings(settings.clone());
-            if let Some(components) = components {
-                connector.set_sleep_impl(components.sleep_impl());
-            }
-            connector.tls_provider(Provider::Rustls(CryptoMode::Ring)).tls_context(tls.clone()).build()
-        }
-    })
-}
-
-/// Mozilla's roots, as the trust store the SDK's HTTPS client takes.
-fn compiled_in_roots() -> aws_smithy_http_client::tls::TrustStore {
-    aws_smithy_http_client::tls::TrustStore::empty().with_native_roots(false).with_pem_certificate(roots_pem())
-}
-
-/// The trust store takes PEM only: Mozilla's DER roots, base64 armoured.
-fn roots_pem() -> String {
-    use base64::Engine as _;
-    let mut pem = String::with_capacity(webpki_root_certs::TLS_SERVER_ROOT_CERTS.len() * 2600);
-    for cert in webpki_root_certs::TLS_SERVER_ROOT_CERTS {
-        pem.push_str("-----BEGIN CERTIFICATE-----\n");
-        pem.push_str(&base64::engine::general_purpose::STANDARD.encode(cert.as_ref()));
-        pem.push_str("\n-----END CERTIFICATE-----\n");
-    }
-    pem
+    sdk_http::https_client()
 }
 
 /// The SDK configuration every client of this process is built from: the
@@ -105,25 +61,6 @@ impl AwsClients {
             sqs: aws_sdk_sqs::Client::new(&shared),
             scheduler: aws_sdk_scheduler::Client::new(&shared),
             connections,
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    /// The trust store's PEM decodes to exactly Mozilla's roots, each one a
-    /// trust anchor rustls accepts (the SDK client panics on one it rejects).
-    #[test]
-    fn compiled_in_roots_are_mozillas_roots_and_each_parses_as_an_anchor() {
-        use rustls::pki_types::{pem::PemObject, CertificateDer};
-        let text = super::roots_pem();
-        let ders: Vec<CertificateDer> = CertificateDer::pem_slice_iter(text.as_bytes()).collect::<Result<_, _>>().expect("valid PEM");
-        assert_eq!(ders.len(), webpki_root_certs::TLS_SERVER_ROOT_CERTS.len());
-        assert!(ders.len() > 100);
-        let mut roots = rustls::RootCertStore::empty();
-        for (der, expected) in ders.into_iter().zip(webpki_root_certs::TLS_SERVER_ROOT_CERTS) {
-            assert_eq!(der.as_ref(), expected.as_ref());
-            roots.add(der).expect("a trust anchor");
         }
     }
 }
