@@ -8,7 +8,11 @@
 /// Every function links this crate, so this is the allocator of every Lambda
 /// function: the engine and the JSON layers allocate many small values, and
 /// mimalloc serves them much faster than the system malloc (the engine bench,
-/// which declares the same allocator, measures it).
+/// which declares the same allocator, measures it). Built without asking
+/// for transparent huge pages (the `no_thp` feature): where the kernel grants
+/// them on request (THP `madvise` mode, as on the machine measured), the first touch of
+/// each 2 MB region mimalloc reserves zeroed all of it, which was most of a
+/// small function's init; a Lambda's short-lived heap gains little from them.
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
