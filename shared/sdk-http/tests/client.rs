@@ -138,9 +138,9 @@ async fn requests_go_out_signed_and_answers_come_back_on_one_connection() {
 
 #[tokio::test]
 async fn a_slow_answer_is_a_timeout_and_is_retried() {
-    let (url, seen) = server(Duration::from_millis(400)).await;
+    let (url, seen) = server(Duration::from_millis(1500)).await;
     let timeouts = aws_sdk_dynamodb::config::timeout::TimeoutConfig::builder()
-        .read_timeout(Duration::from_millis(100))
+        .read_timeout(Duration::from_millis(250))
         .build();
     let err = client(&url, timeouts)
         .list_tables()
