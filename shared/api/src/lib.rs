@@ -11,8 +11,9 @@
 /// which declares the same allocator, measures it). Built without asking
 /// for transparent huge pages (the `no_thp` feature): where the kernel grants
 /// them on request (THP `madvise` mode, as on the machine measured), the first touch of
-/// each 2 MB region mimalloc reserves zeroed all of it, which was most of a
-/// small function's init; a Lambda's short-lived heap gains little from them.
+/// each 2 MB region mimalloc reserves zeroed all of it: ~0.6 ms of every
+/// init (README, Benchmarks); the engine bench runs as fast without them,
+/// in less memory.
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

@@ -11,7 +11,6 @@ use crate::ApiError;
 use futures::{SinkExt, StreamExt};
 use protocol::events::{ClientAction, Event, WsFrame};
 use protocol::ids::ThreadId;
-use std::sync::{Arc, OnceLock};
 use tokio::net::TcpStream;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
@@ -32,23 +31,6 @@ pub struct LiveFeed {
     socket: WebSocketStream<MaybeTlsStream<TcpStream>>,
 }
 
-/// TLS for `wss://`: ring, the one crypto provider every client here uses
-/// (the AWS SDK's included), and Mozilla's roots compiled in (no reads of the
-/// system store at each connect). Built once per process.
-fn tls() -> Result<Arc<rustls::ClientConfig>, ApiError> {
-    static CONFIG: OnceLock<Result<Arc<rustls::ClientConfig>, String>> = OnceLock::new();
-    CONFIG
-        .get_or_init(|| {
-            let roots = rustls::RootCertStore { roots: webpki_roots::TLS_SERVER_ROOTS.to_vec() };
-            rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
-                .with_safe_default_protocol_versions()
-                .map(|b| Arc::new(b.with_root_certificates(roots).with_no_client_auth()))
-                .map_err(|e| e.to_string())
-        })
-        .clone()
-        .map_err(ApiError::Internal)
-}
-
 fn unavailable(what: &str, e: impl std::fmt::Display) -> ApiError {
     ApiError::Unavailable(format!("live feed: {what}: {e}"))
 }
@@ -59,7 +41,7 @@ impl LiveFeed {
         let token = percent_encoding::utf8_percent_encode(key, percent_encoding::NON_ALPHANUMERIC);
         let sep = if url.contains('?') { '&' } else { '?' };
         let request = format!("{url}{sep}token={token}");
-        let connector = tokio_tungstenite::Connector::Rustls(tls()?);
+        let connector = tokio_tungstenite::Connector::Rustls(sdk_http::tls_config());
         // Nagle off: frames are small and latency is the point.
         let (socket, _) = tokio_tungstenite::connect_async_tls_with_config(request, None, true, Some(connector))
             .await
@@ -137,10 +119,5 @@ mod tests {
         );
         assert_eq!(parse(r#"{"action":"unsubscribed","threadId":"t"}"#), None);
         assert_eq!(parse("not json"), None);
-    }
-
-    #[test]
-    fn the_tls_configuration_builds_on_the_sdk_provider() {
-        assert!(tls().is_ok());
     }
 }

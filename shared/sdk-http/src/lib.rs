@@ -94,7 +94,7 @@ impl Connector {
         tcp.set_nodelay(true);
         tcp.set_connect_timeout(connect_timeout);
         let https = hyper_rustls::HttpsConnectorBuilder::new()
-            .with_tls_config(tls_config().as_ref().clone())
+            .with_tls_config((*tls_config()).clone()) // it sets ALPN on its own copy
             .https_or_http()
             .enable_http1()
             .wrap_connector(tcp);
@@ -130,8 +130,11 @@ impl HttpConnector for Connector {
     }
 }
 
-/// rustls on ring with Mozilla's roots; made once, at the first connector.
-fn tls_config() -> &'static Arc<rustls::ClientConfig> {
+/// The TLS client configuration of this process: rustls on ring, the one
+/// crypto provider every client here uses, and Mozilla's roots compiled in.
+/// Made once, at its first use (the first HTTPS connector; the events
+/// function's `wss://` live feed takes it too).
+pub fn tls_config() -> Arc<rustls::ClientConfig> {
     static CONFIG: LazyLock<Arc<rustls::ClientConfig>> = LazyLock::new(|| {
         let roots = rustls::RootCertStore {
             roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
@@ -145,7 +148,7 @@ fn tls_config() -> &'static Arc<rustls::ClientConfig> {
         .with_no_client_auth();
         Arc::new(config)
     });
-    &CONFIG
+    CONFIG.clone()
 }
 
 /// Sorts a failed request the way the SDK's retry classifier reads it: a

@@ -5,7 +5,9 @@
 //! server whose certificate Mozilla's roots do not vouch for is refused.
 
 use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
+use aws_sdk_dynamodb::config::http::HttpResponse;
 use aws_sdk_dynamodb::error::SdkError;
+use aws_sdk_dynamodb::operation::list_tables::ListTablesError;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -104,6 +106,15 @@ fn no_timeouts() -> aws_sdk_dynamodb::config::timeout::TimeoutConfig {
     aws_sdk_dynamodb::config::timeout::TimeoutConfig::builder().build()
 }
 
+/// A ListTables call that must fail, and how.
+async fn failed_list_tables(
+    url: &str,
+    timeouts: aws_sdk_dynamodb::config::timeout::TimeoutConfig,
+    why: &str,
+) -> SdkError<ListTablesError, HttpResponse> {
+    client(url, timeouts).list_tables().send().await.expect_err(why)
+}
+
 #[tokio::test]
 async fn requests_go_out_signed_and_answers_come_back_on_one_connection() {
     let (url, seen) = server(Duration::ZERO).await;
@@ -142,11 +153,7 @@ async fn a_slow_answer_is_a_timeout_and_is_retried() {
     let timeouts = aws_sdk_dynamodb::config::timeout::TimeoutConfig::builder()
         .read_timeout(Duration::from_millis(250))
         .build();
-    let err = client(&url, timeouts)
-        .list_tables()
-        .send()
-        .await
-        .expect_err("too slow");
+    let err = failed_list_tables(&url, timeouts, "too slow").await;
     assert!(
         matches!(&err, SdkError::DispatchFailure(f) if f.is_timeout()),
         "{err:?}"
@@ -160,11 +167,7 @@ async fn a_refused_connection_is_an_io_failure() {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
     drop(listener);
-    let err = client(&url, no_timeouts())
-        .list_tables()
-        .send()
-        .await
-        .expect_err("nobody listens");
+    let err = failed_list_tables(&url, no_timeouts(), "nobody listens").await;
     assert!(
         matches!(&err, SdkError::DispatchFailure(f) if f.is_io()),
         "{err:?}"
@@ -202,11 +205,7 @@ async fn https_refuses_a_certificate_mozillas_roots_do_not_vouch_for() {
             h.lock().unwrap().push(outcome);
         }
     });
-    let err = client(&format!("https://localhost:{port}"), no_timeouts())
-        .list_tables()
-        .send()
-        .await
-        .expect_err("untrusted");
+    let err = failed_list_tables(&format!("https://localhost:{port}"), no_timeouts(), "untrusted").await;
     assert!(matches!(&err, SdkError::DispatchFailure(_)), "{err:?}");
     let chain = format!(
         "{:?}",
