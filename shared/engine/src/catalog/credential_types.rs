@@ -169,7 +169,7 @@ fn get() -> String {
     "GET".into()
 }
 
-mod files {
+pub(super) mod files {
     include!(concat!(env!("OUT_DIR"), "/credential_files.rs"));
 }
 
@@ -177,10 +177,11 @@ mod files {
 pub fn credential_types() -> &'static [CredentialType] {
     static TYPES: OnceLock<Vec<CredentialType>> = OnceLock::new();
     TYPES.get_or_init(|| {
-        let mut all: Vec<CredentialType> = files::CREDENTIAL_FILES
-            .iter()
+        let mut all: Vec<CredentialType> = files::CREDENTIALS
+            .files()
+            .into_iter()
             // A malformed file is a build mistake that `tests::every_file_parses` reports.
-            .filter_map(|(_, json)| serde_json::from_str(json).ok())
+            .filter_map(|(_, json)| serde_json::from_str(&json).ok())
             .collect();
         all.sort_by(|a, b| a.name.cmp(&b.name));
         all
@@ -337,12 +338,13 @@ mod tests {
 
     #[test]
     fn every_file_parses_and_names_its_type() {
-        for (file, json) in files::CREDENTIAL_FILES {
+        let files = files::CREDENTIALS.files();
+        for (file, json) in &files {
             let t: CredentialType = serde_json::from_str(json).unwrap_or_else(|e| panic!("{file}: {e}"));
             assert_eq!(format!("{}.json", t.name), *file, "{file} holds {}", t.name);
             assert!(!t.properties.is_empty(), "{file} has no fields");
         }
-        assert_eq!(credential_types().len(), files::CREDENTIAL_FILES.len());
+        assert_eq!(credential_types().len(), files.len());
     }
 
     #[test]

@@ -130,16 +130,51 @@ fn summary(d: &NodeDescription) -> NodeSummary {
     }
 }
 
+/// JSON files bundled by `build.rs`: their texts one after another, deflated
+/// (a tenth of the size in every binary that links the catalog).
+pub(crate) struct Bundle {
+    deflated: &'static [u8],
+    /// `(file name, length)` in the order of the texts, sorted by file name.
+    files: &'static [(&'static str, usize)],
+}
+
+impl Bundle {
+    /// Each file's name and JSON text, inflated (callers parse once and keep
+    /// the parsed form).
+    pub(crate) fn files(&self) -> Vec<(&'static str, String)> {
+        // `build.rs` wrote the blob and the lengths together; a mismatch is a
+        // broken build that `tests::the_bundles_hold_the_files` reports.
+        let text = inflate(self.deflated).unwrap_or_default();
+        let mut at = 0;
+        self.files
+            .iter()
+            .filter_map(|&(name, len)| {
+                let json = text.get(at..at + len)?;
+                at += len;
+                Some((name, json.to_owned()))
+            })
+            .collect()
+    }
+}
+
+fn inflate(deflated: &[u8]) -> Option<String> {
+    use std::io::Read;
+    let mut text = String::new();
+    flate2::read::DeflateDecoder::new(deflated).read_to_string(&mut text).ok()?;
+    Some(text)
+}
+
 mod files {
     include!(concat!(env!("OUT_DIR"), "/catalog_files.rs"));
 }
 
 /// Triggers first (the order `list` and an empty search show), then the rest by file name.
 fn parse_all() -> Vec<NodeDescription> {
-    let mut all: Vec<NodeDescription> = files::FILES
-        .iter()
+    let mut all: Vec<NodeDescription> = files::NODES
+        .files()
+        .into_iter()
         // A malformed file is a build mistake that `tests::every_file_parses` reports.
-        .filter_map(|(_, json)| serde_json::from_str(json).ok())
+        .filter_map(|(_, json)| serde_json::from_str(&json).ok())
         .collect();
     all.sort_by_key(|d| !d.is_trigger());
     all
@@ -221,12 +256,35 @@ mod tests {
 
     #[test]
     fn every_file_parses_and_names_its_node() {
-        for (file, json) in files::FILES {
+        let files = files::NODES.files();
+        for (file, json) in &files {
             let d: NodeDescription = serde_json::from_str(json).unwrap_or_else(|e| panic!("{file}: {e}"));
             let stem = file.trim_end_matches(".json");
             let short = d.name.rsplit('.').next().unwrap_or_default();
             assert!(stem.ends_with(short), "{file} holds {}", d.name);
         }
-        assert_eq!(all().len(), files::FILES.len());
+        assert_eq!(all().len(), files.len());
+    }
+
+    /// The bundles are this checkout's files, byte for byte (a target dir
+    /// shared with another checkout can hold a stale one: see `build.rs`).
+    #[test]
+    fn the_bundles_hold_the_files() {
+        for (dir, bundle) in [("nodes", &files::NODES), ("credentials", &credential_types::files::CREDENTIALS)] {
+            let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/catalog").join(dir);
+            let mut on_disk: Vec<String> = std::fs::read_dir(&dir)
+                .expect("catalog dir")
+                .filter_map(|e| e.ok().map(|e| e.file_name().to_string_lossy().into_owned()))
+                .filter(|n| n.ends_with(".json"))
+                .collect();
+            on_disk.sort();
+            let bundled = bundle.files();
+            let names: Vec<&str> = bundled.iter().map(|(n, _)| *n).collect();
+            assert_eq!(names, on_disk, "{}: run `touch {}` and build again", dir.display(), dir.display());
+            for (name, json) in bundled {
+                let file = std::fs::read_to_string(dir.join(name)).expect("catalog file");
+                assert!(json == file, "{name} in the bundle differs from {}", dir.display());
+            }
+        }
     }
 }
