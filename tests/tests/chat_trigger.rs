@@ -343,3 +343,37 @@ async fn a_streaming_webhook_answers_on_its_streaming_url() {
     let text: String = lines.iter().filter(|l| l["type"] == "item").map(|l| l["content"].as_str().unwrap()).collect();
     assert_eq!(text, "You said: tell me in pieces");
 }
+
+/// Load Previous Session with a memory whose session key is an expression:
+/// one the webhook function evaluates itself, and one that takes JavaScript,
+/// which the executor function resolves (the webhook functions link no
+/// JavaScript sandbox). Both read the session the memory stored.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_session_key_expression_loads_its_session_with_or_without_javascript() {
+    let model = openai::start();
+    let s = stack().await;
+    let credential = s.credential("openAiApi", json!({"apiKey": "sk-test", "url": format!("{}/v1", model.base)})).await;
+    let lookup = s.workflow("Lookup customer", &lookup_workflow()).await;
+    let cases = [("={{ $json.sessionId }}", "visitor-7"), ("={{ $json.sessionId.toUpperCase() + '-' + $json.sessionId.length }}", "VISITOR-7-9")];
+    for (key, stored_under) in cases {
+        let hook = format!("keyed-{}", uuid_like());
+        let mut wf = chat_workflow(&model.base, &credential, &lookup, &hook);
+        wf["nodes"][3]["parameters"] = json!({"sessionIdType": "customKey", "sessionKey": key, "contextWindowLength": 5});
+        let id = s.workflow("Keyed chat", &wf).await;
+        s.tool("publish_workflow", json!({"workflowId": id})).await.expect("published");
+        let said = [json!({"role": "user", "content": format!("asked under {key}")}), json!({"role": "assistant", "content": "noted"})];
+        s.data.chat_memory.save(&id, stored_under, &said).await.expect("memory saved");
+
+        let load = |session: &str| {
+            s.http.post(s.url(&format!("/webhook/{hook}/chat"))).json(&json!({"action": "loadPreviousSession", "sessionId": session})).send()
+        };
+        let prev: Value = load("visitor-7").await.unwrap().json().await.unwrap();
+        let data = prev["data"].as_array().unwrap_or_else(|| panic!("{key}: {prev}"));
+        assert_eq!(data.len(), 2, "{key}: {prev}");
+        assert_eq!(data[0]["kwargs"]["content"], format!("asked under {key}"));
+        assert_eq!(data[1]["id"][2], "AIMessage");
+        // another visitor's key holds nothing
+        let other: Value = load("visitor-8").await.unwrap().json().await.unwrap();
+        assert_eq!(other["data"], json!([]), "{key}: {other}");
+    }
+}

@@ -162,11 +162,37 @@ impl Engine {
     /// webhook's view of a node: the Chat Trigger reading its memory's
     /// session key from the request).
     pub fn resolve_with_item(&self, graph: &Graph, node: &str, item: Item) -> Result<Value> {
-        let n = graph.node_or_err(node)?;
-        let input: Items = Arc::new(vec![item]);
         let settings = self.settings();
         let tz = graph.workflow.settings.timezone.clone().unwrap_or_else(|| settings.timezone.clone());
         let mut expr = Expr::new(settings.limits, tz).with_clock(settings.clock);
+        let (mut failed, mut empty) = (vec![], vec![]);
+        let resolved = self.with_item(graph, node, item, |n, proxy| walk(&n.parameters, "", &mut expr, proxy, &mut failed, &mut empty))?;
+        match failed.first() {
+            Some(f) => Err(crate::error::EngineError::node(format!("{}: {}", f.path, f.error))),
+            None => Ok(resolved),
+        }
+    }
+
+    /// `node`'s parameter `name` resolved as [`Engine::resolve_with_item`]
+    /// does, without the JavaScript sandbox: `None` when it needs it. A
+    /// function that calls only this links no QuickJS.
+    pub fn resolve_natively_with_item(&self, graph: &Graph, node: &str, name: &str, item: Item) -> Result<Option<Value>> {
+        fn native(v: &Value, proxy: &NodeProxy<'_>) -> Option<Value> {
+            Some(match v {
+                Value::String(s) if s.starts_with('=') => expression::Evaluator::evaluate_natively(s, proxy)?,
+                Value::Array(a) => Value::Array(a.iter().map(|v| native(v, proxy)).collect::<Option<_>>()?),
+                Value::Object(m) => Value::Object(m.iter().map(|(k, v)| Some((k.clone(), native(v, proxy)?))).collect::<Option<_>>()?),
+                other => other.clone(),
+            })
+        }
+        self.with_item(graph, node, item, |n, proxy| native(n.parameters.get(name).unwrap_or(&Value::Null), proxy))
+    }
+
+    /// Calls `f` with `node` and a view of `item` as its only input, outside any run.
+    fn with_item<R>(&self, graph: &Graph, node: &str, item: Item, f: impl FnOnce(&crate::Node, &NodeProxy<'_>) -> R) -> Result<R> {
+        let n = graph.node_or_err(node)?;
+        let input: Items = Arc::new(vec![item]);
+        let settings = self.settings();
         let run_data = crate::data::RunData::default();
         let proxy = NodeProxy {
             graph,
@@ -183,12 +209,7 @@ impl Engine {
             public_url: settings.public_url.as_deref(),
             from_ai: None,
         };
-        let (mut failed, mut empty) = (vec![], vec![]);
-        let resolved = walk(&n.parameters, "", &mut expr, &proxy, &mut failed, &mut empty);
-        match failed.first() {
-            Some(f) => Err(crate::error::EngineError::node(format!("{}: {}", f.path, f.error))),
-            None => Ok(resolved),
-        }
+        Ok(f(n, &proxy))
     }
 }
 

@@ -1,6 +1,7 @@
 //! Engine work that answers its caller instead of recording an execution: a
 //! credential's connection test (`probe`), a builder's resource lookup
-//! (`lookup`) and an OAuth2 connect's code exchange (`connect`). With
+//! (`lookup`), an OAuth2 connect's code exchange (`connect`) and a chat
+//! request's session key when it takes JavaScript. With
 //! [`Dispatch::Inline`] it runs in this process; with
 //! [`Dispatch::Queue`] it goes over the Runs queue to the executor function,
 //! which writes the answer beside the executions (`job#<id>`, expiring after
@@ -76,6 +77,10 @@ pub enum Job {
     Lookup { credential: Credential, call: LookupCall },
     /// The exchange of a connect's code; the tokens are stored for `user`.
     OAuthConnect { credential: Credential, user: UserId, grant: CodeGrant },
+    /// The session a chat request continues, when the memory node's
+    /// `sessionKey` needs the JavaScript sandbox (the webhook functions link
+    /// none). `workflow` holds the memory node `memory`; `body` is the request's.
+    ChatSession { workflow: Value, memory: String, body: Value },
 }
 
 /// What a job gives back (scrubbed of every secret it decrypted).
@@ -88,6 +93,9 @@ pub enum Answer {
     /// The tokens are stored, or why the provider refused the code (no
     /// token or secret in it).
     Connected { answer: std::result::Result<(), String> },
+    /// The session key, or why it could not be read from the request
+    /// (`Ok(None)`: the node keeps no sessions).
+    Session { answer: std::result::Result<Option<String>, String> },
     /// The executor could not do the job (its store or engine failed).
     Failed { message: String },
 }
@@ -133,6 +141,17 @@ impl Executor {
         let grant = CodeGrant { code: code.to_owned(), verifier: verifier.to_owned(), redirect_uri: redirect_uri.to_owned() };
         match self.job(Job::OAuthConnect { credential: credential.clone(), user: user.clone(), grant }, dispatch).await? {
             Answer::Connected { answer } => answer.map_err(ExecutionError::Invalid),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// The session a chat request `body` continues, read from the memory
+    /// node `memory` of `workflow` with the full engine where `dispatch`
+    /// says (see `engine::nodes::ai::memory::request_session`). `Ok(Err)`:
+    /// the request names no session; `Ok(Ok(None))`: the node keeps none.
+    pub async fn chat_session(&self, workflow: Value, memory: &str, body: Value, dispatch: Dispatch) -> Result<std::result::Result<Option<String>, String>> {
+        match self.job(Job::ChatSession { workflow, memory: memory.to_owned(), body }, dispatch).await? {
+            Answer::Session { answer } => Ok(answer),
             other => Err(unexpected(other)),
         }
     }
@@ -202,8 +221,21 @@ impl Executor {
             }
             Job::Lookup { credential, call } => Answer::LookedUp { answer: self.lookup_here(&credential, call).await? },
             Job::OAuthConnect { credential, user, grant } => Answer::Connected { answer: self.oauth_connect_here(&credential, &user, grant).await? },
+            Job::ChatSession { workflow, memory, body } => {
+                let answer = tokio::task::spawn_blocking(move || chat_session_here(&workflow, &memory, &body))
+                    .await
+                    .map_err(|e| ExecutionError::Engine(format!("resolving the session key stopped: {e}")))?;
+                Answer::Session { answer }
+            }
         })
     }
+}
+
+fn chat_session_here(workflow: &Value, memory: &str, body: &Value) -> std::result::Result<Option<String>, String> {
+    let graph = engine::Graph::from_json(workflow).map_err(|e| e.to_string())?;
+    let node = graph.node(memory).ok_or_else(|| format!("the workflow has no node {memory:?}"))?;
+    let engine = engine::Engine::new(engine::EngineSettings::default(), engine::Host::default());
+    engine::nodes::ai::memory::request_session(&engine, &graph, node, body).map_err(|e| e.to_string())
 }
 
 fn unexpected(answer: Answer) -> ExecutionError {

@@ -528,7 +528,14 @@ fn from_json(v: &Value) -> V<'_> {
 
 /// Names found on `Object.prototype` in the sandbox (natives plus n8n
 /// extensions): a missing own key with such a name is not `undefined` in JS.
-pub struct ProtoNames(pub std::collections::HashSet<String>);
+/// `None`: not known (no sandbox to ask), so every missing key bails.
+pub struct ProtoNames(pub Option<std::collections::HashSet<String>>);
+
+impl ProtoNames {
+    fn may_inherit(&self, key: &str) -> bool {
+        key == "__proto__" || self.0.as_ref().is_none_or(|names| names.contains(key))
+    }
+}
 
 pub fn eval<'a>(
     e: &'a Expr,
@@ -630,7 +637,7 @@ fn member<'a>(obj: V<'a>, key: &str, proto: &ProtoNames) -> Result<V<'a>, Bail> 
     match obj {
         V::Obj(Value::Object(m)) => match m.get(key) {
             Some(v) => Ok(from_json(v)),
-            None if key == "__proto__" || proto.0.contains(key) => Err(Bail),
+            None if proto.may_inherit(key) => Err(Bail),
             None => Ok(V::Undef),
         },
         V::Obj(Value::Array(a)) => {

@@ -187,7 +187,7 @@ impl Evaluator {
     pub fn new(limits: Limits) -> Result<Self, ExpressionError> {
         let timezone = "UTC".to_string();
         let sb = sandbox::Sandbox::new(limits, &timezone).map_err(|f| f.into_error("", &limits))?;
-        let proto = fast::ProtoNames(sb.proto_names.iter().cloned().collect::<HashSet<_>>());
+        let proto = fast::ProtoNames(Some(sb.proto_names.iter().cloned().collect::<HashSet<_>>()));
         Ok(Evaluator { limits, timezone, clock: None, sandbox: Some(sb), plans: Default::default(), proto })
     }
 
@@ -298,6 +298,15 @@ impl Evaluator {
             None => return Err(ExpressionError::Sandbox("template cache lost an entry".into())),
         };
         self.eval_js(&js, expression, data)
+    }
+
+    /// Evaluates `expression` without the sandbox: `Some` when the native
+    /// path gives the exact result, `None` when it needs JavaScript. For
+    /// functions that link no QuickJS (a webhook reading a session key); the
+    /// value is what [`Evaluator::evaluate`] gives.
+    pub fn evaluate_natively(expression: &str, data: &dyn DataProxy) -> Option<Value> {
+        let body = expression.strip_prefix('=').unwrap_or(expression);
+        eval_plan(&plan(body).ok()?, data, &fast::ProtoNames(None)).ok()
     }
 
     /// True when `expression` is handled by the native fast path (no QuickJS

@@ -353,7 +353,7 @@ fn fast_path_agrees_with_quickjs() {
         "={{ $json.f * 3 }}", "={{ 123456789 * 1000000 }}", "={{ 2 ** 10 }}", "={{ $json.obj.hasOwnProperty }}",
     ];
     let d = StaticData::from_json(data);
-    let mut fast = 0;
+    let (mut fast, mut natively) = (0, 0);
     for e in exprs {
         let a = ev.evaluate(e, &d);
         let b = ev.evaluate_js(e, &d);
@@ -365,8 +365,20 @@ fn fast_path_agrees_with_quickjs() {
         if Evaluator::has_fast_path(e) {
             fast += 1;
         }
+        // without a sandbox: the same value, or a refusal
+        if let Some(native) = Evaluator::evaluate_natively(e, &d) {
+            assert_eq!(Some(&native), b.as_ref().ok(), "{e}: without the sandbox");
+            natively += 1;
+        }
     }
     assert!(fast >= 55, "only {fast} expressions took the fast path");
+    assert!(natively >= 50, "only {natively} expressions were evaluated without the sandbox");
+    // a key that is not there may be one the sandbox's prototypes answer: refused
+    for e in ["={{ $json.missing }}", "={{ $json.obj.hasOwnProperty }}", "={{ $json.name.toUpperCase() }}", "={{ Math.max(1, 2) }}"] {
+        assert_eq!(Evaluator::evaluate_natively(e, &d), None, "{e}");
+    }
+    assert_eq!(Evaluator::evaluate_natively("={{ $json.name }}", &d), Some(json!("Ada")));
+    assert_eq!(Evaluator::evaluate_natively("plain text", &d), Some(json!("plain text")));
     // the vector set: fast and JS agree too
     let dir = std::env::var_os("CONFORMANCE_DIR")
         .map(std::path::PathBuf::from)

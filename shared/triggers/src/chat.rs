@@ -64,6 +64,9 @@ impl From<HttpReply> for StreamReply {
 pub const MAX_STREAM: Duration = Duration::from_secs(840);
 
 const STREAM_CONTENT_TYPE: &str = "application/json; charset=utf-8";
+/// The largest request body sent to the executor to resolve a session key
+/// (well below a queue message's 256 KB, with the memory node beside it).
+const MAX_SESSION_BODY: usize = 64 * 1024;
 
 pub(crate) fn is_chat(target: &Target) -> bool {
     target.node.node_type == CHAT_TRIGGER_TYPE
@@ -262,11 +265,35 @@ impl Triggers {
             TriggerError::Misconfigured("Load Previous Session is \"From Memory\", but no memory sub-node is connected to the Chat Trigger".into())
         })?;
         let engine = engine::Engine::new(engine::EngineSettings::default(), engine::Host::default());
-        let session = engine::nodes::ai::memory::request_session(&engine, &graph, memory, body)
-            .map_err(|e| TriggerError::BadRequest(e.to_string()))?
-            .ok_or_else(|| TriggerError::NotSupported(format!("loading a session from {} is not supported", memory.node_type)))?;
+        let session = match engine::nodes::ai::memory::request_session_natively(&engine, &graph, memory, body).map_err(|e| TriggerError::BadRequest(e.to_string()))? {
+            Some(Some(key)) => Some(key),
+            // a `sessionKey` that takes JavaScript: the executor resolves it
+            Some(None) => self.session_in_executor(target, &memory.name, body).await?,
+            None => None,
+        };
+        let session = session.ok_or_else(|| TriggerError::NotSupported(format!("loading a session from {} is not supported", memory.node_type)))?;
         let stored = self.executor.data().chat_memory.load(&target.registration.workflow_id, &session).await?;
         Ok(engine::nodes::ai::memory::lc_messages(&stored))
+    }
+
+    /// The session key of the memory node `memory` for `body`, resolved by
+    /// the executor (this function links no JavaScript sandbox). The job
+    /// carries the workflow with that node alone, and a body of at most
+    /// [`MAX_SESSION_BODY`] bytes: a queue message holds 256 KB.
+    async fn session_in_executor(&self, target: &Target, memory: &str, body: &Value) -> Result<Option<String>> {
+        if body.to_string().len() > MAX_SESSION_BODY {
+            return Err(TriggerError::PayloadTooLarge(format!(
+                "the memory's session key is an expression over the request; send at most {MAX_SESSION_BODY} bytes of JSON to load a session"
+            )));
+        }
+        let mut workflow = Value::clone(&target.workflow);
+        if let Some(w) = workflow.as_object_mut() {
+            let node = w.get("nodes").and_then(Value::as_array).and_then(|ns| ns.iter().find(|n| n["name"] == memory)).cloned();
+            w.retain(|k, _| matches!(k.as_str(), "id" | "name" | "settings"));
+            w.insert("nodes".into(), Value::Array(node.into_iter().collect()));
+            w.insert("connections".into(), json!({}));
+        }
+        self.executor.chat_session(workflow, memory, body.clone(), executions::Dispatch::Queue).await?.map_err(TriggerError::BadRequest)
     }
 
     /// A request on the streaming URL (`/stream/webhook[-test]/…`).

@@ -112,6 +112,24 @@ pub fn lc_messages(stored: &[Value]) -> Vec<Value> {
 /// "Connected Chat Trigger Node", else the node's `sessionKey`, resolved
 /// against the body); `None` when the node is not a memory this instance keeps.
 pub fn request_session(engine: &crate::Engine, graph: &crate::Graph, memory: &crate::Node, body: &Value) -> Result<Option<String>> {
+    let key = session_key(memory, body, || {
+        let resolved = engine.resolve_with_item(graph, &memory.name, crate::Item::new(body.clone()))?;
+        Ok(Some(resolved.get("sessionKey").cloned().unwrap_or(Value::Null)))
+    })?;
+    // the full engine resolves every key: the inner `None` does not occur
+    Ok(key.flatten())
+}
+
+/// [`request_session`] without the JavaScript sandbox: `Some(None)` when the
+/// node's `sessionKey` needs it (the executor resolves it: a webhook
+/// function links no QuickJS).
+pub fn request_session_natively(engine: &crate::Engine, graph: &crate::Graph, memory: &crate::Node, body: &Value) -> Result<Option<Option<String>>> {
+    session_key(memory, body, || engine.resolve_natively_with_item(graph, &memory.name, "sessionKey", crate::Item::new(body.clone())))
+}
+
+/// The session key of `memory` for `body`, with `resolve_key` resolving its
+/// `sessionKey` expression (`Ok(None)`: it cannot).
+fn session_key(memory: &crate::Node, body: &Value, resolve_key: impl FnOnce() -> Result<Option<Value>>) -> Result<Option<Option<String>>> {
     if memory.node_type != "@n8n/n8n-nodes-langchain.memoryBufferWindow" {
         return Ok(None);
     }
@@ -124,10 +142,10 @@ pub fn request_session(engine: &crate::Engine, graph: &crate::Graph, memory: &cr
             // the defaults: `={{ $json.sessionId }}` (1.1+), `chat_history` (1.0)
             None if memory.type_version >= 1.1 => body.get("sessionId").cloned().unwrap_or(Value::Null),
             None => json!("chat_history"),
-            Some(_) => {
-                let resolved = engine.resolve_with_item(graph, &memory.name, crate::Item::new(body.clone()))?;
-                resolved.get("sessionKey").cloned().unwrap_or(Value::Null)
-            }
+            Some(_) => match resolve_key()? {
+                Some(key) => key,
+                None => return Ok(Some(None)),
+            },
         }
     };
     let key = match key {
@@ -137,7 +155,7 @@ pub fn request_session(engine: &crate::Engine, graph: &crate::Graph, memory: &cr
     if key.trim().is_empty() {
         return Err(EngineError::node("No session ID found: send `sessionId` with the request"));
     }
-    Ok(Some(key))
+    Ok(Some(Some(key)))
 }
 
 impl Memory {
