@@ -176,7 +176,7 @@ mod tests {
         assert!(templates.len() >= 5, "{}", templates.len());
         for t in templates {
             let wf = instance::sdk::evaluate(&t.content).unwrap_or_else(|e| panic!("{}: {e}", t.path));
-            let report = instance::validate::validate(&wf, true);
+            let report = instance::validate::validate_with_expressions(&wf);
             assert!(report.findings.is_empty(), "{}: {:?}", t.path, report.findings);
         }
     }

@@ -66,7 +66,7 @@ impl SavedWorkflow {
 pub async fn compile(code: String) -> Result<Result<(Value, Report), String>, InstanceError> {
     tokio::task::spawn_blocking(move || {
         sdk::evaluate(&code).map(|wf| {
-            let report = validate::validate(&wf, true);
+            let report = validate::validate_with_expressions(&wf);
             (wf, report)
         })
     })
@@ -356,7 +356,7 @@ impl Instance {
         };
 
         let saved_findings = match &existing {
-            Some(w) => Some(validate::validate(&json!({"nodes": w.body.nodes, "connections": w.body.connections}), false).findings),
+            Some(w) => Some(validate::validate(&json!({"nodes": w.body.nodes, "connections": w.body.connections})).findings),
             None => None,
         };
         let saved_json = existing.as_ref().map(|w| json!({"nodes": w.body.nodes, "connections": w.body.connections}));

@@ -133,9 +133,9 @@ mod tests {
 
     /// The blocking codes left after classifying `new` against `old`.
     fn blocking(new: &Value, old: Option<&Value>) -> Vec<String> {
-        let old_findings = old.map(|o| validate(o, false).findings);
+        let old_findings = old.map(|o| validate(o).findings);
         let saved = old.map(|o| Saved { workflow: o, findings: old_findings.as_deref().unwrap_or_default() });
-        let (errors, _) = classify(validate(new, false).findings, new, saved.as_ref());
+        let (errors, _) = classify(validate(new).findings, new, saved.as_ref());
         errors.into_iter().map(|f| f.code).collect()
     }
 

@@ -522,7 +522,7 @@ pub fn check_execute(req: &ExecuteRequest) -> Result<&'static NodeDescription, I
             return Err(InstanceError::Invalid(format!("timeoutMs must be 1-{}", MAX_EXECUTE_TIMEOUT.as_millis())));
         }
     }
-    let report = crate::validate::validate(&json!({"nodes": [req.node()], "connections": {}}), true);
+    let report = crate::validate::validate_with_expressions(&json!({"nodes": [req.node()], "connections": {}}));
     if !report.errors().is_empty() {
         return Err(InstanceError::Invalid(format!("the node config is invalid: {}", report.errors().join("; "))));
     }

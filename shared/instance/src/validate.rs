@@ -109,9 +109,27 @@ impl Report {
 pub(crate) const SECRET_HEADERS: &[&str] =
     &["authorization", "proxy-authorization", "x-api-key", "api-key", "apikey", "x-auth-token", "x-access-token", "private-token", "x-token"];
 
-/// Validates n8n workflow JSON. `check_expressions` compiles every
-/// expression in the sandbox (syntax only; data-dependent failures pass).
-pub fn validate(wf: &Value, check_expressions: bool) -> Report {
+/// Validates n8n workflow JSON: structure, node types and versions,
+/// parameters, credentials, connections and references.
+pub fn validate(wf: &Value) -> Report {
+    check(wf, |_, _, _| {})
+}
+
+/// [`validate`], and compiles every expression in the JavaScript sandbox
+/// (syntax only; data-dependent failures pass). Only the functions that
+/// build workflows from code link the sandbox: the rest call [`validate`].
+pub fn validate_with_expressions(wf: &Value) -> Report {
+    let mut evaluator = expression::Evaluator::new(expression::Limits::default()).ok();
+    check(wf, |r, node, params| {
+        if let Some(ev) = evaluator.as_mut() {
+            check_expressions_in(r, ev, node, "", params);
+        }
+    })
+}
+
+/// The checks, with `expressions` checking each node's parameters'
+/// expressions (generic, so [`validate`] references no sandbox code).
+fn check(wf: &Value, mut expressions: impl FnMut(&mut Report, &str, &Value)) -> Report {
     let mut r = Report::default();
     let Some(nodes) = wf.get("nodes").and_then(Value::as_array) else {
         r.error("INVALID_WORKFLOW", Category::Workflow, None, None, "the workflow has no `nodes` array");
@@ -121,7 +139,6 @@ pub fn validate(wf: &Value, check_expressions: bool) -> Report {
         r.error("NO_NODES", Category::Workflow, None, None, "the workflow has no nodes");
     }
     let mut by_name: HashMap<String, &Value> = HashMap::new();
-    let mut evaluator = if check_expressions { expression::Evaluator::new(expression::Limits::default()).ok() } else { None };
     for (i, node) in nodes.iter().enumerate() {
         let Some(name) = node.get("name").and_then(Value::as_str).filter(|n| !n.trim().is_empty()) else {
             r.error("MISSING_NODE_NAME", Category::Workflow, None, None, format!("node {i} has no name"));
@@ -166,9 +183,7 @@ pub fn validate(wf: &Value, check_expressions: bool) -> Report {
         if ty == "n8n-nodes-base.httpRequest" {
             check_secret_headers(&mut r, name, &params);
         }
-        if let Some(ev) = evaluator.as_mut() {
-            check_expressions_in(&mut r, ev, name, "", &params);
-        }
+        expressions(&mut r, name, &params);
         check_credentials(&mut r, name, node, desc);
         if let Some(creds) = node.get("credentials") {
             if !creds.is_object() {
@@ -619,7 +634,7 @@ mod tests {
             json!({"Hook": {"main": [[{"node": "Call", "type": "main", "index": 0}]]},
                    "Call": {"main": [[{"node": "Check", "type": "main", "index": 0}], [{"node": "Hook", "type": "main", "index": 0}]]}}),
         );
-        let r = validate(&w, false);
+        let r = validate(&w);
         let all = r.errors().join("\n");
         assert!(all.contains("node \"Bogus\": unknown node type"), "{all}");
         assert!(all.contains("node \"Call\", parameter headerParameters.parameters[0].value: hard-coded secret"), "{all}");
@@ -641,7 +656,7 @@ mod tests {
             ]),
             json!({"Start": {"main": [[{"node": "Newer", "type": "main", "index": 0}, {"node": "Dav", "type": "main", "index": 0}, {"node": "Seal", "type": "main", "index": 0}]]}}),
         );
-        let all = validate(&w, false).errors().join("\n");
+        let all = validate(&w).errors().join("\n");
         assert!(all.contains("node \"Newer\"") && all.contains("typeVersion 4.5 is not supported"), "{all}");
         assert!(all.contains("Not supported by this engine: WebDAV methods (n8n-nodes-base.httpRequest)"), "{all}");
         assert!(all.contains("Not supported by this engine: encryption and decryption (n8n-nodes-base.crypto)"), "{all}");
@@ -658,7 +673,7 @@ mod tests {
             ]),
             json!({"Hook": {"main": [[{"node": "Call", "type": "main", "index": 0}]]}, "Call": {"main": [[{"node": "Set", "type": "main", "index": 0}]]}}),
         );
-        let r = validate(&w, true);
+        let r = validate_with_expressions(&w);
         let all = r.errors().join("\n");
         // An empty Webhook path is n8n's default (the node's webhookId serves); a URL is not optional.
         assert!(!all.contains("node \"Hook\""), "{all}");
@@ -678,7 +693,7 @@ mod tests {
             ]),
             json!({"Start": {"main": [[{"node": "Route", "type": "main", "index": 0}, {"node": "Parked", "type": "main", "index": 0}, {"node": "Call", "type": "main", "index": 0}]]}}),
         );
-        let r = validate(&w, false);
+        let r = validate(&w);
         let switch: Vec<&Finding> = r.findings.iter().filter(|f| f.code == "SWITCH_NO_OUTPUT_CONNECTIONS").collect();
         assert_eq!(switch.len(), 1, "only the enabled Switch: {:?}", r.findings);
         assert_eq!((switch[0].node_name.as_deref(), switch[0].severity), (Some("Route"), Severity::Error));
@@ -701,7 +716,7 @@ mod tests {
             json!({"Start": {"main": [[{"node": "Old", "type": "main", "index": 0}, {"node": "New", "type": "main", "index": 0},
                                        {"node": "Mixed", "type": "main", "index": 0}, {"node": "Hash", "type": "main", "index": 0}]]}}),
         );
-        let r = validate(&w, false);
+        let r = validate(&w);
         let all = r.errors().join("\n");
         assert!(!all.contains("\"Old\"") && !all.contains("\"New\""), "{all}");
         // Version 2 formats with Luxon presets, and dropped SHA1.
@@ -725,20 +740,20 @@ mod tests {
             "Memory": {"ai_memory": [[{"node": "Agent", "type": "ai_memory", "index": 0}]]},
             "Calculator": {"ai_tool": [[{"node": "Agent", "type": "ai_tool", "index": 0}]]}
         });
-        let r = validate(&wf(nodes.clone(), full.clone()), true);
+        let r = validate_with_expressions(&wf(nodes.clone(), full.clone()));
         assert!(!r.has_errors(), "{:?}", r.errors());
         assert!(r.warnings().iter().all(|w| w.code != "DISCONNECTED_NODE"), "sub-nodes are connected through their root");
 
         let mut no_model = full.clone();
         no_model.as_object_mut().unwrap().remove("Model");
-        let r = validate(&wf(nodes.clone(), no_model), true);
+        let r = validate_with_expressions(&wf(nodes.clone(), no_model));
         let all = r.errors().join("\n");
         assert!(all.contains("no chat model is connected"), "{all}");
         assert!(r.warnings().iter().any(|w| w.code == "DISCONNECTED_NODE" && w.node_name.as_deref() == Some("Model")));
 
         let mut wrong = full;
         wrong["Calculator"] = json!({"ai_languageModel": [[{"node": "Agent", "type": "ai_languageModel", "index": 0}]]});
-        let all = validate(&wf(nodes, wrong), true).errors().join("\n");
+        let all = validate_with_expressions(&wf(nodes, wrong)).errors().join("\n");
         assert!(all.contains("connects over ai_languageModel, but @n8n/n8n-nodes-langchain.toolCalculator supplies ai_tool"), "{all}");
     }
 
@@ -752,7 +767,7 @@ mod tests {
             ]),
             json!({"Start": {"main": [[{"node": "Set", "type": "main", "index": 0}]]}}),
         );
-        let r = validate(&w, false);
+        let r = validate(&w);
         let warnings = r.warnings();
         let refs: Vec<&Warning> = warnings.iter().filter(|w| w.code == "UNKNOWN_NODE_REFERENCE").collect();
         assert_eq!(refs.len(), 1, "{:?}", warnings);

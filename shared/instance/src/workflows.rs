@@ -261,7 +261,7 @@ impl Instance {
     /// Validation findings of `body` plus the credential references that
     /// point at nothing the caller can use.
     pub async fn canvas_findings(&self, caller: &Caller, body: &WorkflowBody) -> Result<Vec<Finding>, InstanceError> {
-        let report = validate::validate(&json!({"nodes": body.nodes, "connections": body.connections}), false);
+        let report = validate::validate(&json!({"nodes": body.nodes, "connections": body.connections}));
         let mut findings: Vec<Finding> = report.findings.into_iter().filter(|f| f.code != "MISSING_POSITION").collect();
         let referenced: Vec<(String, String, String)> = body
             .nodes

@@ -38,7 +38,7 @@ fn n8n_exported_google_nodes_validate_clean() {
     let names: Vec<String> = nodes.as_array().unwrap().iter().skip(1).map(|n| n["name"].as_str().unwrap().to_owned()).collect();
     let targets: Vec<Value> = names.iter().map(|n| json!({"node": n, "type": "main", "index": 0})).collect();
     let wf = json!({"name": "Google", "nodes": nodes, "connections": {"Start": {"main": [targets]}}, "settings": {"executionOrder": "v1"}});
-    let report = instance::validate::validate(&wf, true);
+    let report = instance::validate::validate_with_expressions(&wf);
     assert!(report.findings.is_empty(), "validates clean: {:#?}", report.findings);
 }
 

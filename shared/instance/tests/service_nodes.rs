@@ -76,7 +76,7 @@ impl CredentialsProvider for Creds {
 #[test]
 fn schedule_weather_set_slack_imports_validates_and_runs() {
     let wf: Value = serde_json::from_str(WORKFLOW).unwrap();
-    let report = instance::validate::validate(&wf, true);
+    let report = instance::validate::validate_with_expressions(&wf);
     assert!(report.findings.is_empty(), "validates clean: {:?}", report.findings);
 
     let (base, seen) = server();
@@ -132,7 +132,7 @@ fn n8n_exported_service_nodes_validate_clean() {
         connections["Start"]["main"][0].as_array_mut().unwrap().push(json!({"node": n, "type": "main", "index": 0}));
     }
     let wf = json!({"name": "Services", "nodes": nodes, "connections": connections, "settings": {"executionOrder": "v1"}});
-    let report = instance::validate::validate(&wf, true);
+    let report = instance::validate::validate_with_expressions(&wf);
     assert!(report.findings.is_empty(), "validates clean: {:?}", report.findings);
 }
 

@@ -94,7 +94,7 @@ export default workflow('orders', 'Order triage')
         assert_eq!(wf["connections"]["Is big"]["main"][0][0]["node"], "Big order");
         assert_eq!(wf["connections"]["Is big"]["main"][1][0]["node"], "Small order");
         assert_eq!(wf["nodes"][1]["parameters"]["assignments"]["assignments"][0]["value"], "={{ $json.body.total }}");
-        let report = crate::validate::validate(&wf, true);
+        let report = crate::validate::validate_with_expressions(&wf);
         assert!(!report.has_errors(), "{:?}", report.errors());
     }
 

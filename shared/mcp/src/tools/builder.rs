@@ -388,7 +388,7 @@ pub async fn update_workflow(ctx: &Ctx<'_>, a: UpdateWorkflowArgs) -> Result<Upd
     };
     // Structural problems (dangling connections, duplicate names) block the
     // save; catalog findings are reported as warnings.
-    let report = validate::validate(&json!({"nodes": body.nodes, "connections": body.connections}), false);
+    let report = validate::validate(&json!({"nodes": body.nodes, "connections": body.connections}));
     let warnings: Vec<ValidationWarning> = report
         .findings
         .into_iter()
