@@ -105,6 +105,9 @@ async def main():
         check("SDK code validates", v["valid"] and v["nodeCount"] == 5, v)
         bad_code = await call(c, "validate_workflow", {"code": "export default workflow('x', 'Broken').add(node({ type: 'n8n-nodes-base.set' }));"})
         check("invalid code is reported, not thrown", not bad_code["valid"] and bad_code["errors"], bad_code)
+        # expressions are compiled in the executor's sandbox: one that does not parse is named
+        bad_expr = await call(c, "validate_workflow", {"code": SDK_CODE.replace("{{ $json.body.total }}", "{{ $json.body.total + }}", 1)})
+        check("an expression that does not parse is reported", not bad_expr["valid"] and any("does not parse" in e for e in bad_expr["errors"]), bad_expr)
 
         before = (await call(c, "search_workflows", {}))["count"]
         await fail(c, "create_workflow_from_code", {"code": "const x = ;"}, "syntax")

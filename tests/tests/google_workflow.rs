@@ -290,7 +290,7 @@ async fn connect_import_publish_and_run_webhook_sheets_gmail() {
 
     // The n8n JSON imports and validates as it is.
     let exported: Value = serde_json::from_str(WORKFLOW).unwrap();
-    let report = instance::validate::validate(&exported, true);
+    let report = instance::validate::validate_with_expressions(&exported);
     assert!(report.findings.is_empty(), "validates clean: {:?}", report.findings);
 
     let sheets = s.credential("googleSheetsOAuth2Api", "Google Sheets account").await;

@@ -234,7 +234,7 @@ fn entry_from_parents(st: &ExecutionState, target: &str, parents: &[(String, usi
     any.then(|| StackEntry { node: target.to_string(), inputs, source, resume: false })
 }
 
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct FailedExpression {
     pub path: String,
@@ -242,14 +242,14 @@ pub struct FailedExpression {
     pub error: String,
 }
 
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct EmptyResolution {
     pub path: String,
     pub expression: String,
 }
 
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct ResolvedParameters {
     pub parameters: Value,

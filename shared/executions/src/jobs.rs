@@ -27,6 +27,8 @@ use store::StoreError;
 
 /// How long an answer is kept for its sender.
 const ANSWER_TTL_SECS: u64 = 3_600;
+/// SQS's message limit: a job is one message on the Runs queue.
+const MAX_JOB_BYTES: usize = 256 * 1024;
 /// DynamoDB's item limit is 400 KB; the answer (compressed) must fit below it.
 const MAX_ANSWER_BYTES: usize = 350_000;
 
@@ -81,6 +83,14 @@ pub enum Job {
     /// `sessionKey` needs the JavaScript sandbox (the webhook functions link
     /// none). `workflow` holds the memory node `memory`; `body` is the request's.
     ChatSession { workflow: Value, memory: String, body: Value },
+    /// A script run in the sandbox with no input (workflow code → JSON: the
+    /// MCP server and the agent's steps link no sandbox).
+    RunCode { code: String },
+    /// Each expression compiled in the sandbox: why it does not parse.
+    CheckExpressions { expressions: Vec<String> },
+    /// A node's parameters resolved again against an execution's data
+    /// (the executor reads the execution; the caller checked access).
+    ResolveParameters { execution_id: String, node: String, item_index: usize, run_index: Option<usize> },
 }
 
 /// What a job gives back (scrubbed of every secret it decrypted).
@@ -96,6 +106,11 @@ pub enum Answer {
     /// The session key, or why it could not be read from the request
     /// (`Ok(None)`: the node keeps no sessions).
     Session { answer: std::result::Result<Option<String>, String> },
+    /// The script's result (`[{json}, …]`), or why it failed.
+    Ran { answer: std::result::Result<Value, expression::ExpressionError> },
+    /// Why each expression does not parse, in order (`None`: it parses).
+    Checked { syntax_errors: Vec<Option<String>> },
+    Resolved { answer: std::result::Result<engine::partial::ResolvedParameters, String> },
     /// The executor could not do the job (its store or engine failed).
     Failed { message: String },
 }
@@ -156,6 +171,39 @@ impl Executor {
         }
     }
 
+    /// Runs `code` (a script, as a Code node's "run once for all items"
+    /// with no input) in the sandbox where `dispatch` says: its items, or
+    /// why it failed.
+    pub async fn run_code(&self, code: String, dispatch: Dispatch) -> Result<std::result::Result<Value, expression::ExpressionError>> {
+        match self.job(Job::RunCode { code }, dispatch).await? {
+            Answer::Ran { answer } => Ok(answer),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// Why each of `expressions` does not parse (`None`: it parses),
+    /// compiled in the sandbox where `dispatch` says.
+    pub async fn syntax_errors(&self, expressions: Vec<String>, dispatch: Dispatch) -> Result<Vec<Option<String>>> {
+        if expressions.is_empty() {
+            return Ok(vec![]);
+        }
+        match self.job(Job::CheckExpressions { expressions }, dispatch).await? {
+            Answer::Checked { syntax_errors } => Ok(syntax_errors),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// `node`'s parameters resolved again against execution `execution_id`'s
+    /// data and workflow snapshot, where `dispatch` says (the caller checked
+    /// access). `Ok(Err)`: they cannot be (the reason).
+    pub async fn resolve_parameters(&self, execution_id: &str, node: &str, item_index: usize, run_index: Option<usize>, dispatch: Dispatch) -> Result<std::result::Result<engine::partial::ResolvedParameters, String>> {
+        let job = Job::ResolveParameters { execution_id: execution_id.to_owned(), node: node.to_owned(), item_index, run_index };
+        match self.job(job, dispatch).await? {
+            Answer::Resolved { answer } => Ok(answer),
+            other => Err(unexpected(other)),
+        }
+    }
+
     async fn job(&self, job: Job, dispatch: Dispatch) -> Result<Answer> {
         let answer = match dispatch {
             Dispatch::Inline => self.here()?.job(self, job).await?,
@@ -172,6 +220,9 @@ impl Executor {
         let job_id = db::new_id();
         let body = serde_json::to_string(&JobMessage { job_id: job_id.clone(), job })
             .map_err(|e| ExecutionError::Invalid(format!("a job that cannot be sent: {e}")))?;
+        if body.len() > MAX_JOB_BYTES {
+            return Err(ExecutionError::Invalid(format!("the request is too large to send to the executor ({} bytes; a queue message holds {MAX_JOB_BYTES})", body.len())));
+        }
         self.inner.sweeper.enqueue_body(&body, Duration::ZERO).await?;
         let table = self.inner.data.executions.table();
         let wait = self.inner.settings.job_wait;
@@ -227,8 +278,44 @@ impl Executor {
                     .map_err(|e| ExecutionError::Engine(format!("resolving the session key stopped: {e}")))?;
                 Answer::Session { answer }
             }
+            Job::RunCode { code } => {
+                let answer = tokio::task::spawn_blocking(move || {
+                    let mut ev = expression::Evaluator::new(expression::Limits::default())?;
+                    ev.run_code(&code, expression::CodeMode::AllItems, &expression::StaticData::new(vec![])).map(|out| out.value)
+                })
+                .await
+                .map_err(|e| ExecutionError::Engine(format!("the script stopped: {e}")))?;
+                Answer::Ran { answer }
+            }
+            Job::CheckExpressions { expressions } => {
+                let syntax_errors = tokio::task::spawn_blocking(move || {
+                    let mut ev = expression::Evaluator::new(expression::Limits::default()).map_err(|e| ExecutionError::Engine(e.to_string()))?;
+                    Ok::<_, ExecutionError>(expressions.iter().map(|e| ev.syntax_error(e)).collect())
+                })
+                .await
+                .map_err(|e| ExecutionError::Engine(format!("the check stopped: {e}")))??;
+                Answer::Checked { syntax_errors }
+            }
+            Job::ResolveParameters { execution_id, node, item_index, run_index } => {
+                let doc = self.inner.data.executions.get_data(&execution_id, &store::data::executions::DataSelection::default()).await?.unwrap_or(Value::Null);
+                let answer = tokio::task::spawn_blocking(move || resolve_parameters_here(&doc, &execution_id, &node, item_index, run_index))
+                    .await
+                    .map_err(|e| ExecutionError::Engine(format!("resolving the parameters stopped: {e}")))?;
+                Answer::Resolved { answer }
+            }
         })
     }
+}
+
+fn resolve_parameters_here(doc: &Value, execution_id: &str, node: &str, item_index: usize, run_index: Option<usize>) -> std::result::Result<engine::partial::ResolvedParameters, String> {
+    let graph = doc
+        .get("workflowData")
+        .and_then(|w| engine::Graph::from_json(w).ok())
+        .ok_or_else(|| format!("execution {execution_id} has no workflow snapshot to resolve against"))?;
+    let mut state = engine::ExecutionState::new(execution_id.to_owned());
+    state.run_data = doc.pointer("/resultData/runData").and_then(|v| serde_json::from_value(v.clone()).ok()).unwrap_or_default();
+    let engine = engine::Engine::new(engine::EngineSettings::default(), engine::Host::default());
+    engine.resolve_parameters(&graph, &state, node, item_index, run_index).map_err(|e| format!("cannot resolve the parameters of {node:?}: {e}"))
 }
 
 fn chat_session_here(workflow: &Value, memory: &str, body: &Value) -> std::result::Result<Option<String>, String> {

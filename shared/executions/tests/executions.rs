@@ -1386,3 +1386,49 @@ async fn data_too_deep_to_store_fails_the_execution_clearly() {
     let err = o.error.unwrap_or_default();
     assert!(err.contains("nested too deeply to store (more than 512 levels)"), "{err}");
 }
+
+/// The sandbox's work for functions that link none (workflow code, the
+/// expressions' syntax, parameters resolved against a past run) goes over
+/// the Runs queue and comes back from the executor's answer.
+#[tokio::test]
+async fn sandbox_jobs_go_through_the_queue_and_come_back() {
+    let c = Arc::new(ctx().await);
+    // a consumer: the executor's side of the queue
+    let consumer = {
+        let c = c.clone();
+        tokio::spawn(async move {
+            loop {
+                let batch = c.receive(Duration::from_secs(2)).await;
+                if !batch.is_empty() {
+                    c.executor.handle_queue_batch(batch).await;
+                }
+            }
+        })
+    };
+    let ran = c.executor.run_code("return [{ json: { sum: 1 + 2, list: [1, 2].map(x => x * 10) } }];".into(), Dispatch::Queue).await.unwrap();
+    assert_eq!(ran.unwrap(), json!([{"json": {"sum": 3, "list": [10, 20]}}]));
+    let failed = c.executor.run_code("while (true) {}".into(), Dispatch::Queue).await.unwrap();
+    assert!(matches!(failed, Err(expression::ExpressionError::Timeout { .. })), "{failed:?}");
+
+    let errors = c.executor.syntax_errors(vec!["={{ $json.a + 1 }}".into(), "={{ $json.a + }}".into(), "plain".into()], Dispatch::Queue).await.unwrap();
+    assert_eq!(errors.len(), 3);
+    assert!(errors[0].is_none() && errors[2].is_none(), "{errors:?}");
+    assert!(errors[1].is_some(), "{errors:?}");
+
+    // a past run: the Set node's expressions resolved against its input
+    let wf = c.workflow(&chain(vec![trigger(), set("Answer", "n", json!("={{ 6 * 7 }}")), set("Gap", "m", json!("={{ $json.missing }}"))])).await;
+    let o = c.executor.execute_and_wait(manual(&wf), Duration::from_secs(30), Dispatch::Inline).await.unwrap();
+    assert_eq!(o.status, ExecutionStatus::Success, "{o:?}");
+    let answer = c.executor.resolve_parameters(o.execution_id.as_str(), "Answer", 0, None, Dispatch::Queue).await.unwrap().unwrap();
+    assert!(answer.resolved.to_string().contains("42") && answer.failed_expressions.is_empty(), "{answer:?}");
+    let gap = c.executor.resolve_parameters(o.execution_id.as_str(), "Gap", 0, None, Dispatch::Queue).await.unwrap().unwrap();
+    assert_eq!(gap.empty_resolutions.first().map(|e| e.expression.as_str()), Some("={{ $json.missing }}"), "{gap:?}");
+    let missing = c.executor.resolve_parameters("no-such-execution", "Answer", 0, None, Dispatch::Queue).await.unwrap_err();
+    assert!(missing.to_string().contains("not found"), "{missing}");
+
+    // a body no queue message holds is refused before it is sent
+    let huge = format!("return [{{ json: {{ s: '{}' }} }}];", "x".repeat(300 * 1024));
+    let e = c.executor.run_code(huge, Dispatch::Queue).await.unwrap_err();
+    assert!(e.to_string().contains("too large"), "{e}");
+    consumer.abort();
+}

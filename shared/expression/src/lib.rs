@@ -129,7 +129,10 @@ pub struct CodeOutput {
     pub console: Vec<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+/// Serializable: the executor function runs scripts for functions that link
+/// no sandbox, and sends their failures back.
+#[derive(Debug, Clone, PartialEq, thiserror::Error, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub enum ExpressionError {
     #[error("invalid syntax in expression {expression}: {message}")]
     Syntax { expression: String, message: String },
@@ -307,6 +310,15 @@ impl Evaluator {
     pub fn evaluate_natively(expression: &str, data: &dyn DataProxy) -> Option<Value> {
         let body = expression.strip_prefix('=').unwrap_or(expression);
         eval_plan(&plan(body).ok()?, data, &fast::ProtoNames(None)).ok()
+    }
+
+    /// Why `expression` does not parse (`None`: it does; failures that
+    /// depend on data pass). Compiled against an empty item.
+    pub fn syntax_error(&mut self, expression: &str) -> Option<String> {
+        match self.evaluate(expression, &StaticData::new(vec![Value::Object(Default::default())])) {
+            Err(ExpressionError::Syntax { message, .. }) => Some(message),
+            _ => None,
+        }
     }
 
     /// True when `expression` is handled by the native fast path (no QuickJS

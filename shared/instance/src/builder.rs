@@ -60,18 +60,31 @@ impl SavedWorkflow {
     }
 }
 
-/// Code (or workflow JSON) → workflow JSON and its validation, off the
-/// async threads (the sandbox is CPU-bound). `Err` inside: the code did not
-/// evaluate, with the reason.
-pub async fn compile(code: String) -> Result<Result<(Value, Report), String>, InstanceError> {
-    tokio::task::spawn_blocking(move || {
-        sdk::evaluate(&code).map(|wf| {
-            let report = validate::validate_with_expressions(&wf);
-            (wf, report)
-        })
-    })
-    .await
-    .map_err(|e| InstanceError::Internal(format!("compile task: {e}")))
+impl Instance {
+    /// Code (or workflow JSON) → workflow JSON and its validation. The
+    /// script and the expressions' syntax check run in the executor's
+    /// sandbox (where `self.dispatch` says): the functions that build
+    /// workflows link none. `Err` inside: the code did not evaluate, with
+    /// the reason.
+    pub async fn compile(&self, code: String) -> Result<Result<(Value, Report), String>, InstanceError> {
+        let wf = match sdk::prepare(&code) {
+            Err(reason) => return Ok(Err(reason)),
+            Ok(sdk::Prepared::Workflow(wf)) => wf,
+            Ok(sdk::Prepared::Script(script)) => match sdk::workflow_from(self.executor.run_code(script, self.dispatch).await.map_err(crate::runner::job_error)?) {
+                Ok(wf) => wf,
+                Err(reason) => return Ok(Err(reason)),
+            },
+        };
+        let report = self.validate_with_expressions(&wf).await?;
+        Ok(Ok((wf, report)))
+    }
+
+    /// [`validate::validate`], and every expression compiled in the
+    /// executor's sandbox (syntax only; data-dependent failures pass).
+    pub async fn validate_with_expressions(&self, wf: &Value) -> Result<Report, InstanceError> {
+        let syntax_errors = self.executor.syntax_errors(validate::expressions(wf), self.dispatch).await.map_err(crate::runner::job_error)?;
+        Ok(validate::validate_syntax(wf, &syntax_errors))
+    }
 }
 
 /// Node ids and webhook ids where missing (webhook URLs need a stable id).
@@ -326,7 +339,7 @@ impl Instance {
     pub async fn build_workflow(&self, caller: &Caller, req: BuildRequest) -> Result<BuildOutcome, InstanceError> {
         let hash = source_hash(&req.source);
         let mut out = BuildOutcome::failed(&hash);
-        let (wf, report) = match compile(req.source).await? {
+        let (wf, report) = match self.compile(req.source).await? {
             Ok(compiled) => compiled,
             Err(e) => {
                 out.errors.push(finding("CODE_ERROR", e));

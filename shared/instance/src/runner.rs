@@ -38,8 +38,8 @@ pub fn items_from_pins(values: &[Value]) -> Result<Vec<Item>, String> {
         .collect()
 }
 
-/// A connection test's or lookup's failure (`Executor::test_credential`,
-/// `Executor::lookup`): no answer in time is the caller's to retry; the
+/// A job's failure (a connection test, a lookup, sandbox work: see
+/// `executions::jobs`): no answer in time is the caller's to retry; the
 /// rest is logged, not shown.
 pub(crate) fn job_error(e: ExecutionError) -> InstanceError {
     match e {

@@ -115,16 +115,37 @@ pub fn validate(wf: &Value) -> Report {
     check(wf, |_, _, _| {})
 }
 
-/// [`validate`], and compiles every expression in the JavaScript sandbox
-/// (syntax only; data-dependent failures pass). Only the functions that
-/// build workflows from code link the sandbox: the rest call [`validate`].
+/// Every expression (`=…`) in the parameters of the nodes [`validate`]
+/// checks, in the order [`validate_syntax`] takes their verdicts.
+pub fn expressions(wf: &Value) -> Vec<String> {
+    let mut found = vec![];
+    check(wf, |_, _, params| each_expression(params, "", &mut |_, text| found.push(text.to_owned())));
+    found
+}
+
+/// [`validate`], plus an `INVALID_EXPRESSION` error for each expression
+/// that does not parse: `syntax_errors[i]` is why `expressions(wf)[i]`
+/// does not (`None`: it parses). The verdicts come from a JavaScript
+/// sandbox: the executor function's (`Instance::validate_with_expressions`),
+/// so the functions that validate link none, or this process's
+/// ([`validate_with_expressions`]).
+pub fn validate_syntax(wf: &Value, syntax_errors: &[Option<String>]) -> Report {
+    let mut i = 0;
+    check(wf, |r, node, params| {
+        each_expression(params, "", &mut |path, text| {
+            if let Some(Some(message)) = syntax_errors.get(i) {
+                r.error("INVALID_EXPRESSION", Category::Parameters, Some(node), Some(if path.is_empty() { "/" } else { path }), format!("expression {text:?} does not parse: {message}"));
+            }
+            i += 1;
+        })
+    })
+}
+
+/// [`validate_syntax`] with this process's sandbox (tests; the executor).
 pub fn validate_with_expressions(wf: &Value) -> Report {
     let mut evaluator = expression::Evaluator::new(expression::Limits::default()).ok();
-    check(wf, |r, node, params| {
-        if let Some(ev) = evaluator.as_mut() {
-            check_expressions_in(r, ev, node, "", params);
-        }
-    })
+    let errors: Vec<Option<String>> = expressions(wf).iter().map(|e| evaluator.as_mut().and_then(|ev| ev.syntax_error(e))).collect();
+    validate_syntax(wf, &errors)
 }
 
 /// The checks, with `expressions` checking each node's parameters'
@@ -394,24 +415,12 @@ fn check_references(r: &mut Report, names: &HashSet<String>, node: &str, path: &
     }
 }
 
-fn check_expressions_in(r: &mut Report, ev: &mut expression::Evaluator, node: &str, path: &str, v: &Value) {
+/// Calls `f` with the path and text of every expression in `v`.
+fn each_expression(v: &Value, path: &str, f: &mut dyn FnMut(&str, &str)) {
     match v {
-        Value::String(s) if s.starts_with('=') => {
-            let data = expression::StaticData::new(vec![Value::Object(Map::new())]);
-            if let Err(expression::ExpressionError::Syntax { message, .. }) = ev.evaluate(s, &data) {
-                r.error("INVALID_EXPRESSION", Category::Parameters, Some(node), Some(if path.is_empty() { "/" } else { path }), format!("expression {s:?} does not parse: {message}"));
-            }
-        }
-        Value::Object(m) => {
-            for (k, x) in m {
-                check_expressions_in(r, ev, node, &format!("{path}/{k}"), x);
-            }
-        }
-        Value::Array(a) => {
-            for (i, x) in a.iter().enumerate() {
-                check_expressions_in(r, ev, node, &format!("{path}/{i}"), x);
-            }
-        }
+        Value::String(s) if s.starts_with('=') => f(path, s),
+        Value::Object(m) => m.iter().for_each(|(k, x)| each_expression(x, &format!("{path}/{k}"), f)),
+        Value::Array(a) => a.iter().enumerate().for_each(|(i, x)| each_expression(x, &format!("{path}/{i}"), f)),
         _ => {}
     }
 }

@@ -14,7 +14,9 @@ use store::testing::TestEnv;
 
 async fn setup() -> (TestEnv, Instance, Caller) {
     let env = TestEnv::new().await;
-    let inst = Instance::new(&env.clients, &env.config).await.expect("instance");
+    let mut inst = Instance::new(&env.clients, &env.config).await.expect("instance");
+    // workflow code and expressions run in the executor's sandbox: here, in process
+    inst.run_in_process();
     let alice = Caller::new(UserId(format!("alice-{}", uuid::Uuid::new_v4().simple())));
     inst.user(&alice).await.unwrap();
     (env, inst, alice)

@@ -687,9 +687,9 @@ impl Instance {
     pub async fn resolved_node_parameters(&self, caller: &Caller, id: &str, node: &str, item_index: Option<usize>, run_index: Option<usize>) -> Result<ResolvedView, InstanceError> {
         self.execution_access(caller, id, "workflow:read").await?;
         let doc = self.data.executions.get_data(id, &DataSelection::default()).await?.unwrap_or(Value::Null);
-        let graph = view::graph(&doc).ok_or_else(|| InstanceError::Invalid(format!("execution {id} has no workflow snapshot to resolve against")))?;
-        let runs = view::run_data(&doc);
-        let ran = runs.get(node).map(Vec::len).unwrap_or(0);
+        // checked here for a quick refusal; the executor resolves against it
+        view::graph(&doc).ok_or_else(|| InstanceError::Invalid(format!("execution {id} has no workflow snapshot to resolve against")))?;
+        let ran = view::run_data(&doc).get(node).map(Vec::len).unwrap_or(0);
         if let Some(r) = run_index.filter(|r| *r >= ran.max(1)) {
             return Err(InstanceError::Invalid(format!("node {node:?} ran {ran} time(s) in execution {id}; runIndex {r} does not exist")));
         }
@@ -706,12 +706,8 @@ impl Instance {
                 suppressed: Some(view::WITHHELD.to_owned()),
             });
         }
-        let mut state = engine::ExecutionState::new(id.to_owned());
-        state.run_data = runs;
-        let engine = engine::Engine::new(engine::EngineSettings::default(), engine::Host::default());
-        let r = engine
-            .resolve_parameters(&graph, &state, node, item_index, run_index)
-            .map_err(|e| InstanceError::Invalid(format!("cannot resolve the parameters of {node:?}: {e}")))?;
+        // expressions run in the executor's sandbox (this function links none)
+        let r = self.executor.resolve_parameters(id, node, item_index, run_index, self.dispatch).await.map_err(crate::runner::job_error)?.map_err(InstanceError::Invalid)?;
         Ok(ResolvedView {
             node_name: node.to_owned(),
             run_index: run_index.unwrap_or(ran.saturating_sub(1)),

@@ -12,12 +12,21 @@ use serde_json::Value;
 
 const SDK_JS: &str = include_str!("sdk.js");
 pub const REFERENCE: &str = include_str!("reference.md");
-/// Largest code we evaluate.
-pub const MAX_CODE: usize = 512 * 1024;
+/// Largest code we evaluate: it goes to the executor's sandbox in one queue
+/// message (at most 256 KB, with the SDK and JSON escaping beside it).
+pub const MAX_CODE: usize = 192 * 1024;
 
-/// Evaluates workflow code (or parses workflow JSON). `Err` carries a
-/// message for the model: what failed and, where known, where.
-pub fn evaluate(code: &str) -> Result<Value, String> {
+/// What workflow code asks for: workflow JSON as it is, or a script for the
+/// sandbox whose result [`workflow_from`] reads.
+#[derive(Debug)]
+pub enum Prepared {
+    Workflow(Value),
+    Script(String),
+}
+
+/// Reads workflow code (or workflow JSON). `Err` carries a message for the
+/// model: what is wrong and, where known, where.
+pub fn prepare(code: &str) -> Result<Prepared, String> {
     if code.len() > MAX_CODE {
         return Err(format!("the code is {} bytes; the limit is {MAX_CODE}", code.len()));
     }
@@ -25,28 +34,40 @@ pub fn evaluate(code: &str) -> Result<Value, String> {
     if trimmed.starts_with('{') {
         if let Ok(v) = serde_json::from_str::<Value>(trimmed) {
             return if v.get("nodes").is_some_and(Value::is_array) {
-                Ok(v)
+                Ok(Prepared::Workflow(v))
             } else {
                 Err("workflow JSON must be an object with a `nodes` array and `connections`".into())
             };
         }
     }
     let js = ts::strip(code).map_err(|e| format!("cannot read the code: {e}"))?;
-    let script = format!(
+    Ok(Prepared::Script(format!(
         "{SDK_JS}\nconst __exports = {{}};\nconst module = {{ exports: {{}} }};\n{{\n{js}\n}}\n\
          const __wf = __exports.default !== undefined ? __exports.default : (module.exports.default !== undefined ? module.exports.default : module.exports);\n\
          if (__sdk.isWorkflow(__wf)) return [{{ json: {{ workflow: JSON.stringify(__wf.toJSON()) }} }}];\n\
          if (__wf && typeof __wf === 'object' && Array.isArray(__wf.nodes)) return [{{ json: {{ workflow: JSON.stringify(__wf) }} }}];\n\
          throw new Error('the code must end with `export default workflow(...)...` (the workflow builder); nothing was exported');\n"
-    );
-    let mut ev = Evaluator::new(Limits::default()).map_err(|e| format!("sandbox unavailable: {e}"))?;
-    let out = ev.run_code(&script, CodeMode::AllItems, &StaticData::new(Vec::new())).map_err(describe)?;
-    let text = out
-        .value
-        .pointer("/0/json/workflow")
-        .and_then(Value::as_str)
-        .ok_or_else(|| "the code did not produce a workflow".to_owned())?;
+    )))
+}
+
+/// The workflow JSON a [`Prepared::Script`] produced (its items, as the
+/// sandbox returns them), or what the model should fix.
+pub fn workflow_from(ran: Result<Value, ExpressionError>) -> Result<Value, String> {
+    let items = ran.map_err(describe)?;
+    let text = items.pointer("/0/json/workflow").and_then(Value::as_str).ok_or_else(|| "the code did not produce a workflow".to_owned())?;
     serde_json::from_str(text).map_err(|e| format!("the workflow is not JSON: {e}"))
+}
+
+/// Evaluates workflow code in this process's sandbox (tests; the MCP
+/// server and the agent send the script to the executor: `Instance::compile`).
+pub fn evaluate(code: &str) -> Result<Value, String> {
+    match prepare(code)? {
+        Prepared::Workflow(wf) => Ok(wf),
+        Prepared::Script(script) => {
+            let mut ev = Evaluator::new(Limits::default()).map_err(|e| format!("sandbox unavailable: {e}"))?;
+            workflow_from(ev.run_code(&script, CodeMode::AllItems, &StaticData::new(Vec::new())).map(|out| out.value))
+        }
+    }
 }
 
 fn describe(e: ExpressionError) -> String {

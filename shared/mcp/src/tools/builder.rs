@@ -220,8 +220,8 @@ pub struct ValidateOut {
     pub workflow: Option<Value>,
 }
 
-pub async fn validate_workflow(_ctx: &Ctx<'_>, a: CodeArgs) -> Result<ValidateOut, McpError> {
-    Ok(match builder::compile(a.code).await? {
+pub async fn validate_workflow(ctx: &Ctx<'_>, a: CodeArgs) -> Result<ValidateOut, McpError> {
+    Ok(match ctx.instance().compile(a.code).await? {
         Err(e) => ValidateOut { valid: false, node_count: None, warnings: Vec::new(), errors: vec![e], workflow: None },
         Ok((wf, report)) => {
             let valid = !report.has_errors();
@@ -283,7 +283,7 @@ pub async fn create_workflow_from_code(ctx: &Ctx<'_>, a: CreateFromCodeArgs) -> 
     if let Some(p) = &a.project_id {
         ctx.require_project(p, "workflow:create").await?;
     }
-    let (wf, report) = builder::compile(a.code).await?.map_err(McpError::Code)?;
+    let (wf, report) = ctx.instance().compile(a.code).await?.map_err(McpError::Code)?;
     if report.has_errors() {
         return Err(McpError::Code(format!(
             "the workflow is not valid, nothing was created; fix these and call validate_workflow again:\n- {}",
