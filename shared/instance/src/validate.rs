@@ -141,7 +141,7 @@ pub fn validate_syntax(wf: &Value, syntax_errors: &[Option<String>]) -> Report {
     })
 }
 
-/// [`validate_syntax`] with this process's sandbox (tests; the executor).
+/// [`validate_syntax`] with this process's sandbox (tests: the functions ask the executor).
 pub fn validate_with_expressions(wf: &Value) -> Report {
     let mut evaluator = expression::Evaluator::new(expression::Limits::default()).ok();
     let errors: Vec<Option<String>> = expressions(wf).iter().map(|e| evaluator.as_mut().and_then(|ev| ev.syntax_error(e))).collect();
