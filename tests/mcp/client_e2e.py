@@ -108,6 +108,11 @@ async def main():
         # expressions are compiled in the executor's sandbox: one that does not parse is named
         bad_expr = await call(c, "validate_workflow", {"code": SDK_CODE.replace("{{ $json.body.total }}", "{{ $json.body.total + }}", 1)})
         check("an expression that does not parse is reported", not bad_expr["valid"] and any("does not parse" in e for e in bad_expr["errors"]), bad_expr)
+        bad_json = await call(c, "validate_workflow", {"code": json.dumps({"nodes": [
+            {"name": "Start", "type": "n8n-nodes-base.manualTrigger", "typeVersion": 1, "position": [0, 0], "parameters": {}},
+            {"name": "Set", "type": "n8n-nodes-base.set", "typeVersion": 3.4, "position": [200, 0], "parameters": {"mode": "raw", "jsonOutput": "={{ $json.a + }}"}}],
+            "connections": {"Start": {"main": [[{"node": "Set", "type": "main", "index": 0}]]}}})})
+        check("workflow JSON's expressions are checked too", not bad_json["valid"] and any("does not parse" in e and "Set" in e for e in bad_json["errors"]), bad_json)
 
         before = (await call(c, "search_workflows", {}))["count"]
         await fail(c, "create_workflow_from_code", {"code": "const x = ;"}, "syntax")

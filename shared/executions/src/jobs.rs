@@ -19,6 +19,7 @@ use engine::credentials::TestOutcome;
 use protocol::UserId;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::time::{Duration, Instant};
 use store::data::credentials::Credential;
@@ -83,9 +84,10 @@ pub enum Job {
     /// `sessionKey` needs the JavaScript sandbox (the webhook functions link
     /// none). `workflow` holds the memory node `memory`; `body` is the request's.
     ChatSession { workflow: Value, memory: String, body: Value },
-    /// A script run in the sandbox with no input (workflow code → JSON: the
-    /// MCP server and the agent's steps link no sandbox).
-    RunCode { code: String },
+    /// Workflow code's script run in the sandbox, and the expressions of the
+    /// workflow it gives syntax-checked there, in one round trip (the MCP
+    /// server and the agent's steps link no sandbox). See [`compile_workflow_here`].
+    CompileWorkflow { script: String },
     /// Each expression compiled in the sandbox: why it does not parse.
     CheckExpressions { expressions: Vec<String> },
     /// A node's parameters resolved again against an execution's data
@@ -106,8 +108,9 @@ pub enum Answer {
     /// The session key, or why it could not be read from the request
     /// (`Ok(None)`: the node keeps no sessions).
     Session { answer: std::result::Result<Option<String>, String> },
-    /// The script's result (`[{json}, …]`), or why it failed.
-    Ran { answer: std::result::Result<Value, expression::ExpressionError> },
+    /// The workflow and its expressions' verdicts, or what the code's
+    /// author should fix.
+    Compiled { answer: std::result::Result<CompiledWorkflow, String> },
     /// Why each expression does not parse, in order (`None`: it parses).
     Checked { syntax_errors: Vec<Option<String>> },
     Resolved { answer: std::result::Result<engine::partial::ResolvedParameters, String> },
@@ -171,12 +174,12 @@ impl Executor {
         }
     }
 
-    /// Runs `code` (a script, as a Code node's "run once for all items"
-    /// with no input) in the sandbox where `dispatch` says: its items, or
-    /// why it failed.
-    pub async fn run_code(&self, code: String, dispatch: Dispatch) -> Result<std::result::Result<Value, expression::ExpressionError>> {
-        match self.job(Job::RunCode { code }, dispatch).await? {
-            Answer::Ran { answer } => Ok(answer),
+    /// Runs workflow code's `script` and syntax-checks the expressions of
+    /// the workflow it gives, in the sandbox where `dispatch` says (see
+    /// [`compile_workflow_here`]).
+    pub async fn compile_workflow(&self, script: String, dispatch: Dispatch) -> Result<std::result::Result<CompiledWorkflow, String>> {
+        match self.job(Job::CompileWorkflow { script }, dispatch).await? {
+            Answer::Compiled { answer } => Ok(answer),
             other => Err(unexpected(other)),
         }
     }
@@ -278,14 +281,11 @@ impl Executor {
                     .map_err(|e| ExecutionError::Engine(format!("resolving the session key stopped: {e}")))?;
                 Answer::Session { answer }
             }
-            Job::RunCode { code } => {
-                let answer = tokio::task::spawn_blocking(move || {
-                    let mut ev = expression::Evaluator::new(expression::Limits::default())?;
-                    ev.run_code(&code, expression::CodeMode::AllItems, &expression::StaticData::new(vec![])).map(|out| out.value)
-                })
-                .await
-                .map_err(|e| ExecutionError::Engine(format!("the script stopped: {e}")))?;
-                Answer::Ran { answer }
+            Job::CompileWorkflow { script } => {
+                let answer = tokio::task::spawn_blocking(move || compile_workflow_here(&script))
+                    .await
+                    .map_err(|e| ExecutionError::Engine(format!("the script stopped: {e}")))?;
+                Answer::Compiled { answer }
             }
             Job::CheckExpressions { expressions } => {
                 let syntax_errors = tokio::task::spawn_blocking(move || {
@@ -316,6 +316,41 @@ fn resolve_parameters_here(doc: &Value, execution_id: &str, node: &str, item_ind
     state.run_data = doc.pointer("/resultData/runData").and_then(|v| serde_json::from_value(v.clone()).ok()).unwrap_or_default();
     let engine = engine::Engine::new(engine::EngineSettings::default(), engine::Host::default());
     engine.resolve_parameters(&graph, &state, node, item_index, run_index).map_err(|e| format!("cannot resolve the parameters of {node:?}: {e}"))
+}
+
+/// What workflow code gave: the workflow, and why each of its expressions
+/// that does not parse does not, by the expression's text.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CompiledWorkflow {
+    pub workflow: Value,
+    pub syntax_errors: BTreeMap<String, String>,
+}
+
+/// Runs workflow code's `script` in this process's sandbox, as a Code node
+/// with no input: the script returns `[{json: {workflow: <its JSON text>}}]`
+/// (`instance::sdk::prepare` writes such scripts). Then every expression in
+/// the workflow's node parameters is compiled in the same sandbox. `Err`:
+/// what the code's author should fix.
+pub fn compile_workflow_here(script: &str) -> std::result::Result<CompiledWorkflow, String> {
+    use expression::{CodeMode, Evaluator, ExpressionError, Limits, StaticData};
+    let mut ev = Evaluator::new(Limits::default()).map_err(|e| format!("sandbox unavailable: {e}"))?;
+    let items = ev.run_code(script, CodeMode::AllItems, &StaticData::new(Vec::new())).map_err(|e| match e {
+        ExpressionError::Syntax { message, .. } => format!("syntax error: {message}"),
+        ExpressionError::Runtime { message, .. } => format!("error while running the code: {message}"),
+        ExpressionError::Timeout { limit_ms, .. } => format!("the code ran longer than {limit_ms} ms (an endless loop?)"),
+        ExpressionError::OutOfMemory { limit_bytes, .. } => format!("the code used more than {limit_bytes} bytes of memory"),
+        ExpressionError::Sandbox(m) => format!("sandbox failure: {m}"),
+    })?;
+    let text = items.value.pointer("/0/json/workflow").and_then(Value::as_str).ok_or_else(|| "the code did not produce a workflow".to_owned())?;
+    let workflow: Value = serde_json::from_str(text).map_err(|e| format!("the workflow is not JSON: {e}"))?;
+    let mut expressions = BTreeSet::new();
+    for node in workflow.get("nodes").and_then(Value::as_array).into_iter().flatten() {
+        expression::each_expression(node.get("parameters").unwrap_or(&Value::Null), "", &mut |_, text| {
+            expressions.insert(text.to_owned());
+        });
+    }
+    let syntax_errors = expressions.into_iter().filter_map(|e| ev.syntax_error(&e).map(|message| (e, message))).collect();
+    Ok(CompiledWorkflow { workflow, syntax_errors })
 }
 
 fn chat_session_here(workflow: &Value, memory: &str, body: &Value) -> std::result::Result<Option<String>, String> {

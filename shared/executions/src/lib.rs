@@ -55,7 +55,7 @@ mod ticks;
 
 pub use error::ExecutionError;
 pub use host::{project_credential, HttpPolicy};
-pub use jobs::LookupCall;
+pub use jobs::{compile_workflow_here, CompiledWorkflow, LookupCall};
 use jobs::{Answer, Job};
 pub use store::data::executions::{ExecutionMode, ExecutionStatus};
 pub use document::Respond;

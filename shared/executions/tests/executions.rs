@@ -1405,10 +1405,18 @@ async fn sandbox_jobs_go_through_the_queue_and_come_back() {
             }
         })
     };
-    let ran = c.executor.run_code("return [{ json: { sum: 1 + 2, list: [1, 2].map(x => x * 10) } }];".into(), Dispatch::Queue).await.unwrap();
-    assert_eq!(ran.unwrap(), json!([{"json": {"sum": 3, "list": [10, 20]}}]));
-    let failed = c.executor.run_code("while (true) {}".into(), Dispatch::Queue).await.unwrap();
-    assert!(matches!(failed, Err(expression::ExpressionError::Timeout { .. })), "{failed:?}");
+    // workflow code: the script's workflow, and its expressions' verdicts, from one job
+    let script = r#"return [{ json: { workflow: JSON.stringify({ nodes: [
+        { name: "A", parameters: { v: "={{ [1, 2].map(x => x * 10).join() }}", bad: "={{ $json.a + }}", again: "={{ $json.a + }}" } },
+        { name: "B", parameters: { nested: { list: ["={{ $json.ok }}", "plain"] } } },
+    ], connections: {} }) } }];"#;
+    let compiled = c.executor.compile_workflow(script.into(), Dispatch::Queue).await.unwrap().unwrap();
+    assert_eq!(compiled.workflow["nodes"][1]["parameters"]["nested"]["list"][1], "plain");
+    assert_eq!(compiled.syntax_errors.keys().collect::<Vec<_>>(), ["={{ $json.a + }}"], "{compiled:?}");
+    let failed = c.executor.compile_workflow("while (true) {}".into(), Dispatch::Queue).await.unwrap();
+    assert!(failed.as_ref().is_err_and(|e| e.contains("ran longer than")), "{failed:?}");
+    let nothing = c.executor.compile_workflow("return [{ json: { other: 1 } }];".into(), Dispatch::Queue).await.unwrap();
+    assert_eq!(nothing, Err("the code did not produce a workflow".to_owned()));
 
     let errors = c.executor.syntax_errors(vec!["={{ $json.a + 1 }}".into(), "={{ $json.a + }}".into(), "plain".into()], Dispatch::Queue).await.unwrap();
     assert_eq!(errors.len(), 3);
@@ -1428,7 +1436,7 @@ async fn sandbox_jobs_go_through_the_queue_and_come_back() {
 
     // a body no queue message holds is refused before it is sent
     let huge = format!("return [{{ json: {{ s: '{}' }} }}];", "x".repeat(300 * 1024));
-    let e = c.executor.run_code(huge, Dispatch::Queue).await.unwrap_err();
+    let e = c.executor.compile_workflow(huge, Dispatch::Queue).await.unwrap_err();
     assert!(e.to_string().contains("too large"), "{e}");
     consumer.abort();
 }

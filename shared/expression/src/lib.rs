@@ -590,6 +590,17 @@ pub fn is_expression(value: &Value) -> bool {
     matches!(value, Value::String(s) if s.starts_with('='))
 }
 
+/// Calls `f(path, text)` for every expression template in `value` (a
+/// node's parameters), `path` the JSON pointer to it under `path`.
+pub fn each_expression(value: &Value, path: &str, f: &mut dyn FnMut(&str, &str)) {
+    match value {
+        Value::String(s) if s.starts_with('=') => f(path, s),
+        Value::Object(m) => m.iter().for_each(|(k, x)| each_expression(x, &format!("{path}/{k}"), f)),
+        Value::Array(a) => a.iter().enumerate().for_each(|(i, x)| each_expression(x, &format!("{path}/{i}"), f)),
+        _ => {}
+    }
+}
+
 /// A [`DataProxy`] over plain data, for tests and validation.
 #[derive(Debug, Clone, Default)]
 pub struct StaticData {

@@ -67,22 +67,26 @@ impl Instance {
     /// workflows link none. `Err` inside: the code did not evaluate, with
     /// the reason.
     pub async fn compile(&self, code: String) -> Result<Result<(Value, Report), String>, InstanceError> {
-        let wf = match sdk::prepare(&code) {
-            Err(reason) => return Ok(Err(reason)),
-            Ok(sdk::Prepared::Workflow(wf)) => wf,
-            Ok(sdk::Prepared::Script(script)) => match sdk::workflow_from(self.executor.run_code(script, self.dispatch).await.map_err(crate::runner::job_error)?) {
-                Ok(wf) => wf,
-                Err(reason) => return Ok(Err(reason)),
-            },
-        };
-        let report = self.validate_with_expressions(&wf).await?;
-        Ok(Ok((wf, report)))
+        match sdk::prepare(&code) {
+            Err(reason) => Ok(Err(reason)),
+            Ok(sdk::Prepared::Workflow(wf)) => {
+                let report = self.validate_with_expressions(&wf).await?;
+                Ok(Ok((wf, report)))
+            }
+            // the script and its workflow's syntax check: one job
+            Ok(sdk::Prepared::Script(script)) => Ok(self.executor.compile_workflow(script, self.dispatch).await.map_err(crate::runner::job_error)?.map(|c| {
+                let report = validate::validate_syntax(&c.workflow, &c.syntax_errors);
+                (c.workflow, report)
+            })),
+        }
     }
 
     /// [`validate::validate`], and every expression compiled in the
     /// executor's sandbox (syntax only; data-dependent failures pass).
     pub async fn validate_with_expressions(&self, wf: &Value) -> Result<Report, InstanceError> {
-        let syntax_errors = self.executor.syntax_errors(validate::expressions(wf), self.dispatch).await.map_err(crate::runner::job_error)?;
+        let expressions = validate::expressions(wf);
+        let verdicts = self.executor.syntax_errors(expressions.clone(), self.dispatch).await.map_err(crate::runner::job_error)?;
+        let syntax_errors = expressions.into_iter().zip(verdicts).filter_map(|(e, why)| why.map(|why| (e, why))).collect();
         Ok(validate::validate_syntax(wf, &syntax_errors))
     }
 }

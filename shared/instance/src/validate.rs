@@ -12,7 +12,7 @@ use engine::declarative::display::version_matches;
 use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::{Map, Value};
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 /// The canvas issue categories (`ignoreIssues`), plus `workflow` for the
 /// structure itself (names, connections), which nothing can ignore.
@@ -116,27 +116,25 @@ pub fn validate(wf: &Value) -> Report {
 }
 
 /// Every expression (`=…`) in the parameters of the nodes [`validate`]
-/// checks, in the order [`validate_syntax`] takes their verdicts.
+/// checks, each once.
 pub fn expressions(wf: &Value) -> Vec<String> {
-    let mut found = vec![];
-    check(wf, |_, _, params| each_expression(params, "", &mut |_, text| found.push(text.to_owned())));
-    found
+    let mut found = BTreeSet::new();
+    check(wf, |_, _, params| expression::each_expression(params, "", &mut |_, text| { found.insert(text.to_owned()); }));
+    found.into_iter().collect()
 }
 
 /// [`validate`], plus an `INVALID_EXPRESSION` error for each expression
-/// that does not parse: `syntax_errors[i]` is why `expressions(wf)[i]`
-/// does not (`None`: it parses). The verdicts come from a JavaScript
-/// sandbox: the executor function's (`Instance::validate_with_expressions`),
-/// so the functions that validate link none, or this process's
-/// ([`validate_with_expressions`]).
-pub fn validate_syntax(wf: &Value, syntax_errors: &[Option<String>]) -> Report {
-    let mut i = 0;
+/// that does not parse: `syntax_errors` says why, by the expression's text
+/// (one that is not there parses). The verdicts come from a JavaScript
+/// sandbox: the executor function's (`Instance::validate_with_expressions`,
+/// `Instance::compile`), so the functions that validate link none, or this
+/// process's ([`validate_with_expressions`]).
+pub fn validate_syntax(wf: &Value, syntax_errors: &BTreeMap<String, String>) -> Report {
     check(wf, |r, node, params| {
-        each_expression(params, "", &mut |path, text| {
-            if let Some(Some(message)) = syntax_errors.get(i) {
+        expression::each_expression(params, "", &mut |path, text| {
+            if let Some(message) = syntax_errors.get(text) {
                 r.error("INVALID_EXPRESSION", Category::Parameters, Some(node), Some(if path.is_empty() { "/" } else { path }), format!("expression {text:?} does not parse: {message}"));
             }
-            i += 1;
         })
     })
 }
@@ -144,7 +142,7 @@ pub fn validate_syntax(wf: &Value, syntax_errors: &[Option<String>]) -> Report {
 /// [`validate_syntax`] with this process's sandbox (tests: the functions ask the executor).
 pub fn validate_with_expressions(wf: &Value) -> Report {
     let mut evaluator = expression::Evaluator::new(expression::Limits::default()).ok();
-    let errors: Vec<Option<String>> = expressions(wf).iter().map(|e| evaluator.as_mut().and_then(|ev| ev.syntax_error(e))).collect();
+    let errors = expressions(wf).into_iter().filter_map(|e| evaluator.as_mut().and_then(|ev| ev.syntax_error(&e)).map(|m| (e, m))).collect();
     validate_syntax(wf, &errors)
 }
 
@@ -416,15 +414,6 @@ fn check_references(r: &mut Report, names: &HashSet<String>, node: &str, path: &
 }
 
 /// Calls `f` with the path and text of every expression in `v`.
-fn each_expression(v: &Value, path: &str, f: &mut dyn FnMut(&str, &str)) {
-    match v {
-        Value::String(s) if s.starts_with('=') => f(path, s),
-        Value::Object(m) => m.iter().for_each(|(k, x)| each_expression(x, &format!("{path}/{k}"), f)),
-        Value::Array(a) => a.iter().enumerate().for_each(|(i, x)| each_expression(x, &format!("{path}/{i}"), f)),
-        _ => {}
-    }
-}
-
 fn enabled(node: &Value) -> bool {
     !node.get("disabled").and_then(Value::as_bool).unwrap_or(false)
 }

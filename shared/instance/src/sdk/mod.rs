@@ -7,7 +7,6 @@
 pub mod codegen;
 pub mod ts;
 
-use expression::{CodeMode, Evaluator, ExpressionError, Limits, StaticData};
 use serde_json::Value;
 
 const SDK_JS: &str = include_str!("sdk.js");
@@ -17,7 +16,7 @@ pub const REFERENCE: &str = include_str!("reference.md");
 pub const MAX_CODE: usize = 192 * 1024;
 
 /// What workflow code asks for: workflow JSON as it is, or a script for the
-/// sandbox whose result [`workflow_from`] reads.
+/// sandbox (`executions::compile_workflow_here` reads its result).
 #[derive(Debug)]
 pub enum Prepared {
     Workflow(Value),
@@ -50,33 +49,12 @@ pub fn prepare(code: &str) -> Result<Prepared, String> {
     )))
 }
 
-/// The workflow JSON a [`Prepared::Script`] produced (its items, as the
-/// sandbox returns them), or what the model should fix.
-pub fn workflow_from(ran: Result<Value, ExpressionError>) -> Result<Value, String> {
-    let items = ran.map_err(describe)?;
-    let text = items.pointer("/0/json/workflow").and_then(Value::as_str).ok_or_else(|| "the code did not produce a workflow".to_owned())?;
-    serde_json::from_str(text).map_err(|e| format!("the workflow is not JSON: {e}"))
-}
-
 /// Evaluates workflow code in this process's sandbox (tests; the MCP
 /// server and the agent send the script to the executor: `Instance::compile`).
 pub fn evaluate(code: &str) -> Result<Value, String> {
     match prepare(code)? {
         Prepared::Workflow(wf) => Ok(wf),
-        Prepared::Script(script) => {
-            let mut ev = Evaluator::new(Limits::default()).map_err(|e| format!("sandbox unavailable: {e}"))?;
-            workflow_from(ev.run_code(&script, CodeMode::AllItems, &StaticData::new(Vec::new())).map(|out| out.value))
-        }
-    }
-}
-
-fn describe(e: ExpressionError) -> String {
-    match e {
-        ExpressionError::Syntax { message, .. } => format!("syntax error: {message}"),
-        ExpressionError::Runtime { message, .. } => format!("error while running the code: {message}"),
-        ExpressionError::Timeout { limit_ms, .. } => format!("the code ran longer than {limit_ms} ms (an endless loop?)"),
-        ExpressionError::OutOfMemory { limit_bytes, .. } => format!("the code used more than {limit_bytes} bytes of memory"),
-        ExpressionError::Sandbox(m) => format!("sandbox failure: {m}"),
+        Prepared::Script(script) => executions::compile_workflow_here(&script).map(|c| c.workflow),
     }
 }
 
