@@ -18,8 +18,13 @@ const ALLOWED_ORIGIN: &str = "https://app.example.com";
 const SECRET: &str = "SUPERSECRET-do-not-leak-8c1f";
 
 async fn cloud() -> Running {
+    cloud_with(|_| {}).await
+}
+
+async fn cloud_with(adjust: impl FnOnce(&mut store::Config)) -> Running {
     let env = TestEnv::new().await;
     let mut config = env.config.clone();
+    adjust(&mut config);
     config.bootstrap_keys = vec![("alice".into(), ALICE_KEY.into()), ("bob".into(), BOB_KEY.into())];
     config.allowed_origins = vec![ALLOWED_ORIGIN.into()];
     // Consumers on: MCP executions go through the Runs queue to the executor.
@@ -102,6 +107,47 @@ async fn transport_rules_over_http() {
         let text = r["result"]["content"][0]["text"].as_str().unwrap_or_default().to_lowercase();
         assert!(text.contains(&needle.to_lowercase()), "{name}: {text}");
     }
+    cloud.shutdown().await;
+}
+
+/// Behind API Gateway an answer after 30 s never reaches the client: a run
+/// longer than the wait is answered `running` with its id, and goes on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_run_longer_than_the_wait_is_answered_running_and_goes_on() {
+    let cloud = cloud_with(|c| c.mcp_execution_wait_secs = 1).await;
+    let url = format!("{}/mcp", cloud.base_url());
+    let http = reqwest::Client::new();
+    let auth = format!("Bearer {ALICE_KEY}");
+    let call = |name: &'static str, args: Value| {
+        let (http, url, auth) = (&http, &url, &auth);
+        async move {
+            let r: Value = http.post(url).header("authorization", auth).json(&rpc("tools/call", json!({"name": name, "arguments": args}))).send().await.unwrap().json().await.unwrap();
+            assert_eq!(r["result"]["isError"], false, "{name}: {r}");
+            r["result"]["structuredContent"].clone()
+        }
+    };
+    let workflow = json!({"name": "Slow", "nodes": [
+        {"name": "Start", "type": "n8n-nodes-base.manualTrigger", "typeVersion": 1, "position": [0, 0], "parameters": {}},
+        {"name": "Pause", "type": "n8n-nodes-base.wait", "typeVersion": 1.1, "position": [200, 0], "parameters": {"resume": "timeInterval", "amount": 3, "unit": "seconds"}},
+        {"name": "Done", "type": "n8n-nodes-base.set", "typeVersion": 3.4, "position": [400, 0], "parameters": {"assignments": {"assignments": [{"id": "d", "name": "done", "value": true, "type": "boolean"}]}}}],
+        "connections": {"Start": {"main": [[{"node": "Pause", "type": "main", "index": 0}]]}, "Pause": {"main": [[{"node": "Done", "type": "main", "index": 0}]]}}});
+    let wf = call("create_workflow_from_code", json!({"code": workflow.to_string()})).await["workflowId"].as_str().unwrap().to_owned();
+
+    let started = std::time::Instant::now();
+    let run = call("execute_workflow", json!({"workflowId": wf, "executionMode": "manual"})).await;
+    let answered = started.elapsed();
+    assert_eq!(run["status"], "running", "{run}");
+    assert!(answered < std::time::Duration::from_millis(2900), "answered after the wait, before the run's end: {answered:?}");
+    let exec = run["executionId"].as_str().expect("the id to follow").to_owned();
+    let mut status = Value::Null;
+    for _ in 0..100 {
+        status = call("get_execution", json!({"workflowId": wf, "executionId": exec})).await["execution"]["status"].clone();
+        if status == "success" {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+    assert_eq!(status, "success", "the run went on after the answer");
     cloud.shutdown().await;
 }
 

@@ -601,7 +601,7 @@ impl Instance {
         if let Some(items) = &req.input {
             start.trigger_items = Some(runner::items_from_pins(items).map_err(InstanceError::Invalid)?);
         }
-        let outcome = runner::run(&self.executor, self.dispatch, start).await?;
+        let outcome = runner::run(&self.executor, self.dispatch, start, runner::WAIT).await?;
         let id = outcome.execution_id.as_str().to_owned();
         match outcome.status {
             ExecutionStatus::Waiting | ExecutionStatus::Running | ExecutionStatus::New => {

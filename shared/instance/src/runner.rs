@@ -1,8 +1,7 @@
 //! Executions started and awaited, through the shared execution service
 //! (`executions::Executor`): the same records, documents, leases and engine
-//! host as every other execution. The wait stays below the MCP function's
-//! 120 s timeout; an execution still going after it is reported `running`
-//! with its id.
+//! host as every other execution. An execution still going after the wait
+//! is reported `running` with its id.
 
 use crate::InstanceError;
 use engine::Item;
@@ -10,12 +9,14 @@ use executions::{Dispatch, ExecutionError, ExecutionOutcome, Executor, StartRequ
 use serde_json::Value;
 use std::time::Duration;
 
-/// How long a tool waits for an execution.
+/// How long the agent's tools wait for an execution (the step function is
+/// behind no HTTP timeout; the MCP tools wait what their caller can:
+/// `INSTANCE_AI_MCP_EXECUTION_WAIT_SECS`).
 pub const WAIT: Duration = Duration::from_secs(100);
 
-/// Starts and waits for an execution.
-pub async fn run(executor: &Executor, dispatch: Dispatch, req: StartRequest) -> Result<ExecutionOutcome, InstanceError> {
-    executor.execute_and_wait(req, WAIT, dispatch).await.map_err(|e| match e {
+/// Starts an execution and waits up to `wait` for it.
+pub async fn run(executor: &Executor, dispatch: Dispatch, req: StartRequest, wait: Duration) -> Result<ExecutionOutcome, InstanceError> {
+    executor.execute_and_wait(req, wait, dispatch).await.map_err(|e| match e {
         ExecutionError::NotFound(m) => InstanceError::NotFound(m),
         ExecutionError::Invalid(m) => InstanceError::Invalid(format!("the workflow cannot run: {m}")),
         ExecutionError::Store(s) => s.into(),

@@ -339,7 +339,7 @@ async fn fixtures_come_from_the_model_or_an_earlier_real_run_and_nothing_is_call
     // A real run (the person's live test) reaches the service; the next
     // build takes its outputs as fixtures, and verification still calls nothing.
     let live = inst
-        .run_and_wait(&alice, &instance::executions::RunRequest { workflow_id: wid.clone(), pins: instance::executions::RunPins::Nothing, ..Default::default() })
+        .run_and_wait(&alice, &instance::executions::RunRequest { workflow_id: wid.clone(), pins: instance::executions::RunPins::Nothing, ..Default::default() }, instance::runner::WAIT)
         .await
         .unwrap();
     assert_eq!(live.status, executions::ExecutionStatus::Success, "{live:?}");

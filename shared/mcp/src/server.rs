@@ -9,6 +9,7 @@ use protocol::UserId;
 use serde_json::{json, Value};
 use instance::Instance;
 use store::deployment::TableId;
+use std::time::Duration;
 use store::{AwsClients, Config};
 
 /// Built once per process (Lambda init) and shared by every request.
@@ -18,6 +19,10 @@ pub struct McpServer {
     pub instance: Instance,
     pub limiter: RateLimiter,
     pub config: Config,
+    /// How long `execute_workflow` and `test_workflow` wait for their run
+    /// (`INSTANCE_AI_MCP_EXECUTION_WAIT_SECS`: behind API Gateway, an answer
+    /// after 30 s never reaches the client).
+    pub execution_wait: Duration,
 }
 
 /// Who is calling and from where, for one HTTP request.
@@ -37,7 +42,7 @@ impl McpServer {
         // write it and it has a TTL attribute, so old windows expire.
         let table = config.table(TableId::Executions).map_err(|e| McpError::Internal(e.to_string()))?;
         let limiter = RateLimiter::new(clients.dynamo.clone(), table.to_owned());
-        Ok(McpServer { instance, limiter, config: config.clone() })
+        Ok(McpServer { instance, limiter, config: config.clone(), execution_wait: Duration::from_secs(config.mcp_execution_wait_secs) })
     }
 
     /// One JSON-RPC request. `Err((code, message, data))` is a protocol

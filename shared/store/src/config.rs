@@ -57,6 +57,7 @@ pub const VARIABLES: &[Variable] = &[
     Variable { name: "INSTANCE_AI_EXECUTION_RETENTION_DAYS", purpose: "days a finished execution is kept before DynamoDB's TTL removes it with its run data (`0`: keep forever); a waiting execution never expires while it waits", default: Some("14") },
     Variable { name: "INSTANCE_AI_WEBHOOK_MAX_BODY_BYTES", purpose: "largest webhook or form request body accepted (413 beyond, nothing runs); under API Gateway's 6 MB Lambda payload once base64-encoded", default: Some("4194304") },
     Variable { name: "INSTANCE_AI_WEBHOOK_RESPONSE_WAIT_SECS", purpose: "how long a webhook call waits for a `lastNode` or Respond to Webhook answer before it gets `202` with the execution id (the run goes on); below API Gateway's 30 s", default: Some("25") },
+    Variable { name: "INSTANCE_AI_MCP_EXECUTION_WAIT_SECS", purpose: "how long the MCP tools `execute_workflow` and `test_workflow` wait for the execution before they answer `running` with its id (the run goes on; `get_execution` follows it); below API Gateway's 30 s", default: Some("25") },
     Variable { name: "SCHEDULER_GROUP", purpose: "EventBridge Scheduler schedule group that holds the schedules of published Schedule Trigger workflows", default: None },
     Variable { name: "SCHEDULER_ROLE_ARN", purpose: "IAM role EventBridge Scheduler assumes to send a schedule's tick to the Runs queue", default: None },
     Variable { name: "SWEEP_SCHEDULE", purpose: "name of the sweep's EventBridge Scheduler schedule (default group, every minute): enabled while runs or executions hold leases or waits, disabled by the sweep when none are left, so an idle deployment invokes nothing", default: None },
@@ -101,6 +102,8 @@ pub struct Config {
     pub execution_retention_secs: Option<u64>,
     pub webhook_max_body_bytes: usize,
     pub webhook_response_wait_secs: u64,
+    /// `INSTANCE_AI_MCP_EXECUTION_WAIT_SECS`: 1–28.
+    pub mcp_execution_wait_secs: u64,
     /// Where published schedules live; `None` when not configured.
     pub scheduler: Option<SchedulerTarget>,
     pub log_json: bool,
@@ -146,6 +149,7 @@ impl fmt::Debug for Config {
             .field("execution_retention_secs", &self.execution_retention_secs)
             .field("webhook_max_body_bytes", &self.webhook_max_body_bytes)
             .field("webhook_response_wait_secs", &self.webhook_response_wait_secs)
+            .field("mcp_execution_wait_secs", &self.mcp_execution_wait_secs)
             .field("scheduler", &self.scheduler)
             .field("tables", &self.tables)
             .field("queues", &self.queues)
@@ -255,6 +259,10 @@ impl Config {
             n @ 1..=28 => n,
             n => return Err(malformed("INSTANCE_AI_WEBHOOK_RESPONSE_WAIT_SECS", format!("expected 1 to 28 seconds (API Gateway answers 504 at 30), got {n}"))),
         };
+        let mcp_execution_wait_secs = match count("INSTANCE_AI_MCP_EXECUTION_WAIT_SECS", 25)? {
+            n @ 1..=28 => n,
+            n => return Err(malformed("INSTANCE_AI_MCP_EXECUTION_WAIT_SECS", format!("expected 1 to 28 seconds (API Gateway answers 503 at 30), got {n}"))),
+        };
         let scheduler = match (get("SCHEDULER_GROUP"), get("SCHEDULER_ROLE_ARN"), get("RUNS_QUEUE_ARN")) {
             (Some(group), Some(role_arn), Some(queue_arn)) => Some(SchedulerTarget { group, role_arn, queue_arn }),
             (None, None, None) => None,
@@ -297,6 +305,7 @@ impl Config {
             execution_retention_secs,
             webhook_max_body_bytes,
             webhook_response_wait_secs,
+            mcp_execution_wait_secs,
             scheduler,
             log_json,
             raw,

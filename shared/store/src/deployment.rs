@@ -367,7 +367,8 @@ pub const FUNCTIONS: &[FunctionDef] = &[
         id: FunctionId::Mcp,
         logical_id: "McpFunction",
         package: "mcp",
-        timeout_secs: 120,
+        // behind the HTTP API: nothing answers a client after 30 s
+        timeout_secs: 30,
         memory_mb: 1024,
         tables: &[r(ApiKeys), rw(Instance), rw(Executions), rw(DataRows), r(OAuth)],
         sends_to: &[QueueId::Runs],

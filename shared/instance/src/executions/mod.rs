@@ -382,12 +382,12 @@ impl Instance {
         Ok(PlannedRun { meta, trigger: sreq.trigger.clone(), start: sreq, timeout_ms, live })
     }
 
-    /// Runs a whole workflow and waits up to [`crate::runner::WAIT`] for it
-    /// (MCP's synchronous tools); one still going is reported `running`.
-    pub async fn run_and_wait(&self, caller: &Caller, req: &RunRequest) -> Result<ExecutionOutcome, InstanceError> {
+    /// Runs a whole workflow and waits up to `wait` for it (MCP's
+    /// synchronous tools); one still going is reported `running`.
+    pub async fn run_and_wait(&self, caller: &Caller, req: &RunRequest, wait: Duration) -> Result<ExecutionOutcome, InstanceError> {
         let PlannedRun { meta, start, .. } = self.plan_run(caller, req).await?;
         tracing::info!(workflowId = %meta.id, "run started, waiting");
-        crate::runner::run(&self.executor, self.dispatch, start).await
+        crate::runner::run(&self.executor, self.dispatch, start, wait).await
     }
 
     /// Plans `run-step` without starting it: every refusal fails here (a

@@ -142,9 +142,9 @@ tools! {
     "get_workflow_details" => w::get_workflow_details, w::WorkflowIdArgs, w::WorkflowDetailsOut, Read,
         "Get detailed information about a specific workflow including trigger details. Credentials are stripped from nodes.";
     "execute_workflow" => w::execute_workflow, w::ExecuteWorkflowArgs, w::ExecutionResultOut, Execute,
-        "Execute a workflow by ID by mapping data from the user prompt to trigger inputs (chat, form or webhook). Returns the execution ID and status. Runs the full workflow without mocking any node. Supported triggers: Webhook, Chat Trigger, Form Trigger, Manual Trigger, Schedule Trigger.";
+        "Execute a workflow by ID by mapping data from the user prompt to trigger inputs (chat, form or webhook). Returns the execution ID and status. Runs the full workflow without mocking any node. Supported triggers: Webhook, Chat Trigger, Form Trigger, Manual Trigger, Schedule Trigger. Waits up to 25 seconds (the deployment may set less): a longer run is answered with status `running` and goes on; follow it with get_execution.";
     "test_workflow" => w::test_workflow, w::TestWorkflowArgs, w::ExecutionResultOut, Execute,
-        "Test a workflow using pin data to bypass external services. Trigger nodes, nodes with credentials, and HTTP Request nodes are pinned (use simulated data); other nodes execute normally. Waits for the execution to finish. Call prepare_test_pin_data first.";
+        "Test a workflow using pin data to bypass external services. Trigger nodes, nodes with credentials, and HTTP Request nodes are pinned (use simulated data); other nodes execute normally. Waits up to 25 seconds (the deployment may set less) for the execution to finish: a longer run is answered with status `running` and goes on; follow it with get_execution. Call prepare_test_pin_data first.";
     "prepare_test_pin_data" => w::prepare_test_pin_data, w::WorkflowIdArgs, w::PreparePinDataOut, Read,
         "Prepare test pin data for a workflow: JSON Schemas of the expected output for each node that needs pin data (triggers, nodes with credentials, HTTP Request nodes), for generating sample data for test_workflow.";
     "publish_workflow" => w::publish_workflow, w::PublishArgs, w::PublishOut, Write,
