@@ -77,12 +77,18 @@ impl Instance {
         let code = q.code.as_deref().filter(|c| !c.is_empty()).ok_or_else(|| InstanceError::Invalid("the callback carries no code".into()))?;
         let verifier = pending.code_verifier.expose().as_str().unwrap_or_default().to_owned();
         // the exchange is the executor function's (it links the HTTP client)
-        self.executor.oauth_connect(&c, &caller.user, code, &verifier, &pending.redirect_uri, self.dispatch).await.map_err(|e| match e {
+        match self.executor.oauth_connect(&c, &caller.user, code, &verifier, &pending.redirect_uri, self.dispatch).await {
+            Ok(()) => Ok(c),
             // the state is spent: only a new connect can finish
-            executions::ExecutionError::Unanswered(m) => InstanceError::Unavailable(format!("connecting the credential did not finish: {m} from its Connect link")),
-            e => exec_error(e),
-        })?;
-        Ok(c)
+            Err(executions::ExecutionError::Unanswered(m)) => Err(InstanceError::Unavailable(format!("connecting the credential did not finish: {m} from its Connect link"))),
+            // deleted while the code was exchanged: its secret or its row was
+            // gone when the executor came to them (the tokens are dropped)
+            Err(e) if self.data.credentials.get(&c.id).await?.is_none() => {
+                tracing::info!(credentialId = %c.id, error = %e, "credential deleted while it was being connected");
+                Err(InstanceError::NotFound(format!("credential {} was deleted while it was being connected", c.id)))
+            }
+            Err(e) => Err(exec_error(e)),
+        }
     }
 
     /// The connection status of a credential of a type a person connects.

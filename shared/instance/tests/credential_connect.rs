@@ -32,6 +32,8 @@ struct As {
     refresh: Vec<String>,
     token_requests: Vec<BTreeMap<String, String>>,
     issued: usize,
+    /// How long `/token` takes to answer.
+    token_delay: Duration,
 }
 
 fn form(body: &[u8]) -> BTreeMap<String, String> {
@@ -44,6 +46,10 @@ async fn authorization_server(state: Arc<Mutex<As>>) -> String {
         let state = state.clone();
         async move {
             use axum::response::IntoResponse;
+            let delay = state.lock().unwrap().token_delay;
+            if uri.path() == "/token" && !delay.is_zero() {
+                tokio::time::sleep(delay).await;
+            }
             let mut s = state.lock().unwrap();
             let q = form(uri.query().unwrap_or("").as_bytes());
             match (method.as_str(), uri.path()) {
@@ -224,7 +230,26 @@ async fn the_callback_finishes_only_for_the_user_who_may_still_change_the_creden
     let start = inst.start_oauth_connect(&alice, &cred.id, CALLBACK).await.unwrap();
     let back = authorize(&start.authorization_url).await;
     inst.delete_credential(&alice, &cred.id).await.unwrap();
-    assert!(inst.finish_oauth_connect(&back).await.is_err(), "the credential is gone");
+    let gone = inst.finish_oauth_connect(&back).await;
+    assert!(matches!(&gone, Err(InstanceError::Invalid(m)) if m.contains("unknown, used or expired")), "the credential and its connects are gone: {gone:?}");
+
+    // deleted while the provider exchanges the code: not found either, and nothing is stored
+    let pkce = json!({"grantType": "pkce", "authUrl": format!("{base}/authorize"), "accessTokenUrl": format!("{base}/token"), "clientId": CLIENT});
+    let cred = inst.create_credential(&alice, NewCredentialInput { name: "Public API".into(), kind: "oAuth2Api".into(), data: pkce, description: None, project_id: None }).await.unwrap();
+    let start = inst.start_oauth_connect(&alice, &cred.id, CALLBACK).await.unwrap();
+    let back = authorize(&start.authorization_url).await;
+    state.lock().unwrap().token_delay = Duration::from_millis(1500);
+    let exchanges = state.lock().unwrap().token_requests.len();
+    let deleted_meanwhile = async {
+        tokio::time::sleep(Duration::from_millis(700)).await;
+        inst.delete_credential(&alice, &cred.id).await.unwrap();
+    };
+    let (finished, ()) = tokio::join!(inst.finish_oauth_connect(&back), deleted_meanwhile);
+    assert!(matches!(&finished, Err(InstanceError::NotFound(m)) if m.contains("deleted while it was being connected")), "{finished:?}");
+    assert!(inst.data.credentials.connection(&cred.id).await.unwrap().is_none(), "no tokens were stored");
+    state.lock().unwrap().token_delay = Duration::ZERO;
+    let made: Vec<_> = state.lock().unwrap().token_requests[exchanges..].to_vec();
+    assert!(made.len() <= 1 && made.iter().all(|r| r["grant_type"] == "authorization_code"), "{made:?}");
 
     // types that are not connected through a provider's page
     let header = inst.create_credential(&alice, NewCredentialInput { name: "Key".into(), kind: "httpHeaderAuth".into(), data: json!({"name": "x", "value": "y"}), description: None, project_id: None }).await.unwrap();
