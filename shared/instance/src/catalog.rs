@@ -7,7 +7,7 @@ use serde_json::Value;
 
 /// The catalog entry of an exact node type name.
 pub fn describe_exact(node_type: &str) -> Option<&'static NodeDescription> {
-    catalog::all().iter().find(|d| d.name == node_type)
+    catalog::describe_exact(node_type)
 }
 
 /// Credential types a node type accepts.

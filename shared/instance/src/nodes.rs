@@ -227,7 +227,7 @@ pub fn search(query: Option<&str>, connection_type: Option<&str>, limit: Option<
             }
             let scored: Vec<(u32, &NodeDescription)> = match q {
                 Some(q) => catalog::search_scored(q),
-                None => catalog::all().iter().map(|d| (0, d)).collect(),
+                None => catalog::all().iter().map(|&d| (0, d)).collect(),
             };
             scored.into_iter().filter(|(_, d)| d.outputs.iter().any(|o| o == ct)).map(|(s, d)| hit(s, d)).collect()
         }

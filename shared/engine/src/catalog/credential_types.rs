@@ -229,6 +229,7 @@ pub fn search_credential_types(query: &str) -> Vec<&'static CredentialType> {
 pub fn nodes_accepting(cred_type: &str) -> Vec<&'static NodeDescription> {
     super::all()
         .iter()
+        .copied()
         .filter(|d| d.credentials.iter().any(|c| c.get("name").and_then(Value::as_str) == Some(cred_type)))
         .collect()
 }

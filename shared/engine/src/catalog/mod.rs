@@ -130,77 +130,91 @@ fn summary(d: &NodeDescription) -> NodeSummary {
     }
 }
 
-/// JSON files bundled by `build.rs`: their texts one after another, deflated
-/// (a tenth of the size in every binary that links the catalog).
+/// One file of a [`Bundle`], as `build.rs` read it.
+pub(crate) struct BundledFile {
+    pub(crate) file: &'static str,
+    /// Where it is in the bundle's blob, deflated on its own.
+    pub(crate) deflated: std::ops::Range<usize>,
+    /// Its length inflated.
+    pub(crate) len: usize,
+    /// The type it describes (its `name`).
+    pub(crate) name: &'static str,
+    /// A node description's `version`s (none for a credential type).
+    pub(crate) versions: &'static [f64],
+}
+
+/// JSON files bundled by `build.rs`, each deflated (a seventh of the size
+/// in every binary that links the catalog) and inflated when it is read.
 pub(crate) struct Bundle {
-    deflated: &'static [u8],
-    /// `(file name, length)` in the order of the texts, sorted by file name.
-    files: &'static [(&'static str, usize)],
+    blob: &'static [u8],
+    /// Sorted by file name.
+    files: &'static [BundledFile],
 }
 
 impl Bundle {
-    /// Each file's name and JSON text, inflated (callers parse once and keep
-    /// the parsed form).
-    pub(crate) fn files(&self) -> Vec<(&'static str, String)> {
-        // `build.rs` wrote the blob and the lengths together; a mismatch is a
-        // broken build that `tests::the_bundles_hold_the_files` reports.
-        let text = inflate(self.deflated).unwrap_or_default();
-        let mut at = 0;
-        self.files
-            .iter()
-            .filter_map(|&(name, len)| {
-                let json = text.get(at..at + len)?;
-                at += len;
-                Some((name, json.to_owned()))
-            })
-            .collect()
+    /// The JSON text of the `i`th file. `build.rs` wrote the blob and the
+    /// index together; a mismatch is a broken build that
+    /// `tests::the_bundles_hold_the_files` reports.
+    fn json(&self, i: usize) -> Option<String> {
+        use std::io::Read;
+        let f = self.files.get(i)?;
+        let mut text = String::with_capacity(f.len);
+        flate2::read::DeflateDecoder::new(self.blob.get(f.deflated.clone())?).read_to_string(&mut text).ok()?;
+        Some(text)
     }
-}
 
-fn inflate(deflated: &[u8]) -> Option<String> {
-    use std::io::Read;
-    let mut text = String::new();
-    flate2::read::DeflateDecoder::new(deflated).read_to_string(&mut text).ok()?;
-    Some(text)
+    /// Each file's name and JSON text (callers parse once and keep the
+    /// parsed form).
+    pub(crate) fn files(&self) -> Vec<(&'static str, String)> {
+        (0..self.files.len()).filter_map(|i| Some((self.files[i].file, self.json(i)?))).collect()
+    }
 }
 
 mod files {
     include!(concat!(env!("OUT_DIR"), "/catalog_files.rs"));
 }
 
-/// Triggers first (the order `list` and an empty search show), then the rest by file name.
-fn parse_all() -> Vec<NodeDescription> {
-    let mut all: Vec<NodeDescription> = files::NODES
-        .files()
-        .into_iter()
-        // A malformed file is a build mistake that `tests::every_file_parses` reports.
-        .filter_map(|(_, json)| serde_json::from_str(&json).ok())
-        .collect();
-    all.sort_by_key(|d| !d.is_trigger());
-    all
+/// The `i`th bundled description, inflated and parsed on first use (a run
+/// checks its nodes' versions from the index and reads no description; a
+/// validation reads its nodes' only). A malformed file is a build mistake
+/// that `tests::every_file_parses` reports.
+fn parsed(i: usize) -> Option<&'static NodeDescription> {
+    static PARSED: OnceLock<Vec<OnceLock<Option<NodeDescription>>>> = OnceLock::new();
+    let parsed = PARSED.get_or_init(|| files::NODES.files.iter().map(|_| OnceLock::new()).collect());
+    parsed.get(i)?.get_or_init(|| files::NODES.json(i).and_then(|json| serde_json::from_str(&json).ok())).as_ref()
 }
 
-/// All descriptions (parsed once from the bundled files, one per node type).
-pub fn all() -> &'static [NodeDescription] {
-    static CATALOG: OnceLock<Vec<NodeDescription>> = OnceLock::new();
-    CATALOG.get_or_init(parse_all)
+/// The versions of `node_type` this engine runs, from the bundle's index
+/// (nothing is inflated or parsed).
+pub fn versions(node_type: &str) -> Option<&'static [f64]> {
+    files::NODES.files.iter().find(|f| f.name == node_type).map(|f| f.versions)
+}
+
+/// All descriptions, one per node type: triggers first (the order `list`
+/// and an empty search show), then the rest by file name.
+pub fn all() -> &'static [&'static NodeDescription] {
+    static CATALOG: OnceLock<Vec<&'static NodeDescription>> = OnceLock::new();
+    CATALOG.get_or_init(|| {
+        let mut all: Vec<&'static NodeDescription> = (0..files::NODES.files.len()).filter_map(parsed).collect();
+        all.sort_by_key(|d| !d.is_trigger());
+        all
+    })
 }
 
 pub fn list() -> Vec<NodeSummary> {
-    all().iter().map(summary).collect()
+    all().iter().map(|d| summary(d)).collect()
 }
 
 /// Description of exactly this node type (no short names).
 pub fn describe_exact(node_type: &str) -> Option<&'static NodeDescription> {
-    all().iter().find(|d| d.name == node_type)
+    parsed(files::NODES.files.iter().position(|f| f.name == node_type)?)
 }
 
 /// Description of a node type; the short name (`set`) is accepted too.
 pub fn describe(node_type: &str) -> Option<&'static NodeDescription> {
-    all()
-        .iter()
-        .find(|d| d.name == node_type)
-        .or_else(|| all().iter().find(|d| d.name.rsplit('.').next() == Some(node_type)))
+    let files = files::NODES.files;
+    let i = files.iter().position(|f| f.name == node_type).or_else(|| files.iter().position(|f| f.name.rsplit('.').next() == Some(node_type)))?;
+    parsed(i)
 }
 
 /// Ranked keyword search over names, display names, aliases and descriptions.
@@ -217,6 +231,7 @@ pub fn search_scored(query: &str) -> Vec<(u32, &'static NodeDescription)> {
     let terms: Vec<&str> = q.split_whitespace().collect();
     let mut scored: Vec<(u32, &NodeDescription)> = all()
         .iter()
+        .copied()
         .filter_map(|d| {
             let name = d.name.to_lowercase();
             let display = d.display_name.to_lowercase();
@@ -262,6 +277,9 @@ mod tests {
             let stem = file.trim_end_matches(".json");
             let short = d.name.rsplit('.').next().unwrap_or_default();
             assert!(stem.ends_with(short), "{file} holds {}", d.name);
+            // the index build.rs wrote: what runs and lookups read without parsing
+            assert_eq!(versions(&d.name), Some(&d.versions()[..]), "{file}");
+            assert_eq!(describe_exact(&d.name), Some(&d), "{file}");
         }
         assert_eq!(all().len(), files.len());
     }

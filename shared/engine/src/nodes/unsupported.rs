@@ -91,8 +91,7 @@ const REFUSALS: &[Refusal] = &[
 /// `None`. Node types outside the catalog (test and refused nodes) have no
 /// version list to check.
 pub fn refusal(node_type: &str, version: f64, params: &Value) -> Option<String> {
-    if let Some(d) = catalog::describe_exact(node_type) {
-        let versions = d.versions();
+    if let Some(versions) = catalog::versions(node_type) {
         if !versions.contains(&version) {
             let list: Vec<String> = versions.iter().map(f64::to_string).collect();
             return Some(format!("typeVersion {version} of {node_type} is not supported by this engine (supported: {})", list.join(", ")));

@@ -238,7 +238,7 @@ pub fn pages() -> &'static [Page] {
     ALL.get_or_init(|| {
         let mut all: Vec<Page> = PAGES.iter().map(|(slug, src)| written_page(slug, src)).collect();
         all.extend(credential_types().iter().map(credential_page));
-        all.extend(catalog::all().iter().map(node_page));
+        all.extend(catalog::all().iter().map(|d| node_page(d)));
         all
     })
 }
