@@ -686,8 +686,10 @@ impl Instance {
     /// against the execution's data, against the workflow that ran.
     pub async fn resolved_node_parameters(&self, caller: &Caller, id: &str, node: &str, item_index: Option<usize>, run_index: Option<usize>) -> Result<ResolvedView, InstanceError> {
         self.execution_access(caller, id, "workflow:read").await?;
-        let doc = self.data.executions.get_data(id, &DataSelection::default()).await?.unwrap_or(Value::Null);
-        // checked here for a quick refusal; the executor resolves against it
+        // the snapshot and this node's runs: checked here for a quick
+        // refusal; the executor reads the whole run to resolve against it
+        let only_node = DataSelection { node_names: Some(vec![node.to_owned()]), ..DataSelection::default() };
+        let doc = self.data.executions.get_data(id, &only_node).await?.unwrap_or(Value::Null);
         view::graph(&doc).ok_or_else(|| InstanceError::Invalid(format!("execution {id} has no workflow snapshot to resolve against")))?;
         let ran = view::run_data(&doc).get(node).map(Vec::len).unwrap_or(0);
         if let Some(r) = run_index.filter(|r| *r >= ran.max(1)) {
