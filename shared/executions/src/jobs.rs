@@ -1,7 +1,9 @@
 //! Engine work that answers its caller instead of recording an execution: a
 //! credential's connection test (`probe`), a builder's resource lookup
-//! (`lookup`), an OAuth2 connect's code exchange (`connect`) and a chat
-//! request's session key when it takes JavaScript. With
+//! (`lookup`), an OAuth2 connect's code exchange (`connect`), a chat
+//! request's session key when it takes JavaScript, and the sandbox's work
+//! for the builders (workflow code compiled, expressions checked, a past
+//! run's parameters resolved again). With
 //! [`Dispatch::Inline`] it runs in this process; with
 //! [`Dispatch::Queue`] it goes over the Runs queue to the executor function,
 //! which writes the answer beside the executions (`job#<id>`, expiring after
