@@ -413,7 +413,6 @@ fn check_references(r: &mut Report, names: &HashSet<String>, node: &str, path: &
     }
 }
 
-/// Calls `f` with the path and text of every expression in `v`.
 fn enabled(node: &Value) -> bool {
     !node.get("disabled").and_then(Value::as_bool).unwrap_or(false)
 }

@@ -19,10 +19,6 @@ pub struct McpServer {
     pub instance: Instance,
     pub limiter: RateLimiter,
     pub config: Config,
-    /// How long `execute_workflow` and `test_workflow` wait for their run
-    /// (`INSTANCE_AI_MCP_EXECUTION_WAIT_SECS`: behind API Gateway, an answer
-    /// after 30 s never reaches the client).
-    pub execution_wait: Duration,
 }
 
 /// Who is calling and from where, for one HTTP request.
@@ -42,7 +38,14 @@ impl McpServer {
         // write it and it has a TTL attribute, so old windows expire.
         let table = config.table(TableId::Executions).map_err(|e| McpError::Internal(e.to_string()))?;
         let limiter = RateLimiter::new(clients.dynamo.clone(), table.to_owned());
-        Ok(McpServer { instance, limiter, config: config.clone(), execution_wait: Duration::from_secs(config.mcp_execution_wait_secs) })
+        Ok(McpServer { instance, limiter, config: config.clone() })
+    }
+
+    /// How long `execute_workflow` and `test_workflow` wait for their run
+    /// (`INSTANCE_AI_MCP_EXECUTION_WAIT_SECS`: behind API Gateway, an answer
+    /// after 30 s never reaches the client).
+    pub fn execution_wait(&self) -> Duration {
+        Duration::from_secs(self.config.mcp_execution_wait_secs)
     }
 
     /// One JSON-RPC request. `Err((code, message, data))` is a protocol

@@ -255,14 +255,13 @@ impl Config {
             days => Some(days * 86_400),
         };
         let webhook_max_body_bytes = count("INSTANCE_AI_WEBHOOK_MAX_BODY_BYTES", 4 * 1024 * 1024)? as usize;
-        let webhook_response_wait_secs = match count("INSTANCE_AI_WEBHOOK_RESPONSE_WAIT_SECS", 25)? {
-            n @ 1..=28 => n,
-            n => return Err(malformed("INSTANCE_AI_WEBHOOK_RESPONSE_WAIT_SECS", format!("expected 1 to 28 seconds (API Gateway answers 504 at 30), got {n}"))),
+        // a wait an answer must end below API Gateway's 30 s
+        let gateway_wait = |name: &'static str| match count(name, 25)? {
+            n @ 1..=28 => Ok(n),
+            n => Err(malformed(name, format!("expected 1 to 28 seconds (API Gateway gives up on a request at 30), got {n}"))),
         };
-        let mcp_execution_wait_secs = match count("INSTANCE_AI_MCP_EXECUTION_WAIT_SECS", 25)? {
-            n @ 1..=28 => n,
-            n => return Err(malformed("INSTANCE_AI_MCP_EXECUTION_WAIT_SECS", format!("expected 1 to 28 seconds (API Gateway answers 503 at 30), got {n}"))),
-        };
+        let webhook_response_wait_secs = gateway_wait("INSTANCE_AI_WEBHOOK_RESPONSE_WAIT_SECS")?;
+        let mcp_execution_wait_secs = gateway_wait("INSTANCE_AI_MCP_EXECUTION_WAIT_SECS")?;
         let scheduler = match (get("SCHEDULER_GROUP"), get("SCHEDULER_ROLE_ARN"), get("RUNS_QUEUE_ARN")) {
             (Some(group), Some(role_arn), Some(queue_arn)) => Some(SchedulerTarget { group, role_arn, queue_arn }),
             (None, None, None) => None,

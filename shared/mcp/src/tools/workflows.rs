@@ -296,7 +296,7 @@ pub async fn execute_workflow(ctx: &Ctx<'_>, a: ExecuteWorkflowArgs) -> Result<E
         pins: RunPins::Nothing,
         ..RunRequest::default()
     };
-    Ok(outcome_out(ctx.instance().run_and_wait(&ctx.caller(), &req, ctx.server.execution_wait).await?))
+    Ok(outcome_out(ctx.instance().run_and_wait(&ctx.caller(), &req, ctx.server.execution_wait()).await?))
 }
 
 fn outcome_out(o: executions::ExecutionOutcome) -> ExecutionResultOut {
@@ -324,7 +324,7 @@ pub async fn test_workflow(ctx: &Ctx<'_>, a: TestWorkflowArgs) -> Result<Executi
         pins: RunPins::Test(a.pin_data.into_iter().collect()),
         ..RunRequest::default()
     };
-    Ok(outcome_out(ctx.instance().run_and_wait(&ctx.caller(), &req, ctx.server.execution_wait).await?))
+    Ok(outcome_out(ctx.instance().run_and_wait(&ctx.caller(), &req, ctx.server.execution_wait()).await?))
 }
 
 #[derive(Serialize, JsonSchema)]
