@@ -27,12 +27,18 @@ impl Executor {
     /// what the provider refused, scrubbed of the secret; nothing is logged
     /// of the grant or the tokens.
     pub(crate) async fn oauth_connect_here(&self, credential: &Credential, user: &UserId, grant: CodeGrant) -> Result<std::result::Result<(), String>> {
+        // delivered again after the tokens were stored (the answer was not):
+        // done; a second exchange of the code would be refused
+        if self.data().credentials.connected_with(&credential.id, user, &grant.code).await? {
+            tracing::info!(credentialId = %credential.id, "credential already connected with this code");
+            return Ok(Ok(()));
+        }
         let secret = self.data().credentials.decrypt_secret(&credential.id).await?;
         let secrets = host::Secrets::default();
         secrets.remember(secret.expose());
         let mut settings = EngineSettings::default();
         self.settings().apply_http(&mut settings);
-        let (kind, data) = (credential.kind.clone(), secret.expose().clone());
+        let (kind, data, code) = (credential.kind.clone(), secret.expose().clone(), grant.code.clone());
         // the engine's client blocks: a blocking thread
         let exchanged = tokio::task::spawn_blocking(move || {
             Engine::new(settings, engine::Host::default()).oauth2_exchange_code(&kind, &data, &grant.code, &grant.verifier, &grant.redirect_uri)
@@ -43,7 +49,7 @@ impl Executor {
             Ok(tokens) => tokens,
             Err(refused) => return Ok(Err(secrets.scrub_str(&refused))),
         };
-        self.data().credentials.connect(&credential.id, user, &SecretData::new(tokens)).await?;
+        self.data().credentials.connect(&credential.id, user, &code, &SecretData::new(tokens)).await?;
         tracing::info!(credentialId = %credential.id, "credential connected");
         Ok(Ok(()))
     }

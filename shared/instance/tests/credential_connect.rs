@@ -284,3 +284,54 @@ async fn a_callback_no_executor_answers_is_unavailable_and_says_to_connect_again
     assert!(state.lock().unwrap().token_requests.is_empty(), "the exchange was not made here");
     assert!(!err.to_string().contains(back.code.as_deref().unwrap()), "no code in the message: {err}");
 }
+
+/// SQS delivers at least once: the executor stored the tokens and stopped
+/// before its answer was written, and the exchange comes again. The code is
+/// not exchanged twice (the provider would refuse it): the connect finishes.
+#[tokio::test]
+async fn an_exchange_delivered_again_after_the_tokens_were_stored_finishes_the_connect() {
+    let state: Arc<Mutex<As>> = Arc::default();
+    let base = authorization_server(state.clone()).await;
+    let env = TestEnv::new().await;
+    let mut config = env.config.clone();
+    config.http_allowed_hosts = vec!["127.0.0.1".into()];
+    config.http_allow_private_network = true;
+    let inst = Instance::new(&env.clients, &config).await.unwrap();
+    let executor = Executor::new(inst.data.clone(), env.clients.sqs.clone(), config.queue_url(QueueId::Runs).unwrap(), ExecutorSettings::from_config(&config));
+    let sqs = env.clients.sqs.clone();
+    let (url, answers) = (config.queue_url(QueueId::Runs).unwrap().to_owned(), config.table(store::deployment::TableId::Executions).unwrap().to_owned());
+    let redelivered = Arc::new(Mutex::new(0));
+    let seen = redelivered.clone();
+    tokio::spawn(async move {
+        loop {
+            let Ok(out) = sqs.receive_message().queue_url(&url).max_number_of_messages(10).wait_time_seconds(1).send().await else { continue };
+            for m in out.messages.unwrap_or_default() {
+                let record = || executions::QueueRecord { message_id: m.message_id.clone().unwrap_or_default(), body: m.body.clone() };
+                let body: serde_json::Value = serde_json::from_str(m.body.as_deref().unwrap_or("{}")).unwrap();
+                if body["job"]["kind"] == "oAuthConnect" {
+                    // the tokens are stored, then the answer's write fails:
+                    // the message is reported failed, and comes again
+                    store::testing::inject_transaction_conflicts(&answers, "PutItem", 1);
+                    assert_eq!(executor.handle_queue_batch([record()]).await.len(), 1, "the answer was not written");
+                    *seen.lock().unwrap() += 1;
+                }
+                assert!(executor.handle_queue_batch([record()]).await.is_empty());
+                sqs.delete_message().queue_url(&url).receipt_handle(m.receipt_handle.clone().unwrap_or_default()).send().await.unwrap();
+            }
+        }
+    });
+    let alice = caller("alice");
+    let data = json!({"grantType": "pkce", "authUrl": format!("{base}/authorize"), "accessTokenUrl": format!("{base}/token"), "clientId": CLIENT});
+    let cred = inst.create_credential(&alice, NewCredentialInput { name: "My API".into(), kind: "oAuth2Api".into(), data, description: None, project_id: None }).await.unwrap();
+    let start = inst.start_oauth_connect(&alice, &cred.id, CALLBACK).await.unwrap();
+    let back = authorize(&start.authorization_url).await;
+    let connected = inst.finish_oauth_connect(&back).await;
+    assert!(connected.is_ok(), "{connected:?}");
+    assert_eq!(*redelivered.lock().unwrap(), 1, "the exchange was delivered twice");
+    let exchanges: Vec<_> = state.lock().unwrap().token_requests.iter().map(|r| r["grant_type"].clone()).collect();
+    assert_eq!(exchanges, ["authorization_code"], "the code was exchanged once");
+    let connection = inst.data.credentials.connection(&cred.id).await.unwrap().expect("connected");
+    assert_eq!(connection.connected_by, alice.user.0);
+    let tokens = inst.data.credentials.decrypt_tokens(&cred.id).await.unwrap().unwrap();
+    assert_eq!(tokens.expose()["access_token"], json!(state.lock().unwrap().access[0]), "the tokens the one exchange gave");
+}

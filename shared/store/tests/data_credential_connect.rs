@@ -7,6 +7,7 @@ mod data_support;
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use serde_json::json;
+use protocol::UserId;
 use store::data::credentials::{NewCredential, SecretData};
 use store::deployment::TableId;
 
@@ -79,7 +80,10 @@ async fn tokens_are_sealed_bound_and_refreshed_over_the_one_they_replace() {
     assert!(c.connection(&id).await.unwrap().is_none() && c.decrypt_tokens(&id).await.unwrap().is_none());
 
     let tokens = json!({"access_token": ACCESS, "refresh_token": REFRESH, "token_type": "Bearer", "expires_at": 1_900_000_000, "scope": "s1 s2"});
-    c.connect(&id, &alice, &SecretData::new(tokens.clone())).await.unwrap();
+    c.connect(&id, &alice, "code-1", &SecretData::new(tokens.clone())).await.unwrap();
+    assert!(c.connected_with(&id, &alice, "code-1").await.unwrap(), "made with that code");
+    assert!(!c.connected_with(&id, &alice, "code-2").await.unwrap() && !c.connected_with(&other, &alice, "code-1").await.unwrap());
+    assert!(!c.connected_with(&id, &UserId::from("bob".to_owned()), "code-1").await.unwrap(), "by alice");
     let conn = c.connection(&id).await.unwrap().expect("connected");
     assert_eq!((conn.connected_by.as_str(), conn.token_expires_at, conn.scope.as_deref()), (alice.0.as_str(), Some(1_900_000_000), Some("s1 s2")));
     assert!(!format!("{conn:?}").contains("ACCESS") && !serde_json::to_string(&conn).unwrap().contains("REFRESH"));
@@ -108,9 +112,10 @@ async fn tokens_are_sealed_bound_and_refreshed_over_the_one_they_replace() {
     assert!(c.refresh_tokens(&id, ACCESS, &SecretData::new(fresh.clone())).await.unwrap());
     assert_eq!(c.decrypt_tokens(&id).await.unwrap().unwrap().expose(), &fresh);
     assert_eq!(c.connection(&id).await.unwrap().unwrap().connected_by, alice.0, "still the user who connected");
+    assert!(c.connected_with(&id, &alice, "code-1").await.unwrap(), "a refresh keeps what the connection was made with");
     assert!(!c.refresh_tokens(&id, ACCESS, &SecretData::new(tokens)).await.unwrap(), "a late, racing refresh loses");
 
     c.delete(&id).await.unwrap();
     assert!(c.connection(&id).await.unwrap().is_none(), "gone with the credential");
-    assert!(c.connect(&id, &alice, &SecretData::new(fresh)).await.is_err(), "no connection for a deleted credential");
+    assert!(c.connect(&id, &alice, "code-2", &SecretData::new(fresh)).await.is_err(), "no connection for a deleted credential");
 }

@@ -10,8 +10,10 @@
 //!   `redirectUri`, the sealed PKCE verifier, `expiresAt` (Unix seconds).
 //!   The `state` handed to the provider is `<credential id>.<secret>`.
 //! - `sk=oauth`: the sealed token data, `connectedBy`, `connectedAt`,
-//!   `tokenExpiresAt`, `scope` and `tokenHash` (SHA-256 of the access token:
-//!   a refresh writes only over the token it replaced).
+//!   `tokenExpiresAt`, `scope`, `tokenHash` (SHA-256 of the access token:
+//!   a refresh writes only over the token it replaced) and `codeHash`
+//!   (SHA-256 of the authorization code the connection was made with: a
+//!   redelivered exchange of that code finds it done).
 
 use super::{pk, Credentials, SecretData};
 use crate::data::db::{self, b, get_b, get_s, is_condition_failed, key, n, s, tx_put, Item};
@@ -188,10 +190,12 @@ impl Credentials {
         Ok(item)
     }
 
-    /// Stores the tokens `user` connected credential `id` with (replacing
-    /// any earlier connection), if the credential still exists.
-    pub async fn connect(&self, id: &str, user: &UserId, tokens: &SecretData) -> Result<(), StoreError> {
-        let item = self.token_item(id, &user.0, &db::now_iso(), tokens).await?;
+    /// Stores the tokens `user` connected credential `id` with, by
+    /// exchanging authorization `code` (replacing any earlier connection),
+    /// if the credential still exists.
+    pub async fn connect(&self, id: &str, user: &UserId, code: &str, tokens: &SecretData) -> Result<(), StoreError> {
+        let mut item = self.token_item(id, &user.0, &db::now_iso(), tokens).await?;
+        item.insert("codeHash".into(), s(hash(code)));
         let t = &self.table.name;
         self.table
             .transact(vec![db::tx_check(t, key(pk(id), "cred"), "attribute_exists(pk)", vec![])?, tx_put(t, item, None)?], &format!("credential {id} does not exist"))
@@ -204,7 +208,10 @@ impl Credentials {
         let Some(current) = self.table.get_raw(&pk(id), "oauth").await? else { return Ok(false) };
         let user = get_s(&current, "connectedBy").unwrap_or_default().to_owned();
         let connected_at = get_s(&current, "connectedAt").unwrap_or_default().to_owned();
-        let item = self.token_item(id, &user, &connected_at, tokens).await?;
+        let mut item = self.token_item(id, &user, &connected_at, tokens).await?;
+        if let Some(code_hash) = current.get("codeHash") {
+            item.insert("codeHash".into(), code_hash.clone());
+        }
         self.table.count();
         let res = self
             .table
@@ -231,6 +238,14 @@ impl Credentials {
         let user = get_s(&item, "connectedBy").unwrap_or_default().to_owned();
         let plain = self.unseal(id, &item, &tokens_aad(id, &user)).await?;
         serde_json::from_slice(&plain).map(|v| Some(SecretData::new(v))).map_err(|e| StoreError::Corrupt(format!("credential {id}: {e}")))
+    }
+
+    /// Whether credential `id` is connected by `user` with the tokens
+    /// authorization `code` gave: an exchange delivered again after it
+    /// stored them (a provider redeems a code once, and would refuse).
+    pub async fn connected_with(&self, id: &str, user: &UserId, code: &str) -> Result<bool, StoreError> {
+        let Some(item) = self.table.get_raw(&pk(id), "oauth").await? else { return Ok(false) };
+        Ok(get_s(&item, "connectedBy") == Some(user.0.as_str()) && get_s(&item, "codeHash") == Some(hash(code).as_str()))
     }
 
     /// Credential `id`'s connection, without its tokens.
