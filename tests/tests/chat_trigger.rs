@@ -291,7 +291,7 @@ async fn an_embedded_chat_for_project_members_answers_when_the_last_node_finishe
     assert_eq!(stranger.status(), 403, "bob is not a member of alice's project");
     let member = s.http.post(&url).bearer_auth(ALICE).header("origin", "https://site.example").json(&msg).send().await.unwrap();
     assert_eq!(member.status(), 200);
-    assert_eq!(member.headers()["access-control-allow-origin"], "*");
+    assert_eq!(member.headers()["access-control-allow-origin"], "https://site.example", "n8n echoes the origin under the default \"*\"");
     let answer: Value = member.json().await.unwrap();
     assert_eq!(answer, json!({"output": "You said: hello"}));
     // embedded: no hosted page

@@ -237,7 +237,7 @@ async fn webhooks_answer_in_every_response_mode_and_refuse_what_they_must() {
         .await
         .unwrap();
     assert_eq!(pre.status(), 204, "CORS preflight");
-    assert_eq!(pre.headers()["access-control-allow-methods"], "POST, OPTIONS");
+    assert_eq!(pre.headers()["access-control-allow-methods"], "OPTIONS, POST");
     let done = s.settled(&echo, 1, Duration::from_secs(20)).await;
     assert_eq!(output(&s.run_data(&echo, done[0]["id"].as_str().unwrap()).await, "After")["after"], "responded");
 
@@ -303,6 +303,124 @@ async fn webhooks_answer_in_every_response_mode_and_refuse_what_they_must() {
     let r = s.http.post(s.url("/webhook/orders")).basic_auth("ann", Some("s3cret-pw")).json(&json!({})).send().await.unwrap();
     assert_eq!(r.status(), 404);
     s.publish(&clash).await.expect("the path is free again");
+    s.cloud.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn bearer_auth_and_allowed_origins_answer_as_n8n_does() {
+    let s = stack(|_| {}).await;
+    let cred = s
+        .data
+        .credentials
+        .create(NewCredential {
+            name: "Partner token".into(),
+            kind: "httpBearerAuth".into(),
+            description: None,
+            project_id: s.project.clone(),
+            is_managed: false,
+            is_global: false,
+            secret: SecretData::new(json!({"token": "tok-3xyz"})),
+        })
+        .await
+        .expect("credential");
+
+    // Bearer auth with a list of allowed origins.
+    let mut hook = node(
+        "Webhook",
+        "n8n-nodes-base.webhook",
+        2.0,
+        json!({"httpMethod": "POST", "path": "partner", "authentication": "bearerAuth", "options": {"responseData": "ok", "allowedOrigins": "https://a.example, https://b.example"}}),
+    );
+    hook["credentials"] = json!({"httpBearerAuth": {"id": cred.id, "name": "Partner token"}});
+    let partner = s.workflow("Partner in", chain(vec![hook, node("Store", "n8n-nodes-base.noOp", 1.0, json!({}))])).await;
+    s.publish(&partner).await.expect("publish (bearerAuth and allowedOrigins are accepted)");
+    let url = s.url("/webhook/partner");
+
+    // n8n: a missing or wrong bearer header is 403 "Authorization data is wrong!"
+    let r = s.http.post(&url).header("origin", "https://b.example").json(&json!({"n": 1})).send().await.unwrap();
+    assert_eq!(r.status(), 403, "no header");
+    assert_eq!(r.headers()["www-authenticate"], "Basic realm=\"Webhook\"");
+    assert_eq!(r.headers()["access-control-allow-origin"], "https://b.example", "a refusal carries the CORS headers");
+    assert!(r.text().await.unwrap().contains("Authorization data is wrong!"));
+    let r = s.http.post(&url).bearer_auth("tok-wrong").json(&json!({"n": 1})).send().await.unwrap();
+    assert_eq!(r.status(), 403, "a wrong token");
+    let r = s.http.post(&url).basic_auth("tok-3xyz", Some("")).json(&json!({"n": 1})).send().await.unwrap();
+    assert_eq!(r.status(), 403, "another scheme");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(s.executions(&partner).await.is_empty(), "nothing ran for a refused request");
+
+    // The right token runs; an allowed origin is echoed, with the path's methods.
+    let r = s.http.post(&url).bearer_auth("tok-3xyz").header("origin", "https://b.example").json(&json!({"n": 2})).send().await.unwrap();
+    assert_eq!(r.status(), 200);
+    assert_eq!(r.headers()["access-control-allow-origin"], "https://b.example");
+    assert_eq!(r.headers()["access-control-allow-methods"], "OPTIONS, POST");
+    assert!(r.headers().get("access-control-max-age").is_none(), "max-age is for preflights");
+    assert_eq!(r.text().await.unwrap(), "ok");
+    let done = s.settled(&partner, 1, Duration::from_secs(20)).await;
+    assert_eq!(done[0]["status"], "success");
+    let run = s.run_data(&partner, done[0]["id"].as_str().unwrap()).await;
+    assert_eq!(output(&run, "Store")["body"], json!({"n": 2}));
+    // the run data the agent and MCP clients read keep the scheme, not the token
+    assert_eq!(output(&run, "Store")["headers"]["authorization"], "Bearer [redacted]");
+    assert!(!run.to_string().contains("tok-3xyz"), "the token is nowhere in the run data");
+    // An origin not on the list gets the list's first entry (the browser refuses the answer).
+    let r = s.http.post(&url).bearer_auth("tok-3xyz").header("origin", "https://evil.example").json(&json!({"n": 3})).send().await.unwrap();
+    assert_eq!(r.status(), 200);
+    assert_eq!(r.headers()["access-control-allow-origin"], "https://a.example");
+    // No Origin, no CORS headers.
+    let r = s.http.post(&url).bearer_auth("tok-3xyz").json(&json!({"n": 4})).send().await.unwrap();
+    assert_eq!(r.status(), 200);
+    assert!(r.headers().get("access-control-allow-origin").is_none());
+    s.settled(&partner, 3, Duration::from_secs(20)).await;
+
+    // A preflight is answered without running anything, with the node's policy.
+    let preflight = |origin: &'static str| {
+        s.http
+            .request(reqwest::Method::OPTIONS, &url)
+            .header("origin", origin)
+            .header("access-control-request-method", "POST")
+            .header("access-control-request-headers", "authorization, content-type")
+            .send()
+    };
+    let pre = preflight("https://a.example").await.unwrap();
+    assert_eq!(pre.status(), 204);
+    assert_eq!(pre.headers()["access-control-allow-origin"], "https://a.example");
+    assert_eq!(pre.headers()["access-control-allow-methods"], "OPTIONS, POST");
+    assert_eq!(pre.headers()["access-control-max-age"], "300");
+    assert_eq!(pre.headers()["access-control-allow-headers"], "authorization, content-type");
+    assert!(pre.bytes().await.unwrap().is_empty());
+    let pre = preflight("https://evil.example").await.unwrap();
+    assert_eq!((pre.status().as_u16(), pre.headers()["access-control-allow-origin"].to_str().unwrap()), (204, "https://a.example"));
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(s.executions(&partner).await.len(), 3, "a preflight starts no execution");
+
+    // The default ("*", or the option unset): the caller's origin is echoed.
+    let open = s
+        .workflow(
+            "Open",
+            chain(vec![
+                node("Webhook", "n8n-nodes-base.webhook", 2.0, json!({"httpMethod": "GET", "path": "open", "options": {"allowedOrigins": "*"}})),
+                node("Done", "n8n-nodes-base.noOp", 1.0, json!({})),
+            ]),
+        )
+        .await;
+    s.publish(&open).await.expect("publish");
+    let r = s.http.get(s.url("/webhook/open")).header("origin", "https://anyone.example").send().await.unwrap();
+    assert_eq!(r.status(), 200);
+    assert_eq!(r.headers()["access-control-allow-origin"], "https://anyone.example");
+    assert_eq!(r.headers()["access-control-allow-methods"], "OPTIONS, GET");
+    let pre = s
+        .http
+        .request(reqwest::Method::OPTIONS, s.url("/webhook/open"))
+        .header("origin", "null")
+        .header("access-control-request-method", "GET")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!((pre.status().as_u16(), pre.headers()["access-control-allow-origin"].to_str().unwrap()), (204, "*"), "a file:// page");
+    assert!(pre.headers().get("access-control-allow-headers").is_none());
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(s.executions(&open).await.len(), 1, "only the GET ran");
     s.cloud.shutdown().await;
 }
 

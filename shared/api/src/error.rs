@@ -140,6 +140,7 @@ impl From<triggers::TriggerError> for ApiError {
             T::Store(s) => s.into(),
             T::Execution(x) => x.into(),
             T::Scheduler(m) => ApiError::Internal(m),
+            T::WithHeaders { error, .. } => ApiError::from(*error),
         }
     }
 }

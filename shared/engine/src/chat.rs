@@ -75,8 +75,8 @@ pub struct ChatSpec {
     pub auth: ChatAuth,
     pub response_mode: ChatResponseMode,
     pub load_previous: LoadPreviousSession,
-    /// `allowedOrigins` (CORS): `*` or a comma-separated list.
-    pub allowed_origins: String,
+    // `allowedOrigins` (CORS) is read where every webhook path's CORS is:
+    // `webhook::allowed_origins`.
     pub page: PageOptions,
 }
 
@@ -141,7 +141,6 @@ impl ChatSpec {
             auth,
             response_mode,
             load_previous,
-            allowed_origins: text(opt("allowedOrigins")).filter(|o| !o.trim().is_empty()).unwrap_or_else(|| "*".into()),
             page: PageOptions {
                 title: text(opt("title")).unwrap_or_else(|| "Hi there! 👋".into()),
                 subtitle: text(opt("subtitle")).unwrap_or_else(|| "Start a chat. We're here to help you 24/7.".into()),
@@ -154,15 +153,6 @@ impl ChatSpec {
                 initial_messages: initial.lines().map(str::trim).filter(|l| !l.is_empty()).map(str::to_owned).collect(),
             },
         })
-    }
-
-    /// The `Access-Control-Allow-Origin` for a request from `origin`, when allowed.
-    pub fn allow_origin(&self, origin: &str) -> Option<String> {
-        let list = self.allowed_origins.trim();
-        if list == "*" {
-            return Some("*".into());
-        }
-        list.split(',').map(str::trim).any(|o| o == origin).then(|| origin.to_owned())
     }
 }
 
@@ -227,8 +217,6 @@ mod tests {
         .unwrap();
         assert_eq!((s.mode, s.auth, s.response_mode, s.load_previous), (ChatMode::Embedded, ChatAuth::Basic, ChatResponseMode::Streaming, LoadPreviousSession::Memory));
         assert_eq!(s.page.title, "Support");
-        assert_eq!(s.allow_origin("https://b.example").as_deref(), Some("https://b.example"));
-        assert_eq!(s.allow_origin("https://evil.example"), None);
         // availableInChat streams by default
         assert_eq!(ChatSpec::of(&node(json!({"availableInChat": true}), 1.2)).unwrap().response_mode, ChatResponseMode::Streaming);
         assert!(ChatSpec::of(&node(json!({"authentication": "oauth"}), 1.1)).unwrap_err().contains("oauth"));

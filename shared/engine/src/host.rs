@@ -63,13 +63,69 @@ pub struct RowFilter {
     pub conditions: Vec<RowCondition>,
 }
 
-/// n8n data tables (rows of JSON objects).
+/// The Data table node's table list: a case-insensitive name filter, a
+/// sort (`createdAt`, `name`, `updatedAt`; descending or not) and a page.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TableQuery {
+    pub name_contains: Option<String>,
+    pub sort: Option<(String, bool)>,
+    pub skip: usize,
+    pub take: Option<usize>,
+}
+
+/// n8n data tables (rows of JSON objects). `table` names a table of the
+/// workflow's project by id or by name. The `*_dry_run` methods are n8n's
+/// `dryRun` option: the rows a write would touch as `dryRunState`
+/// before/after pairs, nothing written. The table methods are the node's
+/// `table` resource; tables are `{id, name, projectId, columns, createdAt,
+/// updatedAt}`. Hosts without them refuse clearly.
 pub trait DataTableProvider: Send + Sync {
     fn insert(&self, table: &str, rows: Vec<Value>) -> Result<Vec<Value>, String>;
     fn get(&self, table: &str, filter: &RowFilter, limit: Option<usize>) -> Result<Vec<Value>, String>;
     fn update(&self, table: &str, filter: &RowFilter, set: &Value) -> Result<Vec<Value>, String>;
     fn delete(&self, table: &str, filter: &RowFilter) -> Result<Vec<Value>, String>;
     fn upsert(&self, table: &str, filter: &RowFilter, row: &Value) -> Result<Vec<Value>, String>;
+
+    /// `get` in the order of a column (system columns included),
+    /// descending or not.
+    fn get_sorted(&self, table: &str, filter: &RowFilter, limit: Option<usize>, sort: Option<(&str, bool)>) -> Result<Vec<Value>, String> {
+        match sort {
+            None => self.get(table, filter, limit),
+            Some(_) => Err("sorting rows is not available on this host".into()),
+        }
+    }
+    fn update_dry_run(&self, _table: &str, _filter: &RowFilter, _set: &Value) -> Result<Vec<Value>, String> {
+        Err("dry runs are not available on this host".into())
+    }
+    fn upsert_dry_run(&self, _table: &str, _filter: &RowFilter, _row: &Value) -> Result<Vec<Value>, String> {
+        Err("dry runs are not available on this host".into())
+    }
+    fn delete_dry_run(&self, _table: &str, _filter: &RowFilter) -> Result<Vec<Value>, String> {
+        Err("dry runs are not available on this host".into())
+    }
+    /// The matching tables of the page and how many match in all.
+    fn list_tables(&self, _query: &TableQuery) -> Result<(Vec<Value>, usize), String> {
+        Err("listing data tables is not available on this host".into())
+    }
+    /// The table named exactly `name`, if any.
+    fn table_named(&self, _name: &str) -> Result<Option<Value>, String> {
+        Err("finding data tables is not available on this host".into())
+    }
+    /// Creates a table; `columns` are `(name, type)` with n8n's types
+    /// (`string`, `number`, `boolean`, `date`).
+    fn create_table(&self, _name: &str, _columns: &[(String, String)]) -> Result<Value, String> {
+        Err("creating data tables is not available on this host".into())
+    }
+    fn rename_table(&self, _table: &str, _new_name: &str) -> Result<(), String> {
+        Err("renaming data tables is not available on this host".into())
+    }
+    fn delete_table(&self, _table: &str) -> Result<(), String> {
+        Err("deleting data tables is not available on this host".into())
+    }
+    /// Deletes every row; returns how many there were.
+    fn clear_table(&self, _table: &str) -> Result<usize, String> {
+        Err("clearing data tables is not available on this host".into())
+    }
 }
 
 /// Files for the file nodes (Read/Write Files from Disk, Read/Write Binary

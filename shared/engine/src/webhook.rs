@@ -425,6 +425,7 @@ pub enum WebhookAuth {
     Basic,
     Header,
     Jwt,
+    Bearer,
 }
 
 impl WebhookAuth {
@@ -442,6 +443,7 @@ impl WebhookAuth {
             "basicAuth" => WebhookAuth::Basic,
             "headerAuth" => WebhookAuth::Header,
             "jwtAuth" => WebhookAuth::Jwt,
+            "bearerAuth" => WebhookAuth::Bearer,
             other => {
                 return Err(EngineError::node(format!(
                     "The authentication method \"{other}\" of node \"{}\" is not supported",
@@ -458,6 +460,7 @@ impl WebhookAuth {
             WebhookAuth::Basic => Some("httpBasicAuth"),
             WebhookAuth::Header => Some("httpHeaderAuth"),
             WebhookAuth::Jwt => Some("jwtAuth"),
+            WebhookAuth::Bearer => Some("httpBearerAuth"),
         }
     }
 }
@@ -507,8 +510,42 @@ pub fn authenticate(
                 .ok_or_else(|| Refusal::new(401, Some("No token provided")))?;
             verify_jwt(c, token).map(Some).map_err(|m| Refusal { status: 403, message: m, challenge: false })
         }
+        // n8n compares the whole header with `Bearer <token>`: a missing
+        // header is 403 as a wrong one is (not 401 as for basic auth).
+        WebhookAuth::Bearer => {
+            let token = credential.and_then(|c| field(c, "token")).ok_or_else(no_data)?;
+            match header("authorization") {
+                Some(v) if constant_time_eq(v, &format!("Bearer {token}")) => Ok(None),
+                _ => Err(Refusal::new(403, None)),
+            }
+        }
     }
 }
+
+/// After [`authenticate`] admitted a request: the header that carried the
+/// credential, redacted in what becomes the trigger's item. n8n passes it on
+/// as received; here the item is stored run data, which the agent and MCP
+/// clients read, and a credential is never shown to them. The scheme stays
+/// (`Bearer [redacted]`); that the workflow runs says the request passed.
+pub fn redact_credential(auth: WebhookAuth, credential: Option<&Value>, headers: &mut Map<String, Value>) {
+    let name = match auth {
+        WebhookAuth::None => return,
+        WebhookAuth::Header => match credential.and_then(|c| c.get("name")).and_then(Value::as_str) {
+            Some(n) => n.to_ascii_lowercase(),
+            None => return,
+        },
+        WebhookAuth::Basic | WebhookAuth::Jwt | WebhookAuth::Bearer => "authorization".to_owned(),
+    };
+    if let Some(v) = headers.get_mut(&name) {
+        let scheme = v.as_str().and_then(|s| s.trim().split_once(' ')).map(|(scheme, _)| scheme.to_owned());
+        *v = Value::String(match scheme {
+            Some(s) if auth != WebhookAuth::Header => format!("{s} {REDACTED}"),
+            _ => REDACTED.to_owned(),
+        });
+    }
+}
+
+const REDACTED: &str = "[redacted]";
 
 /// `Basic base64(user:password)` (scheme case-insensitive, password may hold `:`).
 fn parse_basic(v: &str) -> Option<(String, String)> {
@@ -929,6 +966,63 @@ pub fn last_node_response(spec: &ResponseSpec, state: &ExecutionState) -> HttpRe
     resp
 }
 
+// ---------------------------------------------------------------------------
+// CORS, as n8n's webhook server answers it (`WebhookRequestHandler`,
+// `CorsPolicy.applyCorsHeaders`, cors-utils' `determineAllowedOrigin`)
+// ---------------------------------------------------------------------------
+
+/// A webhook-like node's `options.allowedOrigins` (Webhook, Chat Trigger):
+/// `*` or a comma-separated list; `None` when unset or empty. n8n reads the
+/// raw parameter (no expression is resolved for it).
+pub fn allowed_origins(node: &Node) -> Option<&str> {
+    node.parameters.get("options")?.get("allowedOrigins")?.as_str().filter(|s| !s.trim().is_empty())
+}
+
+/// The `Access-Control-Allow-Origin` n8n sends for a request from `origin`
+/// under a node's `allowed` origins: `*` echoes the origin (`*` for none or
+/// `null`, a file:// page); a list echoes an origin on it and otherwise
+/// names its first entry (the browser then refuses the answer); no policy
+/// echoes the origin.
+pub fn allow_origin(allowed: Option<&str>, origin: Option<&str>) -> String {
+    let origin = origin.filter(|o| !o.is_empty());
+    match allowed.map(str::trim) {
+        Some("*") => origin.filter(|o| *o != "null").unwrap_or("*").to_owned(),
+        Some(list) => {
+            let entries: Vec<&str> = list.split(',').map(str::trim).collect();
+            match origin.filter(|o| *o != "null" && entries.contains(o)) {
+                Some(o) => o.to_owned(),
+                None => entries.first().copied().unwrap_or("*").to_owned(),
+            }
+        }
+        None => origin.unwrap_or("*").to_owned(),
+    }
+}
+
+/// The CORS headers of an answer at a webhook path: set on a preflight
+/// (`OPTIONS`) and on any request with an `Origin` header, none otherwise.
+/// `methods` are those registered at the path (`OPTIONS` goes first);
+/// `allowed` is the `allowedOrigins` of the node answering the method
+/// asked for (a preflight's `Access-Control-Request-Method`).
+pub fn cors_headers(method: &str, origin: Option<&str>, request_headers: Option<&str>, methods: &[&str], allowed: Option<&str>) -> Vec<(String, String)> {
+    let preflight = method.eq_ignore_ascii_case("OPTIONS");
+    if !preflight && origin.is_none() {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    if !methods.is_empty() {
+        let list: Vec<&str> = std::iter::once("OPTIONS").chain(methods.iter().copied()).collect();
+        out.push(("access-control-allow-methods".to_owned(), list.join(", ")));
+    }
+    out.push(("access-control-allow-origin".to_owned(), allow_origin(allowed, origin)));
+    if preflight {
+        out.push(("access-control-max-age".to_owned(), "300".to_owned()));
+        if let Some(h) = request_headers.filter(|h| !h.is_empty()) {
+            out.push(("access-control-allow-headers".to_owned(), h.to_owned()));
+        }
+    }
+    out
+}
+
 /// `n8n-nodes-base.webhook` and friends: whether a node answers HTTP calls
 /// (so an execution may owe its caller a response).
 pub fn is_webhook_node(node_type: &str) -> bool {
@@ -966,6 +1060,44 @@ mod tests {
         assert_eq!(ResponseSpec::of(&v2).code, 418);
         let v2b = node(json!({"name": "W", "type": WEBHOOK_TYPE, "typeVersion": 2, "parameters": {"options": {"responseCode": {"values": {"responseCode": 204}}}}}));
         assert_eq!(ResponseSpec::of(&v2b).code, 204);
+    }
+
+    #[test]
+    fn the_header_that_carried_the_credential_is_redacted() {
+        let mut headers = json!({"authorization": "Bearer tok-1", "x-key": "k-2", "accept": "*/*"}).as_object().cloned().unwrap_or_default();
+        let header_cred = json!({"name": "X-Key", "value": "k-2"});
+        redact_credential(WebhookAuth::Header, Some(&header_cred), &mut headers);
+        assert_eq!(headers["x-key"], "[redacted]");
+        assert_eq!(headers["authorization"], "Bearer tok-1", "not the header this credential names");
+        redact_credential(WebhookAuth::Bearer, None, &mut headers);
+        assert_eq!(headers["authorization"], "Bearer [redacted]");
+        headers.insert("authorization".into(), json!("Basic YTpi"));
+        redact_credential(WebhookAuth::Basic, None, &mut headers);
+        assert_eq!(headers["authorization"], "Basic [redacted]");
+        redact_credential(WebhookAuth::None, None, &mut headers);
+        assert_eq!(headers["accept"], "*/*");
+    }
+
+    #[test]
+    fn cors_origins_as_n8n_determines_them() {
+        let o = Some("https://a.example");
+        assert_eq!(allow_origin(Some("*"), o), "https://a.example");
+        assert_eq!(allow_origin(Some("*"), Some("null")), "*");
+        assert_eq!(allow_origin(None, o), "https://a.example");
+        assert_eq!(allow_origin(Some("https://b.example, https://a.example"), o), "https://a.example");
+        assert_eq!(allow_origin(Some("https://b.example, https://c.example"), o), "https://b.example");
+        let pre = cors_headers("OPTIONS", o, Some("content-type"), &["GET", "POST"], Some("*"));
+        assert_eq!(
+            pre,
+            [
+                ("access-control-allow-methods", "OPTIONS, GET, POST"),
+                ("access-control-allow-origin", "https://a.example"),
+                ("access-control-max-age", "300"),
+                ("access-control-allow-headers", "content-type"),
+            ]
+            .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        );
+        assert!(cors_headers("POST", None, None, &["POST"], Some("*")).is_empty(), "no Origin, no CORS headers");
     }
 
     #[test]

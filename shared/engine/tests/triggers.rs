@@ -145,6 +145,22 @@ fn basic_and_header_auth_answer_as_n8n_does() {
 }
 
 #[test]
+fn bearer_auth_answers_as_n8n_does() {
+    let bearer = json!({"token": "t-0k3n"});
+    assert_eq!(authenticate(WebhookAuth::Bearer, Some(&bearer), &headers(&[("authorization", "Bearer t-0k3n")])), Ok(None));
+    let wrong = authenticate(WebhookAuth::Bearer, Some(&bearer), &headers(&[("authorization", "Bearer t-0k3")])).unwrap_err();
+    assert_eq!((wrong.status, wrong.message.as_str(), wrong.challenge), (403, "Authorization data is wrong!", true));
+    // n8n compares the whole header: a missing one or another scheme is 403 too (not 401)
+    assert_eq!(authenticate(WebhookAuth::Bearer, Some(&bearer), &headers(&[])).unwrap_err().status, 403);
+    assert_eq!(authenticate(WebhookAuth::Bearer, Some(&bearer), &headers(&[("authorization", "bearer t-0k3n")])).unwrap_err().status, 403);
+    let none = authenticate(WebhookAuth::Bearer, Some(&json!({"token": ""})), &headers(&[("authorization", "Bearer ")])).unwrap_err();
+    assert_eq!((none.status, none.message.as_str()), (500, "No authentication data defined on node!"));
+    assert_eq!(authenticate(WebhookAuth::Bearer, None, &headers(&[])).unwrap_err().status, 500);
+    let n = as_node(node("Webhook", "n8n-nodes-base.webhook", 2.0, json!({"path": "p", "authentication": "bearerAuth"})));
+    assert_eq!(WebhookAuth::of(&n).unwrap().credential_type(), Some("httpBearerAuth"));
+}
+
+#[test]
 fn jwt_auth_verifies_hmac_and_rsa_tokens() {
     let hs = json!({"keyType": "passphrase", "secret": "shh", "algorithm": "HS256"});
     let token = engine::webhook::sign_jwt(&hs, &json!({"sub": "u1"})).unwrap();

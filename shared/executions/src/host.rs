@@ -8,12 +8,15 @@
 
 use engine::host::{
     ChatMemoryStore, CredentialsProvider, DataTableProvider, Host, ProcessedDataStore, RowFilter,
-    SubExecutionRecorder, SystemResolver, WorkflowProvider,
+    SubExecutionRecorder, SystemResolver, TableQuery, WorkflowProvider,
 };
 use engine::EngineSettings;
 use serde_json::{json, Map, Value};
 use std::sync::{Arc, Mutex};
-use store::data::data_tables::{Condition, Filter, FilterKind, Op, RowQuery};
+use store::data::data_tables::{
+    ColumnType, Condition, DataTable, Filter, FilterKind, NewColumn, Op, RowQuery, SortDirection,
+    MAX_ROWS_PER_INSERT,
+};
 use store::data::executions::ExecutionMode;
 use store::data::credentials::SecretData;
 use store::data::InstanceData;
@@ -483,19 +486,48 @@ impl StoreDataTables {
     }
 }
 
+fn table_json(t: &DataTable) -> Result<Value, String> {
+    serde_json::to_value(t).map_err(|e| e.to_string())
+}
+
 impl DataTableProvider for StoreDataTables {
     fn insert(&self, table: &str, new_rows: Vec<Value>) -> Result<Vec<Value>, String> {
         let id = self.resolve(table)?;
         let maps = new_rows.iter().map(object).collect::<Result<Vec<_>, _>>()?;
         let s = &self.0;
-        s.handle
-            .block_on(s.data.data_tables.insert_rows(&id, &maps))
-            .map(rows)
-            .map_err(|e| e.to_string())
+        // A bulk insert (every input item at once) may exceed the store's
+        // batch: written batch by batch.
+        let mut out = Vec::with_capacity(maps.len());
+        for batch in maps.chunks(MAX_ROWS_PER_INSERT) {
+            let written = s
+                .handle
+                .block_on(s.data.data_tables.insert_rows(&id, batch))
+                .map_err(|e| e.to_string())?;
+            out.extend(rows(written));
+        }
+        Ok(out)
     }
 
     fn get(&self, table: &str, f: &RowFilter, limit: Option<usize>) -> Result<Vec<Value>, String> {
+        self.get_sorted(table, f, limit, None)
+    }
+
+    fn get_sorted(
+        &self,
+        table: &str,
+        f: &RowFilter,
+        limit: Option<usize>,
+        sort: Option<(&str, bool)>,
+    ) -> Result<Vec<Value>, String> {
         let id = self.resolve(table)?;
+        let sort_by = sort.map(|(column, desc)| {
+            let dir = if desc {
+                SortDirection::Desc
+            } else {
+                SortDirection::Asc
+            };
+            (column.to_owned(), dir)
+        });
         let filter = (!f.conditions.is_empty()).then(|| filter(f)).transpose()?;
         let s = &self.0;
         let mut out = Vec::new();
@@ -510,6 +542,7 @@ impl DataTableProvider for StoreDataTables {
             }
             let q = RowQuery {
                 filter: filter.clone(),
+                sort_by: sort_by.clone(),
                 limit: Some(want),
                 cursor: cursor.take(),
                 ..RowQuery::default()
@@ -554,6 +587,124 @@ impl DataTableProvider for StoreDataTables {
         s.handle
             .block_on(s.data.data_tables.upsert(&id, &filter(f)?, &object(row)?))
             .map(|r| rows(r.rows))
+            .map_err(|e| e.to_string())
+    }
+
+    fn update_dry_run(&self, table: &str, f: &RowFilter, set: &Value) -> Result<Vec<Value>, String> {
+        let id = self.resolve(table)?;
+        let s = &self.0;
+        s.handle
+            .block_on(s.data.data_tables.preview_update(&id, &filter(f)?, &object(set)?))
+            .map(rows)
+            .map_err(|e| e.to_string())
+    }
+
+    fn upsert_dry_run(&self, table: &str, f: &RowFilter, row: &Value) -> Result<Vec<Value>, String> {
+        let id = self.resolve(table)?;
+        let s = &self.0;
+        s.handle
+            .block_on(s.data.data_tables.preview_upsert(&id, &filter(f)?, &object(row)?))
+            .map(rows)
+            .map_err(|e| e.to_string())
+    }
+
+    fn delete_dry_run(&self, table: &str, f: &RowFilter) -> Result<Vec<Value>, String> {
+        let id = self.resolve(table)?;
+        let s = &self.0;
+        s.handle
+            .block_on(s.data.data_tables.preview_delete(&id, &filter(f)?))
+            .map(rows)
+            .map_err(|e| e.to_string())
+    }
+
+    fn list_tables(&self, q: &TableQuery) -> Result<(Vec<Value>, usize), String> {
+        let s = &self.0;
+        let mut all = s
+            .handle
+            .block_on(s.data.data_tables.list_all(&s.project_id))
+            .map_err(|e| e.to_string())?;
+        if let Some(needle) = q.name_contains.as_deref().map(str::to_lowercase) {
+            all.retain(|t| t.name.to_lowercase().contains(&needle));
+        }
+        match &q.sort {
+            Some((field, desc)) => {
+                all.sort_by(|a, b| {
+                    let o = match field.as_str() {
+                        "createdAt" => a.created_at.cmp(&b.created_at),
+                        "updatedAt" => a.updated_at.cmp(&b.updated_at),
+                        _ => a.name.to_lowercase().cmp(&b.name.to_lowercase()),
+                    };
+                    if *desc {
+                        o.reverse()
+                    } else {
+                        o
+                    }
+                });
+            }
+            // Unsorted requests list by name, as the instance's search does.
+            None => all.sort_by_key(|t| t.name.to_lowercase()),
+        }
+        let count = all.len();
+        let page = all
+            .iter()
+            .skip(q.skip)
+            .take(q.take.unwrap_or(usize::MAX))
+            .map(table_json)
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok((page, count))
+    }
+
+    fn table_named(&self, name: &str) -> Result<Option<Value>, String> {
+        let s = &self.0;
+        s.handle
+            .block_on(s.data.data_tables.by_name(&s.project_id, name))
+            .map_err(|e| e.to_string())?
+            .as_ref()
+            .map(table_json)
+            .transpose()
+    }
+
+    fn create_table(&self, name: &str, columns: &[(String, String)]) -> Result<Value, String> {
+        let columns = columns
+            .iter()
+            .map(|(name, kind)| {
+                let kind: ColumnType = serde_json::from_value(Value::String(kind.clone()))
+                    .map_err(|_| format!("column {name:?}: unknown type {kind:?}"))?;
+                Ok(NewColumn {
+                    name: name.clone(),
+                    kind,
+                })
+            })
+            .collect::<Result<Vec<_>, String>>()?;
+        let s = &self.0;
+        s.handle
+            .block_on(s.data.data_tables.create(&s.project_id, name, &columns))
+            .map_err(|e| e.to_string())
+            .and_then(|t| table_json(&t))
+    }
+
+    fn rename_table(&self, table: &str, new_name: &str) -> Result<(), String> {
+        let id = self.resolve(table)?;
+        let s = &self.0;
+        s.handle
+            .block_on(s.data.data_tables.rename(&id, new_name))
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    }
+
+    fn delete_table(&self, table: &str) -> Result<(), String> {
+        let id = self.resolve(table)?;
+        let s = &self.0;
+        s.handle
+            .block_on(s.data.data_tables.delete(&id))
+            .map_err(|e| e.to_string())
+    }
+
+    fn clear_table(&self, table: &str) -> Result<usize, String> {
+        let id = self.resolve(table)?;
+        let s = &self.0;
+        s.handle
+            .block_on(s.data.data_tables.clear_rows(&id))
             .map_err(|e| e.to_string())
     }
 }

@@ -688,6 +688,285 @@ async fn data_table_nodes_read_and_write_the_projects_tables() {
     assert_eq!(c.data.data_tables.count_rows(&table.id).await.unwrap(), 1);
 }
 
+/// A table of the test's project with these `(name, type)` columns.
+async fn data_table(c: &Ctx, name: &str, columns: &[(&str, &str)]) -> store::data::data_tables::DataTable {
+    let columns: Vec<store::data::data_tables::NewColumn> = columns
+        .iter()
+        .map(|(n, t)| serde_json::from_value(json!({ "name": n, "type": t })).unwrap())
+        .collect();
+    c.data
+        .data_tables
+        .create(&c.project.id, name, &columns)
+        .await
+        .unwrap()
+}
+
+async fn table_rows(c: &Ctx, id: &str) -> Vec<Value> {
+    let page = c
+        .data
+        .data_tables
+        .query(id, &store::data::data_tables::RowQuery::default())
+        .await
+        .unwrap();
+    page.data.into_iter().map(Value::Object).collect()
+}
+
+/// Runs once, whatever number of items comes in.
+fn once(mut node: Value) -> Value {
+    node["executeOnce"] = json!(true);
+    node
+}
+
+async fn run_manual(c: &Ctx, wf: &str, pinned: Vec<Value>) -> (ExecutionStatus, Value) {
+    let mut req = manual(wf);
+    if !pinned.is_empty() {
+        let items = pinned
+            .into_iter()
+            .map(|j| engine::Item {
+                json: j.into(),
+                ..Default::default()
+            })
+            .collect();
+        req.pin_data = BTreeMap::from([("Trigger".to_owned(), items)]);
+    }
+    let o = c
+        .executor
+        .execute_and_wait(req, Duration::from_secs(30), Dispatch::Inline)
+        .await
+        .unwrap();
+    let doc = c.run_data(o.execution_id.as_str()).await;
+    (o.status, doc)
+}
+
+#[tokio::test]
+async fn data_table_1_1_inserts_in_bulk_and_optimize_bulk_answers_with_the_count() {
+    let c = ctx().await;
+    let table = data_table(&c, "scores", &[("name", "string"), ("n", "number")]).await;
+    let id = json!({ "__rl": true, "mode": "id", "value": table.id });
+    let insert = node(
+        "Insert",
+        "n8n-nodes-base.dataTable",
+        1.1,
+        json!({ "resource": "row", "operation": "insert", "dataTableId": id,
+                "columns": { "mappingMode": "autoMapInputData", "value": null } }),
+    );
+    // Fed the inserted rows: their id/createdAt/updatedAt are dropped, as n8n does.
+    let bulk = node(
+        "Bulk",
+        "n8n-nodes-base.dataTable",
+        1.1,
+        json!({ "resource": "row", "operation": "insert", "dataTableId": id,
+                "columns": { "mappingMode": "autoMapInputData", "value": null },
+                "options": { "optimizeBulk": true } }),
+    );
+    // Descending by default, ties in id order.
+    let top = node(
+        "Top",
+        "n8n-nodes-base.dataTable",
+        1.1,
+        json!({ "resource": "row", "operation": "get", "dataTableId": id, "limit": 2,
+                "orderBy": true, "orderByColumn": "n" }),
+    );
+    let wf = c.workflow(&chain(vec![trigger(), insert, bulk, top])).await;
+    let pinned = vec![json!({"name": "a", "n": 1}), json!({"name": "b", "n": 2}), json!({"name": "c", "n": 3})];
+    let (status, doc) = run_manual(&c, &wf, pinned).await;
+    assert_eq!(status, ExecutionStatus::Success, "{doc}");
+    let inserted = output(&doc, "Insert", 0);
+    assert_eq!(inserted.len(), 3, "{inserted:?}");
+    assert_eq!((inserted[2]["name"].clone(), inserted[2]["n"].clone()), (json!("c"), json!(3)));
+    assert!(inserted[0]["id"].is_number() && inserted[0]["createdAt"].is_string());
+    // One item for the whole batch, the rows themselves not returned.
+    assert_eq!(output(&doc, "Bulk", 0), vec![json!({"success": true, "insertedRows": 3})]);
+    let rows = table_rows(&c, &table.id).await;
+    assert_eq!(rows.len(), 6);
+    assert_eq!(rows[5]["name"], json!("c"));
+    let top: Vec<(Value, Value)> = output(&doc, "Top", 0).iter().map(|r| (r["id"].clone(), r["n"].clone())).collect();
+    assert_eq!(top, [(rows[2]["id"].clone(), json!(3)), (rows[5]["id"].clone(), json!(3))]);
+}
+
+#[tokio::test]
+async fn data_table_dry_runs_return_before_and_after_and_write_nothing() {
+    let c = ctx().await;
+    let table = data_table(&c, "people", &[("name", "string"), ("n", "number")]).await;
+    let seeded = c
+        .data
+        .data_tables
+        .insert_rows(
+            &table.id,
+            &[
+                json!({"name": "Ada", "n": 1}).as_object().unwrap().clone(),
+                json!({"name": "Bob", "n": 2}).as_object().unwrap().clone(),
+            ],
+        )
+        .await
+        .unwrap();
+    let id = json!({ "__rl": true, "mode": "id", "value": table.id });
+    let by_name = |who: &str| json!({ "conditions": [{ "keyName": "name", "condition": "eq", "keyValue": who }] });
+    let dry = |name: &str, op: &str, who: &str, set: Value| {
+        once(node(
+            name,
+            "n8n-nodes-base.dataTable",
+            1.1,
+            json!({ "resource": "row", "operation": op, "dataTableId": id, "matchType": "allConditions",
+                    "filters": by_name(who), "columns": { "mappingMode": "defineBelow", "value": set },
+                    "options": { "dryRun": true } }),
+        ))
+    };
+    let wf = c
+        .workflow(&chain(vec![
+            trigger(),
+            dry("Update", "update", "Ada", json!({"n": 5})),
+            dry("Delete", "deleteRows", "Bob", json!({})),
+            dry("Upsert new", "upsert", "Cy", json!({"name": "Cy", "n": 3})),
+            dry("Upsert old", "upsert", "Ada", json!({"n": 7})),
+        ]))
+        .await;
+    let (status, doc) = run_manual(&c, &wf, vec![]).await;
+    assert_eq!(status, ExecutionStatus::Success, "{doc}");
+
+    let ada = Value::Object(seeded[0].clone());
+    let bob = Value::Object(seeded[1].clone());
+    let with = |row: &Value, extra: Value| {
+        let mut r = row.clone();
+        for (k, v) in extra.as_object().unwrap() {
+            r[k] = v.clone();
+        }
+        r
+    };
+    let update = output(&doc, "Update", 0);
+    assert_eq!(update.len(), 2, "{update:?}");
+    assert_eq!(update[0], with(&ada, json!({"dryRunState": "before"})));
+    let after = &update[1];
+    assert!(after["updatedAt"].is_string());
+    assert_eq!(
+        with(after, json!({"updatedAt": null})),
+        with(&ada, json!({"n": 5, "updatedAt": null, "dryRunState": "after"}))
+    );
+    // key order as n8n's: the row's, `dryRunState` last
+    let keys: Vec<String> = after.as_object().unwrap().keys().cloned().collect();
+    assert_eq!(keys, ["id", "name", "n", "createdAt", "updatedAt", "dryRunState"]);
+
+    let delete = output(&doc, "Delete", 0);
+    assert_eq!(
+        delete,
+        vec![
+            with(&bob, json!({"dryRunState": "before"})),
+            json!({"id": null, "createdAt": null, "updatedAt": null, "name": null, "n": null, "dryRunState": "after"}),
+        ]
+    );
+
+    let upsert = output(&doc, "Upsert new", 0);
+    assert_eq!(upsert.len(), 2, "{upsert:?}");
+    assert_eq!(
+        upsert[0],
+        json!({"id": null, "createdAt": null, "updatedAt": null, "name": null, "n": null, "dryRunState": "before"})
+    );
+    let new = &upsert[1];
+    assert!(new["createdAt"].is_string() && new["createdAt"] == new["updatedAt"], "{new}");
+    assert_eq!(
+        with(new, json!({"createdAt": null, "updatedAt": null})),
+        json!({"id": 0, "createdAt": null, "updatedAt": null, "name": "Cy", "n": 3, "dryRunState": "after"})
+    );
+    let old = output(&doc, "Upsert old", 0);
+    assert_eq!(old.len(), 2, "{old:?}");
+    assert_eq!(old[0], with(&ada, json!({"dryRunState": "before"})));
+    assert_eq!((old[1]["n"].clone(), old[1]["dryRunState"].clone()), (json!(7), json!("after")));
+
+    // Nothing was written.
+    assert_eq!(table_rows(&c, &table.id).await, vec![ada, bob]);
+}
+
+#[tokio::test]
+async fn data_table_create_if_not_exists_creates_the_table_once_then_reuses_it() {
+    let c = ctx().await;
+    let create = |reuse: bool| {
+        let options = if reuse { json!({ "createIfNotExists": true }) } else { json!({}) };
+        node(
+            "Create",
+            "n8n-nodes-base.dataTable",
+            1.1,
+            json!({ "resource": "table", "operation": "create", "tableName": "tasks",
+                    "columns": { "column": [{ "name": "title", "type": "string" }, { "name": "done", "type": "boolean" }, { "name": "note" }] },
+                    "options": options }),
+        )
+    };
+    let wf = c.workflow(&chain(vec![trigger(), create(true)])).await;
+    let (status, doc) = run_manual(&c, &wf, vec![]).await;
+    assert_eq!(status, ExecutionStatus::Success, "{doc}");
+    let made = output(&doc, "Create", 0);
+    assert_eq!(made.len(), 1, "{made:?}");
+    assert_eq!(made[0]["name"], json!("tasks"));
+    assert_eq!(made[0]["projectId"], json!(c.project.id));
+    let columns: Vec<(Value, Value)> = made[0]["columns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| (c["name"].clone(), c["type"].clone()))
+        .collect();
+    // a column without a type is a string column, n8n's default
+    assert_eq!(
+        columns,
+        [(json!("title"), json!("string")), (json!("done"), json!("boolean")), (json!("note"), json!("string"))]
+    );
+    let stored = c.data.data_tables.by_name(&c.project.id, "tasks").await.unwrap().unwrap();
+    assert_eq!(made[0]["id"], json!(stored.id));
+
+    // Run again: the same table comes back, no second one is made.
+    let (status, doc) = run_manual(&c, &wf, vec![]).await;
+    assert_eq!(status, ExecutionStatus::Success, "{doc}");
+    assert_eq!(output(&doc, "Create", 0), made);
+    let all = c.data.data_tables.list_all(&c.project.id).await.unwrap();
+    assert_eq!(all.len(), 1);
+
+    // Without the option the name is taken.
+    let plain = c.workflow(&chain(vec![trigger(), create(false)])).await;
+    let (status, doc) = run_manual(&c, &plain, vec![]).await;
+    assert_eq!(status, ExecutionStatus::Error, "{doc}");
+    assert!(doc.to_string().contains("already exists"), "{doc}");
+}
+
+#[tokio::test]
+async fn data_table_table_resource_lists_renames_clears_and_deletes() {
+    let c = ctx().await;
+    let a = data_table(&c, "alpha", &[("x", "number")]).await;
+    data_table(&c, "beta", &[("x", "number")]).await;
+    data_table(&c, "Alphabet", &[("x", "number")]).await;
+    c.data
+        .data_tables
+        .insert_rows(&a.id, &[json!({"x": 1}).as_object().unwrap().clone(), json!({"x": 2}).as_object().unwrap().clone()])
+        .await
+        .unwrap();
+    let table = |name: &str, params: Value| {
+        let mut p = json!({ "resource": "table" });
+        for (k, v) in params.as_object().unwrap() {
+            p[k] = v.clone();
+        }
+        once(node(name, "n8n-nodes-base.dataTable", 1.1, p))
+    };
+    let by_name = json!({ "__rl": true, "mode": "name", "value": "alpha" });
+    let wf = c
+        .workflow(&chain(vec![
+            trigger(),
+            table("List", json!({ "operation": "list", "options": { "filterName": "ALPHA", "sortField": "name", "sortDirection": "desc" } })),
+            table("First", json!({ "operation": "list", "returnAll": false, "limit": 1 })),
+            table("Clear", json!({ "operation": "clear", "dataTableId": by_name })),
+            table("Rename", json!({ "operation": "update", "dataTableId": by_name, "newName": "gamma" })),
+            table("Delete", json!({ "operation": "delete", "dataTableId": { "__rl": true, "mode": "id", "value": a.id } })),
+        ]))
+        .await;
+    let (status, doc) = run_manual(&c, &wf, vec![]).await;
+    assert_eq!(status, ExecutionStatus::Success, "{doc}");
+    let names = |node: &str| -> Vec<Value> { output(&doc, node, 0).iter().map(|t| t["name"].clone()).collect() };
+    assert_eq!(names("List"), [json!("Alphabet"), json!("alpha")]);
+    assert_eq!(names("First"), [json!("alpha")]);
+    assert_eq!(output(&doc, "Clear", 0), vec![json!({"success": true, "deletedCount": 2})]);
+    assert_eq!(output(&doc, "Rename", 0), vec![json!({"success": true, "name": "gamma"})]);
+    assert_eq!(output(&doc, "Delete", 0), vec![json!({"success": true, "deletedTableId": a.id})]);
+    let left: Vec<String> = c.data.data_tables.list_all(&c.project.id).await.unwrap().into_iter().map(|t| t.name).collect();
+    assert_eq!(left.len(), 2);
+    assert!(left.contains(&"beta".to_owned()) && left.contains(&"Alphabet".to_owned()), "{left:?}");
+}
+
 #[tokio::test]
 async fn execute_workflow_runs_a_sub_workflow_by_id_from_the_same_project() {
     let c = ctx().await;

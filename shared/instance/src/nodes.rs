@@ -106,7 +106,7 @@ pub fn builder_hint(d: &NodeDescription) -> Option<String> {
         "n8n-nodes-base.splitInBatches" => "Loop: output 1 = the current batch (connect it to the work, and the work back to this node), output 0 = done.",
         "n8n-nodes-base.webhook" => "Starts the workflow on an HTTP call; answer with Respond to Webhook when responseMode is responseNode.",
         "n8n-nodes-base.scheduleTrigger" => "Starts the workflow on a schedule (interval or cron).",
-        "n8n-nodes-base.dataTable" => "Rows of this instance's data tables: insert, get, update, upsert, delete (create tables first).",
+        "n8n-nodes-base.dataTable" => "Rows of this instance's data tables: insert, get, update, upsert, delete (options.dryRun previews a write). resource table: create (options.createIfNotExists reuses a table of that name), list, update (rename), clear, delete.",
         "n8n-nodes-base.wait" => "Pauses the execution; long waits park it without holding compute.",
         _ => return None,
     };

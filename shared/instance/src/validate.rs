@@ -660,6 +660,33 @@ mod tests {
     }
 
     #[test]
+    fn data_table_1_1_its_options_and_table_resource_validate() {
+        let id = json!({"__rl": true, "mode": "name", "value": "t"});
+        let w = wf(
+            json!([
+                {"name": "Start", "type": "n8n-nodes-base.manualTrigger", "typeVersion": 1, "position": [0, 0]},
+                {"name": "Make", "type": "n8n-nodes-base.dataTable", "typeVersion": 1.1, "position": [0, 0], "parameters": {
+                    "resource": "table", "operation": "create", "tableName": "t",
+                    "columns": {"column": [{"name": "a", "type": "number"}]}, "options": {"createIfNotExists": true}}},
+                {"name": "Add", "type": "n8n-nodes-base.dataTable", "typeVersion": 1.1, "position": [0, 0], "parameters": {
+                    "operation": "insert", "dataTableId": id, "columns": {"mappingMode": "autoMapInputData", "value": null}, "options": {"optimizeBulk": true}}},
+                {"name": "Try", "type": "n8n-nodes-base.dataTable", "typeVersion": 1.1, "position": [0, 0], "parameters": {
+                    "operation": "update", "dataTableId": id, "filters": {"conditions": [{"keyName": "a", "keyValue": 1}]},
+                    "columns": {"mappingMode": "defineBelow", "value": {"a": 2}}, "options": {"dryRun": true}}},
+                {"name": "Nameless", "type": "n8n-nodes-base.dataTable", "typeVersion": 1.1, "position": [0, 0], "parameters": {
+                    "resource": "table", "operation": "create"}}
+            ]),
+            json!({"Start": {"main": [[{"node": "Make", "type": "main", "index": 0}, {"node": "Add", "type": "main", "index": 0},
+                {"node": "Try", "type": "main", "index": 0}, {"node": "Nameless", "type": "main", "index": 0}]]}}),
+        );
+        let r = validate(&w);
+        let all = r.errors().join("\n");
+        assert!(!all.contains("\"Make\"") && !all.contains("\"Add\"") && !all.contains("\"Try\""), "{all}");
+        assert!(all.contains("node \"Nameless\"") && all.contains("tableName"), "{all}");
+        assert!(r.warnings().iter().all(|w| w.code != "UNKNOWN_PARAMETER"), "{:?}", r.warnings());
+    }
+
+    #[test]
     fn required_parameters_and_expression_syntax() {
         let w = wf(
             json!([

@@ -112,21 +112,14 @@ impl Triggers {
         }
     }
 
-    /// A request to a Chat Trigger's URL, on either edge.
+    /// A request to a Chat Trigger's URL, on either edge (its CORS headers
+    /// and preflights are every webhook path's: `Triggers::cors`, `preflight`).
     pub(crate) async fn chat(&self, req: &HttpRequest, target: &Target, scope: Scope, edge: Edge) -> Result<StreamReply> {
         let spec = ChatSpec::of(&target.node).map_err(TriggerError::Misconfigured)?;
-        let origin = req.header("origin").map(str::to_owned);
-        let mut reply = self.chat_reply(req, target, &spec, scope, edge).await?;
-        if let Some(allowed) = origin.as_deref().and_then(|o| spec.allow_origin(o)) {
-            reply.headers.push(("access-control-allow-origin".into(), allowed));
-        }
-        Ok(reply)
+        self.chat_reply(req, target, &spec, scope, edge).await
     }
 
     async fn chat_reply(&self, req: &HttpRequest, target: &Target, spec: &ChatSpec, scope: Scope, edge: Edge) -> Result<StreamReply> {
-        if req.method == "OPTIONS" {
-            return Ok(preflight(req).into());
-        }
         // n8n answers a private chat's production URL with a bare 404
         if !spec.public && scope == Scope::Production {
             return Err(TriggerError::NotFound(format!("The requested webhook \"{} {}\" is not registered.", req.method, target.registration.endpoint.path)));
@@ -308,11 +301,18 @@ impl Triggers {
             request::Space::WebhookTest => Scope::Test,
             _ => return Err(TriggerError::NotFound(format!("only webhook URLs stream (not {})", req.path))),
         };
-        // a preflight is answered for the POST it asks about
-        let method = if req.method == "OPTIONS" { "POST" } else { req.method.as_str() };
-        let target = self.find(EndpointKind::Webhook, method, &path, scope).await?;
-        if is_chat(&target) {
-            return self.chat(&req, &target, scope, Edge::Streaming).await;
+        if req.method == "OPTIONS" {
+            return Ok(self.preflight(&req, &path, scope).await?.into());
+        }
+        let target = self.find(EndpointKind::Webhook, &req.method, &path, scope).await?;
+        let cors = Self::cors(&req, &target.node);
+        let answer = self.stream_target(&req, &target, scope).await;
+        crate::webhook::with_cors(answer, cors)
+    }
+
+    async fn stream_target(&self, req: &HttpRequest, target: &Target, scope: Scope) -> Result<StreamReply> {
+        if is_chat(target) {
+            return self.chat(req, target, scope, Edge::Streaming).await;
         }
         // a Webhook node answering `streaming`
         let spec = ResponseSpec::of(&target.node);
@@ -322,37 +322,17 @@ impl Triggers {
                 target.node.name
             )));
         }
-        let origin_header = req.header("origin").is_some().then(|| ("access-control-allow-origin".to_owned(), "*".to_owned()));
-        if req.method == "OPTIONS" {
-            let mut reply = preflight(&req);
-            reply.headers.extend(origin_header);
-            return Ok(reply.into());
-        }
-        let incoming = request::incoming(&req, target.params.clone()).await?;
-        let jwt = self.admit(&target.project_id, &target.node, &incoming).await?;
+        let mut incoming = request::incoming(req, target.params.clone()).await?;
+        let jwt = self.admit(&target.project_id, &target.node, &mut incoming).await?;
         let space = if scope == Scope::Test { "webhook-test" } else { "webhook" };
         let ctx = webhook::TriggerContext {
-            webhook_url: Some(format!("{}/{space}/{}", self.base_url(&req), target.registration.endpoint.path)),
+            webhook_url: Some(format!("{}/{space}/{}", self.base_url(req), target.registration.endpoint.path)),
             execution_mode: Some(if scope == Scope::Test { "test" } else { "production" }.into()),
             jwt_payload: jwt,
         };
         let outputs = webhook::webhook_output(&target.node, &incoming, &ctx).map_err(|e| TriggerError::BadRequest(e.to_string()))?;
         let (output, items) = outputs.into_iter().enumerate().find(|(_, o)| !o.is_empty()).ok_or_else(|| TriggerError::BadRequest("the request produced no item".into()))?;
-        let id = self.start_streaming(&target, scope, items, output).await?;
-        let mut reply = self.stream_answer(id, Edge::Streaming).await;
-        reply.headers.extend(origin_header);
-        Ok(reply)
+        let id = self.start_streaming(target, scope, items, output).await?;
+        Ok(self.stream_answer(id, Edge::Streaming).await)
     }
-}
-
-/// A CORS preflight for a POST with JSON (and an Authorization header).
-fn preflight(req: &HttpRequest) -> HttpReply {
-    let mut headers = vec![
-        ("access-control-allow-methods".to_owned(), "GET, POST, OPTIONS".to_owned()),
-        ("access-control-max-age".to_owned(), "300".to_owned()),
-    ];
-    if let Some(h) = req.header("access-control-request-headers") {
-        headers.push(("access-control-allow-headers".into(), h.to_owned()));
-    }
-    HttpReply { status: 204, headers, body: vec![] }
 }

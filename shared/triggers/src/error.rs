@@ -40,6 +40,10 @@ pub enum TriggerError {
     Execution(#[from] ExecutionError),
     #[error("scheduler request failed: {0}")]
     Scheduler(String),
+    /// An error answered with these headers too (CORS: n8n sets them
+    /// before the node runs, so a refusal carries them).
+    #[error("{error}")]
+    WithHeaders { error: Box<TriggerError>, headers: Vec<(String, String)> },
 }
 
 pub type Result<T, E = TriggerError> = std::result::Result<T, E>;

@@ -79,8 +79,8 @@ impl Triggers {
         }
         let target = self.find(EndpointKind::Form, &req.method, path, scope).await?;
         let def = FormDefinition::of(&target.node).map_err(TriggerError::Misconfigured)?;
-        let incoming = request::incoming(req, target.params.clone()).await?;
-        self.admit(&target.project_id, &target.node, &incoming).await?;
+        let mut incoming = request::incoming(req, target.params.clone()).await?;
+        self.admit(&target.project_id, &target.node, &mut incoming).await?;
         if req.method == "GET" {
             return Ok(form_reply(200, &def, &target.node, html::form_page(&def, None, None)));
         }

@@ -182,13 +182,15 @@ impl Triggers {
 
     /// Access options (IP allow-list, bots) and authentication of a
     /// webhook-like node; `Ok` carries the verified JWT payload.
-    async fn admit(&self, project_id: &str, node: &engine::Node, req: &IncomingRequest) -> Result<Option<Value>, TriggerError> {
+    async fn admit(&self, project_id: &str, node: &engine::Node, req: &mut IncomingRequest) -> Result<Option<Value>, TriggerError> {
         engine::webhook::check_access(node, req).map_err(TriggerError::Refused)?;
         let auth = engine::webhook::WebhookAuth::of(node).map_err(|e| TriggerError::Misconfigured(e.to_string()))?;
         let credential = match auth.credential_type() {
             Some(t) => self.credential(project_id, node, t).await,
             None => None,
         };
-        engine::webhook::authenticate(auth, credential.as_ref(), &req.headers).map_err(TriggerError::Refused)
+        let admitted = engine::webhook::authenticate(auth, credential.as_ref(), &req.headers).map_err(TriggerError::Refused)?;
+        engine::webhook::redact_credential(auth, credential.as_ref(), &mut req.headers);
+        Ok(admitted)
     }
 }

@@ -55,8 +55,8 @@ impl Triggers {
                 if suffix.is_empty() { "(no suffix)" } else { suffix }
             )));
         }
-        let incoming = request::incoming(req, Map::new()).await?;
-        let jwt = self.admit(&w.project_id, &w.node, &incoming).await?;
+        let mut incoming = request::incoming(req, Map::new()).await?;
+        let jwt = self.admit(&w.project_id, &w.node, &mut incoming).await?;
         let ctx = TriggerContext { jwt_payload: jwt, ..TriggerContext::default() };
         let items = webhook::webhook_output(&w.node, &incoming, &ctx)
             .map_err(|e| TriggerError::BadRequest(e.to_string()))?
@@ -83,8 +83,8 @@ impl Triggers {
         }
         let w = self.waiting(id, "form").await?;
         let def = FormDefinition::of(&w.node).map_err(TriggerError::Misconfigured)?;
-        let incoming = request::incoming(req, Map::new()).await?;
-        self.admit(&w.project_id, &w.node, &incoming).await?;
+        let mut incoming = request::incoming(req, Map::new()).await?;
+        self.admit(&w.project_id, &w.node, &mut incoming).await?;
         if req.method == "GET" {
             return Ok(form_reply(200, &def, &w.node, html::form_page(&def, None, None)));
         }

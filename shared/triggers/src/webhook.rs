@@ -1,6 +1,7 @@
 //! `/webhook/<path>` (the published version) and `/webhook-test/<path>`
 //! (the draft): find the workflow whose Webhook node has the path and
-//! method, admit the request (access options, authentication), start an
+//! method, admit the request (access options, authentication; CORS headers
+//! and preflights as n8n's webhook server answers them), start an
 //! execution from that node with the request as its item, and answer as
 //! the node says: at once (`onReceived`), when the last node finishes
 //! (`lastNode`), or with a Respond to Webhook node (`responseNode`).
@@ -77,18 +78,24 @@ impl Triggers {
             return self.preflight(req, path, scope).await;
         }
         let target = self.find(EndpointKind::Webhook, &req.method, path, scope).await?;
-        if crate::chat::is_chat(&target) {
-            let reply = self.chat(req, &target, scope, crate::chat::Edge::HttpApi).await?;
+        let cors = Self::cors(req, &target.node);
+        let answer = self.webhook_answer(req, &target, scope).await;
+        with_cors(answer, cors)
+    }
+
+    async fn webhook_answer(&self, req: &HttpRequest, target: &Target, scope: Scope) -> Result<HttpReply> {
+        if crate::chat::is_chat(target) {
+            let reply = self.chat(req, target, scope, crate::chat::Edge::HttpApi).await?;
             return Ok(match reply.body {
                 crate::chat::StreamBody::Full(body) => HttpReply { status: reply.status, headers: reply.headers, body },
                 // the HTTP API edge buffers (chat::stream_answer)
                 crate::chat::StreamBody::Lines(_) => return Err(TriggerError::Misconfigured("a streamed answer on the HTTP API".into())),
             });
         }
-        let incoming = request::incoming(req, target.params.clone()).await?;
-        let jwt = self.admit(&target.project_id, &target.node, &incoming).await?;
+        let mut incoming = request::incoming(req, target.params.clone()).await?;
+        let jwt = self.admit(&target.project_id, &target.node, &mut incoming).await?;
         let spec = ResponseSpec::of(&target.node);
-        check_response_mode(&target, &spec)?;
+        check_response_mode(target, &spec)?;
         let space = if scope == Scope::Test { "webhook-test" } else { "webhook" };
         let ctx = TriggerContext {
             webhook_url: Some(format!("{}/{space}/{}", self.base_url(req), target.registration.endpoint.path)),
@@ -102,36 +109,52 @@ impl Triggers {
             .find(|(_, o)| !o.is_empty())
             .ok_or_else(|| TriggerError::BadRequest("the request produced no item".into()))?;
         let mode = if scope == Scope::Test { ExecutionMode::Manual } else { ExecutionMode::Webhook };
-        let mut reply = self.start_and_answer(&target, mode, items, output, &spec).await?;
-        // Webhooks answer browsers of any origin, as n8n's do by default.
-        if req.header("origin").is_some() && reply.header("access-control-allow-origin").is_none() {
-            reply.headers.push(("access-control-allow-origin".into(), "*".into()));
-        }
-        Ok(reply)
+        self.start_and_answer(target, mode, items, output, &spec).await
     }
 
-    /// A CORS preflight: the methods some workflow answers at this path.
-    async fn preflight(&self, req: &HttpRequest, path: &str, scope: Scope) -> Result<HttpReply> {
+    /// The methods some workflow answers at this path (n8n's
+    /// `getWebhookMethods`), asked of every method at once.
+    async fn methods_at(&self, path: &str, scope: Scope) -> Result<Vec<&'static str>> {
         let data = self.executor.data();
-        let mut methods = Vec::new();
-        for m in ["DELETE", "GET", "HEAD", "PATCH", "POST", "PUT"] {
+        let found = futures::future::try_join_all(WEBHOOK_METHODS.iter().map(|m| async move {
             let candidates = data.webhooks.candidates(EndpointKind::Webhook, m, path, scope).await?;
-            if best_match(&candidates, path).is_some() {
-                methods.push(m);
-            }
-        }
+            Ok::<_, TriggerError>(best_match(&candidates, path).is_some().then_some(*m))
+        }))
+        .await?;
+        Ok(found.into_iter().flatten().collect())
+    }
+
+    /// n8n's CORS headers for a request to `node`: only when it carries an
+    /// `Origin`. n8n lists every method registered at the path; browsers
+    /// read that list from a preflight's answer only, so here it names the
+    /// method answered, and a request costs no lookup of the others.
+    pub(crate) fn cors(req: &HttpRequest, node: &engine::Node) -> Vec<(String, String)> {
+        let Some(origin) = req.header("origin") else { return Vec::new() };
+        let method = req.method.to_ascii_uppercase();
+        webhook::cors_headers(&req.method, Some(origin), None, &[method.as_str()], webhook::allowed_origins(node))
+    }
+
+    /// A CORS preflight, answered as n8n's webhook server does without
+    /// running anything: 204, the methods registered at the path, the
+    /// origin allowed by the node of the method asked for
+    /// (`Access-Control-Request-Method`).
+    pub(crate) async fn preflight(&self, req: &HttpRequest, path: &str, scope: Scope) -> Result<HttpReply> {
+        let methods = self.methods_at(path, scope).await?;
         if methods.is_empty() {
             return Err(TriggerError::NotFound(format!("The requested webhook \"OPTIONS {path}\" is not registered.")));
         }
-        methods.push("OPTIONS");
-        let mut headers = vec![
-            ("access-control-allow-origin".to_owned(), "*".to_owned()),
-            ("access-control-allow-methods".to_owned(), methods.join(", ")),
-            ("access-control-max-age".to_owned(), "300".to_owned()),
-        ];
-        if let Some(h) = req.header("access-control-request-headers") {
-            headers.push(("access-control-allow-headers".into(), h.to_owned()));
-        }
+        let asked = req.header("access-control-request-method").map(str::to_ascii_uppercase).filter(|m| methods.contains(&m.as_str()));
+        let target = match asked {
+            // a registration whose workflow no longer answers sets no policy
+            Some(m) => match self.find(EndpointKind::Webhook, &m, path, scope).await {
+                Ok(t) => Some(t),
+                Err(TriggerError::NotFound(_)) => None,
+                Err(e) => return Err(e),
+            },
+            None => None,
+        };
+        let allowed = target.as_ref().and_then(|t| webhook::allowed_origins(&t.node));
+        let headers = webhook::cors_headers("OPTIONS", req.header("origin"), req.header("access-control-request-headers"), &methods, allowed);
         Ok(HttpReply { status: 204, headers, body: Vec::new() })
     }
 
@@ -163,6 +186,45 @@ impl Triggers {
         } else {
             Ok(webhook::on_received_response(spec).into())
         }
+    }
+}
+
+const WEBHOOK_METHODS: [&str; 6] = ["DELETE", "GET", "HEAD", "PATCH", "POST", "PUT"];
+
+/// Adds CORS headers to an answer or an error. A header the workflow set
+/// itself wins (n8n sets CORS first; the node's headers then replace them).
+pub(crate) fn with_cors<R: HasHeaders>(answer: Result<R>, cors: Vec<(String, String)>) -> Result<R> {
+    if cors.is_empty() {
+        return answer;
+    }
+    match answer {
+        Ok(mut reply) => {
+            let headers = reply.headers_mut();
+            for (n, v) in cors {
+                if !headers.iter().any(|(h, _)| h.eq_ignore_ascii_case(&n)) {
+                    headers.push((n, v));
+                }
+            }
+            Ok(reply)
+        }
+        Err(error) => Err(TriggerError::WithHeaders { error: Box::new(error), headers: cors }),
+    }
+}
+
+/// A reply with lower-case headers (whole or streamed).
+pub(crate) trait HasHeaders {
+    fn headers_mut(&mut self) -> &mut Vec<(String, String)>;
+}
+
+impl HasHeaders for HttpReply {
+    fn headers_mut(&mut self) -> &mut Vec<(String, String)> {
+        &mut self.headers
+    }
+}
+
+impl HasHeaders for crate::chat::StreamReply {
+    fn headers_mut(&mut self) -> &mut Vec<(String, String)> {
+        &mut self.headers
     }
 }
 

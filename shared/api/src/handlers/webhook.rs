@@ -76,10 +76,20 @@ fn response(reply: HttpReply) -> Response<Body> {
 }
 
 pub(crate) fn error_response(e: TriggerError) -> Response<Body> {
+    let (e, extra) = match e {
+        TriggerError::WithHeaders { error, headers } => (*error, headers),
+        e => (e, Vec::new()),
+    };
     let challenge = matches!(&e, TriggerError::Refused(r) if r.challenge);
     let mut resp = ApiError::from(e).into_response();
     if challenge {
         resp.headers_mut().insert(http::header::WWW_AUTHENTICATE, http::HeaderValue::from_static("Basic realm=\"Webhook\""));
+    }
+    for (n, v) in extra {
+        // names and values come from our own code and the request's Origin; skip any that would not be valid
+        if let (Ok(n), Ok(v)) = (http::HeaderName::from_bytes(n.as_bytes()), http::HeaderValue::from_str(&v)) {
+            resp.headers_mut().insert(n, v);
+        }
     }
     resp
 }

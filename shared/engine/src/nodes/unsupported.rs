@@ -42,7 +42,6 @@ const EXTRACT: &str = "n8n-nodes-base.extractFromFile";
 const CONVERT: &str = "n8n-nodes-base.convertToFile";
 const COMPRESSION: &str = "n8n-nodes-base.compression";
 const CRYPTO: &str = "n8n-nodes-base.crypto";
-const DATA_TABLE: &str = "n8n-nodes-base.dataTable";
 const ITEM_LISTS: &str = "n8n-nodes-base.itemLists";
 const SPREADSHEET: &str = "n8n-nodes-base.spreadsheetFile";
 
@@ -58,8 +57,7 @@ const REFUSALS: &[Refusal] = &[
     set(WAIT, "formFields.values.*.defaultValue", "default values of form fields"),
     is(WAIT, "formFields.values.*.limitSelection", &["exact"], "an exact number of selections (limitSelection exact)"),
     set(WAIT, "options.onlyRunIf", "the option onlyRunIf"),
-    is(WEBHOOK, "authentication", &["n8nOAuth2", "n8nUserAuth", "bearerAuth"], "this authentication"),
-    set(WEBHOOK, "options.allowedOrigins", "the option allowedOrigins"),
+    is(WEBHOOK, "authentication", &["n8nOAuth2", "n8nUserAuth"], "this authentication"),
     set(WEBHOOK, "options.onlyRunIf", "the option onlyRunIf"),
     set(WEBHOOK, "requireExecuteAccess", "requireExecuteAccess"),
     set(RESPOND, "enableResponseOutput", "the response output (enableResponseOutput)"),
@@ -79,10 +77,6 @@ const REFUSALS: &[Refusal] = &[
     set(CONVERT, "additionalFields.useWorkflowTimezone", "the iCal option useWorkflowTimezone"),
     is(COMPRESSION, "outputFormat", &["tar", "targz"], "tar archives"),
     is(CRYPTO, "action", &["encrypt", "decrypt"], "encryption and decryption"),
-    is(DATA_TABLE, "resource", &["table"], "the table resource"),
-    set(DATA_TABLE, "options.createIfNotExists", "the option createIfNotExists"),
-    set(DATA_TABLE, "options.dryRun", "the option dryRun"),
-    set(DATA_TABLE, "options.optimizeBulk", "the option optimizeBulk"),
     set(ITEM_LISTS, "options.includeBinaries", "the option includeBinaries"),
     set(ITEM_LISTS, "options.keepOnlyUnique", "the option keepOnlyUnique"),
 ];
@@ -157,5 +151,8 @@ mod tests {
         // a false switch is the default, not a request
         assert_eq!(refusal(RESPOND, 1.3, &json!({ "options": { "enableStreaming": false } })), None);
         assert_eq!(refusal("n8n-nodes-base.start", 7.0, &json!({})), None);
+        // Data table 1.1, its options and table resource run
+        let table = json!({ "resource": "table", "operation": "create", "options": { "createIfNotExists": true, "dryRun": true, "optimizeBulk": true } });
+        assert_eq!(refusal("n8n-nodes-base.dataTable", 1.1, &table), None);
     }
 }

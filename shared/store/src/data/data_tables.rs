@@ -348,6 +348,47 @@ fn encode_values(
     Ok(out)
 }
 
+/// A dry run's pair as n8n's data-table service returns it: the row
+/// `before` and `after` the write with `dryRunState` added; a side that does
+/// not exist (before an insert, after a delete) is the other side's keys,
+/// system columns first, all null.
+pub fn dry_run_pair(before: Option<Row>, after: Option<Row>) -> [Row; 2] {
+    let empty = |template: &Row| {
+        let mut nulls = Map::new();
+        for k in SYSTEM_COLUMNS.iter().copied().map(str::to_owned).chain(template.keys().cloned()) {
+            nulls.insert(k, Value::Null);
+        }
+        nulls
+    };
+    let (mut before, mut after) = match (before, after) {
+        (Some(b), Some(a)) => (b, a),
+        (Some(b), None) => {
+            let a = empty(&b);
+            (b, a)
+        }
+        (None, Some(a)) => (empty(&a), a),
+        (None, None) => (Map::new(), Map::new()),
+    };
+    before.insert("dryRunState".into(), Value::from("before"));
+    after.insert("dryRunState".into(), Value::from("after"));
+    [before, after]
+}
+
+/// Each row before and after `set` (and a new `updatedAt`).
+fn updated_pairs(rows: Vec<Row>, set: &Map<String, Value>) -> Vec<Row> {
+    let now = Value::String(db::now_iso());
+    rows.into_iter()
+        .flat_map(|before| {
+            let mut after = before.clone();
+            for (k, v) in set {
+                after.insert(k.clone(), v.clone());
+            }
+            after.insert("updatedAt".into(), now.clone());
+            dry_run_pair(Some(before), Some(after))
+        })
+        .collect()
+}
+
 /// SQL LIKE: `%` any run, `_` one character, `\` escapes. A pattern
 /// without `%` is a contains-match (`%value%`), as the data-table service
 /// does. `ilike` compares case-insensitively.
@@ -698,6 +739,17 @@ impl DataTables {
         let Some(claim) = self.defs.get_raw(&project_pk(project_id), &name_sk(name)).await? else { return Ok(None) };
         let Some(id) = get_s(&claim, "dataTableId") else { return Ok(None) };
         Ok(self.get(id).await?.filter(|t| t.name == name && t.project_id == project_id))
+    }
+
+    /// Every table of a project, unsorted (the Data table node's table list
+    /// filters, sorts and pages them itself).
+    pub async fn list_all(&self, project_id: &str) -> Result<Vec<DataTable>, StoreError> {
+        self.defs
+            .query_gsi(&format!("dts#{project_id}"))
+            .await?
+            .into_iter()
+            .map(|item| db::from_item::<DefItem>(item).map(|d| d.table))
+            .collect()
     }
 
     /// `search_data_tables` over the given (readable) projects.
@@ -1097,6 +1149,91 @@ impl DataTables {
         self.update_matching(&table, matches, &encoded).await
     }
 
+    /// What `update_rows` would do, written nowhere (n8n's dry run): each
+    /// matching row before and after, as `dry_run_pair` shapes them. The
+    /// same checks as the update run first.
+    pub async fn preview_update(
+        &self,
+        id: &str,
+        filter: &Filter,
+        values: &Map<String, Value>,
+    ) -> Result<Vec<Row>, StoreError> {
+        if filter.conditions.is_empty() {
+            return Err(StoreError::Invalid("update needs a non-empty filter".into()));
+        }
+        if values.is_empty() {
+            return Err(StoreError::Invalid("update needs at least one column value".into()));
+        }
+        let (_, matches, set) = self.preview_matches(id, filter, values).await?;
+        Ok(updated_pairs(matches, &set))
+    }
+
+    /// What `upsert` would do, written nowhere: the updated rows' pairs, or
+    /// the row it would insert (id 0) after an empty "before".
+    pub async fn preview_upsert(
+        &self,
+        id: &str,
+        filter: &Filter,
+        values: &Map<String, Value>,
+    ) -> Result<Vec<Row>, StoreError> {
+        if filter.conditions.is_empty() {
+            return Err(StoreError::Invalid("upsert needs a non-empty filter".into()));
+        }
+        let (_, matches, set) = self.preview_matches(id, filter, values).await?;
+        if !matches.is_empty() {
+            return Ok(updated_pairs(matches, &set));
+        }
+        let now = Value::String(db::now_iso());
+        let mut inserted = Map::new();
+        inserted.insert("id".into(), Value::from(0));
+        inserted.insert("createdAt".into(), now.clone());
+        inserted.insert("updatedAt".into(), now);
+        inserted.extend(set);
+        Ok(dry_run_pair(None, Some(inserted)).into())
+    }
+
+    /// What `delete_rows` would delete, deleting nothing: each row before and
+    /// an all-null row after.
+    pub async fn preview_delete(&self, id: &str, filter: &Filter) -> Result<Vec<Row>, StoreError> {
+        if filter.conditions.is_empty() {
+            return Err(StoreError::Invalid("delete needs a non-empty filter".into()));
+        }
+        let (_, matches, _) = self.preview_matches(id, filter, &Map::new()).await?;
+        Ok(matches.into_iter().flat_map(|r| dry_run_pair(Some(r), None)).collect())
+    }
+
+    /// The rows a write would touch and its values as they would be stored
+    /// (checked and normalised as the write does: dates in the stored form).
+    async fn preview_matches(
+        &self,
+        id: &str,
+        filter: &Filter,
+        values: &Map<String, Value>,
+    ) -> Result<(DataTable, Vec<Row>, Map<String, Value>), StoreError> {
+        let table = self.def(id).await?.table;
+        let compiled = compile(&table, Some(filter))?;
+        let encoded = encode_values(&table, values, None)?;
+        // `encode_values` keeps the order of `values`, so names pair with attributes.
+        let set = values.keys().zip(&encoded).map(|(name, (_, av))| (name.clone(), decode_value(av.as_ref()))).collect();
+        let matches = self.all_rows(&table).await?.into_iter().filter(|r| compiled.matches(r)).collect();
+        Ok((table, matches, set))
+    }
+
+    /// Deletes every row of the table (the table and its columns stay);
+    /// returns how many there were.
+    pub async fn clear_rows(&self, id: &str) -> Result<usize, StoreError> {
+        self.def(id).await?;
+        let items = self.rows.query_prefix(&def_pk(id), "r#", false).await?;
+        let reqs = items
+            .iter()
+            .filter_map(|i| Some(key(get_s(i, "pk")?, get_s(i, "sk")?)))
+            .map(db::delete_req)
+            .collect::<Result<Vec<_>, _>>()?;
+        let n = reqs.len();
+        self.rows.batch_write(reqs).await?;
+        Ok(n)
+    }
+
     async fn update_matching(
         &self,
         table: &DataTable,
@@ -1221,6 +1358,18 @@ mod tests {
         for bad in ["", "1a", "_a", "a-b", "a b", "é", &"a".repeat(64), "id", "createdAt"] {
             assert!(check_column_name(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn dry_run_pairs_fill_the_missing_side_with_nulls() {
+        let row = |v: Value| v.as_object().cloned().unwrap();
+        let [b, a] = dry_run_pair(None, Some(row(serde_json::json!({"id": 0, "createdAt": "t", "updatedAt": "t", "name": "x"}))));
+        assert_eq!(Value::Object(b), serde_json::json!({"id": null, "createdAt": null, "updatedAt": null, "name": null, "dryRunState": "before"}));
+        assert_eq!(a["dryRunState"], "after");
+        let [b, a] = dry_run_pair(Some(row(serde_json::json!({"id": 3, "name": "x", "createdAt": "t", "updatedAt": "t"}))), None);
+        assert_eq!(b["id"], 3);
+        let keys: Vec<&String> = a.keys().collect();
+        assert_eq!(keys, ["id", "createdAt", "updatedAt", "name", "dryRunState"]);
     }
 
     #[test]
