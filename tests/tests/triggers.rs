@@ -424,6 +424,66 @@ async fn bearer_auth_and_allowed_origins_answer_as_n8n_does() {
     s.cloud.shutdown().await;
 }
 
+/// Respond to Webhook as n8n's 1.4 and 1.5 answer: the caller gets the
+/// answer while the Response output (`enableResponseOutput`) hands
+/// `{response: {body, headers, statusCode}}` to the next node; on a
+/// streaming webhook, 1.5 sends its answer as the stream's chunks.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn respond_to_webhook_1_4_response_output_and_1_5_streaming_end_to_end() {
+    let s = stack(|_| {}).await;
+    let nodes = vec![
+        node("Webhook", "n8n-nodes-base.webhook", 2.0, json!({"httpMethod": "POST", "path": "receipt", "responseMode": "responseNode"})),
+        node(
+            "Respond",
+            "n8n-nodes-base.respondToWebhook",
+            1.4,
+            json!({"enableResponseOutput": true, "respondWith": "json", "responseBody": "={{ JSON.stringify({got: $json.body.msg}) }}", "options": {"responseCode": 202}}),
+        ),
+        set("Input", "seen", "={{ $json.body.msg }}"),
+        set("Sent", "status", "={{ $json.response.statusCode }} {{ $json.response.body.got }}"),
+    ];
+    let connections = json!({
+        "Webhook": {"main": [[{"node": "Respond", "type": "main", "index": 0}]]},
+        "Respond": {"main": [[{"node": "Input", "type": "main", "index": 0}], [{"node": "Sent", "type": "main", "index": 0}]]}
+    });
+    let body = WorkflowBody { nodes: Value::Array(nodes), connections, settings: json!({"executionOrder": "v1"}), pin_data: json!({}), meta: json!({}) };
+    let receipt = s.workflow("Receipt", body).await;
+    s.publish(&receipt).await.expect("publish");
+    let r = s.http.post(s.url("/webhook/receipt")).json(&json!({"msg": "hi"})).send().await.unwrap();
+    assert_eq!(r.status(), 202);
+    assert_eq!(r.json::<Value>().await.unwrap(), json!({"got": "hi"}));
+    let done = s.settled(&receipt, 1, Duration::from_secs(20)).await;
+    assert_eq!(done[0]["status"], "success");
+    let exec = s.run_data(&receipt, done[0]["id"].as_str().unwrap()).await;
+    let response = &exec["data"]["resultData"]["runData"]["Respond"][0]["data"]["main"][1][0]["json"];
+    assert_eq!(response, &json!({"response": {"body": {"got": "hi"}, "headers": {}, "statusCode": 202}}), "{exec}");
+    assert_eq!(output(&exec, "Sent")["status"], "202 hi");
+    assert_eq!(output(&exec, "Input")["seen"], "hi");
+
+    // 1.5 on a webhook that streams: the answer is the stream's chunks
+    let tell = s
+        .workflow(
+            "Tell",
+            chain(vec![
+                node("Webhook", "n8n-nodes-base.webhook", 2.1, json!({"httpMethod": "POST", "path": "tell", "responseMode": "streaming"})),
+                node("Respond", "n8n-nodes-base.respondToWebhook", 1.5, json!({"respondWith": "text", "responseBody": "=you said {{ $json.body.msg }}"})),
+            ]),
+        )
+        .await;
+    s.publish(&tell).await.expect("publish");
+    let mut resp = s.http.post(s.url("/stream/webhook/tell")).json(&json!({"msg": "hi"})).send().await.unwrap();
+    assert_eq!(resp.status(), 200);
+    let mut text = String::new();
+    while let Some(b) = resp.chunk().await.unwrap() {
+        text.push_str(std::str::from_utf8(&b).unwrap());
+    }
+    let lines: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let kinds: Vec<&str> = lines.iter().map(|l| l["type"].as_str().unwrap_or_default()).collect();
+    assert_eq!(kinds, ["begin", "item", "end"], "{text}");
+    assert_eq!((lines[1]["content"].as_str(), lines[1]["metadata"]["nodeName"].as_str()), (Some("you said hi"), Some("Respond")));
+    s.cloud.shutdown().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_form_renders_and_its_submission_runs() {
     let s = stack(|_| {}).await;

@@ -352,6 +352,7 @@ pub fn output_names(node: &crate::workflow::Node) -> Vec<String> {
         "filter" => vec!["Kept".into(), "Discarded".into()],
         "splitInBatches" if node.type_version >= 3.0 => vec!["done".into(), "loop".into()],
         "splitInBatches" => vec!["loop".into(), "done".into()],
+        "respondToWebhook" if crate::nodes::respond::has_response_output(node) => vec!["Input Data".into(), "Response".into()],
         "switch" => {
             let rules = node.parameters.pointer("/rules/values").and_then(|v| v.as_array()).cloned().unwrap_or_default();
             let mut n: Vec<String> = rules

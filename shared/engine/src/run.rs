@@ -652,6 +652,7 @@ fn main_output_count(node: &Node) -> usize {
             let rules = node.parameters.pointer("/rules/values").and_then(|v| v.as_array()).map(|a| a.len()).unwrap_or(0);
             rules.max(1)
         }
+        "respondToWebhook" if crate::nodes::respond::has_response_output(node) => 2,
         _ => 1,
     }
 }

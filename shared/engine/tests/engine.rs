@@ -196,11 +196,9 @@ fn unsupported_versions_and_values_are_refused_before_the_run() {
             other => panic!("expected Unsupported, got {:?}", other.map(|r| r.0.status)),
         }
     };
-    let (node_name, message) = refused(node("Newer", "n8n-nodes-base.respondToWebhook", 1.5, json!({})));
+    let (node_name, message) = refused(node("Newer", "n8n-nodes-base.respondToWebhook", 1.6, json!({})));
     assert_eq!(node_name, "Newer");
-    assert_eq!(message, "typeVersion 1.5 of n8n-nodes-base.respondToWebhook is not supported by this engine (supported: 1, 1.1, 1.2, 1.3)");
-    let (_, message) = refused(node("Files", "n8n-nodes-base.compression", 1.1, json!({ "operation": "compress", "outputFormat": "tar" })));
-    assert_eq!(message, "Not supported by this engine: tar archives (n8n-nodes-base.compression)");
+    assert_eq!(message, "typeVersion 1.6 of n8n-nodes-base.respondToWebhook is not supported by this engine (supported: 1, 1.1, 1.2, 1.3, 1.4, 1.5)");
     let (_, message) = refused(node("Sheet", "n8n-nodes-base.extractFromFile", 1.0, json!({ "operation": "xlsx", "options": { "rawData": false } })));
     assert_eq!(message, "Not supported by this engine: formatted cell values (option rawData off) (n8n-nodes-base.extractFromFile)");
     let mut parked = node("Parked", "n8n-nodes-base.crypto", 2.0, json!({ "action": "encrypt" }));

@@ -8,11 +8,14 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
+use base64::Engine as _;
 use engine::host::ProcessedDataStore;
 use engine::{Engine, EngineSettings, ExecutionState, ExecutionStatus, Graph, Host, RunOptions};
 use serde_json::{json, Value};
 
 // ---- harness -------------------------------------------------------------
+
+const B64: base64::engine::GeneralPurpose = base64::engine::general_purpose::STANDARD;
 
 fn node(name: &str, ty: &str, version: f64, params: Value) -> Value {
     json!({ "id": format!("id-{name}"), "name": name, "type": ty, "typeVersion": version, "parameters": params, "position": [0, 0] })
@@ -633,6 +636,75 @@ fn item_lists_aggregate_per_version() {
     v3["operation"] = json!("concatenateItems");
     assert_eq!(ok(ITEM_LISTS, 3.0, v3, input.clone()), [json!({ "b": [2] })]);
     assert_eq!(err(ITEM_LISTS, 3.0, json!({ "operation": "aggregateItems" }), input), "Operation 'aggregateItems' is not recognized");
+}
+
+/// Runs node "N" after a Code node that emits `items` (JSON with binaries) and returns
+/// N's first output as `(json, binary)` pairs.
+fn with_binaries(ty: &str, version: f64, params: Value, items: Value) -> Vec<(Value, Value)> {
+    let code = format!("return {items};");
+    let wf = json!({
+        "id": "wf-1",
+        "nodes": [
+            node("Trigger", "n8n-nodes-base.manualTrigger", 1.0, json!({})),
+            node("Make", "n8n-nodes-base.code", 2.0, json!({ "jsCode": code })),
+            node("N", ty, version, params),
+        ],
+        "connections": {
+            "Trigger": { "main": [[{ "node": "Make", "type": "main", "index": 0 }]] },
+            "Make": { "main": [[{ "node": "N", "type": "main", "index": 0 }]] },
+        },
+        "settings": { "executionOrder": "v1" },
+    });
+    let st = execute(&wf, Host::default());
+    assert_eq!(st.status, ExecutionStatus::Success, "{:?}", st.error);
+    let out = st.run_data.get("N").and_then(|r| r.last()).and_then(|t| t.output(0)).map(|i| i.to_vec()).unwrap_or_default();
+    out.iter().map(|i| (Value::clone(&i.json), i.binary.as_deref().cloned().unwrap_or(Value::Null))).collect()
+}
+
+#[test]
+fn item_lists_3_aggregate_with_binaries() {
+    // n8n's ItemLists/V3/actions/itemList/concatenateItems.operation.ts (commit 8d732a59d50e):
+    // `includeBinaries` adds the binaries of the items the output pairs with (addBinariesToItem:
+    // a repeated key gets `_1`, `_2`…); `keepOnlyUnique` keeps one per mime type, file type,
+    // size and extension
+    let text = |name: &str, body: &str| {
+        json!({ "data": B64.encode(body), "mimeType": "text/plain", "fileType": "text", "fileName": name, "fileExtension": "txt", "fileSize": format!("{} B", body.len()) })
+    };
+    let png = json!({ "data": "iVBO", "mimeType": "image/png", "fileType": "image", "fileName": "p.png", "fileExtension": "png", "fileSize": "3 B" });
+    let input = json!([
+        { "json": { "n": "a", "keep": 1 }, "binary": { "file": text("a.txt", "same") } },
+        { "json": { "n": "b", "keep": 2 }, "binary": { "file": text("b.txt", "also"), "other": png } },
+        { "json": { "n": "c" }, "binary": { "file": text("c.txt", "different") } },
+    ]);
+    let fields = json!({ "operation": "concatenateItems", "fieldsToAggregate": { "fieldToAggregate": [{ "fieldToAggregate": "n" }] } });
+    let names = |bin: &Value| -> Vec<(String, Value)> { bin.as_object().into_iter().flatten().map(|(k, v)| (k.clone(), v["fileName"].clone())).collect() };
+    let pairs = |list: &[(&str, &str)]| -> Vec<(String, Value)> { list.iter().map(|(k, f)| (k.to_string(), json!(f))).collect() };
+
+    // without the option: no binaries
+    let out = with_binaries(ITEM_LISTS, 3.0, fields.clone(), input.clone());
+    assert_eq!(out, [(json!({ "n": ["a", "b", "c"] }), Value::Null)]);
+    // every binary, repeated keys suffixed
+    let mut with = fields.clone();
+    with["options"] = json!({ "includeBinaries": true });
+    let out = with_binaries(ITEM_LISTS, 3.1, with.clone(), input.clone());
+    assert_eq!(out[0].0, json!({ "n": ["a", "b", "c"] }));
+    assert_eq!(names(&out[0].1), pairs(&[("file", "a.txt"), ("file_1", "b.txt"), ("other", "p.png"), ("file_2", "c.txt")]));
+    assert_eq!(out[0].1["file"], text("a.txt", "same"), "binaries are copied whole");
+    // unique: b.txt has a.txt's type, size and extension
+    with["options"]["keepOnlyUnique"] = json!(true);
+    let out = with_binaries(ITEM_LISTS, 3.0, with, input.clone());
+    assert_eq!(names(&out[0].1), pairs(&[("file", "a.txt"), ("other", "p.png"), ("file_1", "c.txt")]));
+    // all item data: only the items kept in the list give their binaries (c has no `keep`)
+    let all = json!({ "operation": "concatenateItems", "aggregate": "aggregateAllItemData", "include": "specifiedFields", "fieldsToInclude": "keep", "options": { "includeBinaries": true } });
+    let out = with_binaries(ITEM_LISTS, 3.1, all, input.clone());
+    assert_eq!(out[0].0, json!({ "data": [{ "keep": 1 }, { "keep": 2 }] }));
+    assert_eq!(names(&out[0].1), pairs(&[("file", "a.txt"), ("file_1", "b.txt"), ("other", "p.png")]));
+    // the Aggregate node shares the code, ungrouped and grouped (each group its members')
+    let all = json!({ "aggregate": "aggregateAllItemData", "include": "specifiedFields", "fieldsToInclude": "keep", "options": { "includeBinaries": true } });
+    assert_eq!(names(&with_binaries(AGGREGATE, 1.0, all, input.clone())[0].1), pairs(&[("file", "a.txt"), ("file_1", "b.txt"), ("other", "p.png")]));
+    let grouped = json!({ "fieldsToAggregate": { "fieldToAggregate": [{ "fieldToAggregate": "n" }] }, "options": { "groupByFields": "keep", "includeBinaries": true } });
+    let out = with_binaries(AGGREGATE, 1.0, grouped, input);
+    assert_eq!(out.iter().map(|(_, b)| names(b)).collect::<Vec<_>>(), [pairs(&[("file", "a.txt")]), pairs(&[("file", "b.txt"), ("other", "p.png")]), pairs(&[("file", "c.txt")])]);
 }
 
 #[test]

@@ -573,6 +573,161 @@ fn n8n_compression_workflow() {
     assert_eq!((text.as_slice(), entry["fileName"].as_str(), entry["mimeType"].as_str()), (&b"Lorem ipsum dolor sit amet"[..], Some("lorem.txt"), Some("text/plain")));
 }
 
+/// The (name, mode, contents) of every entry of a tar archive, read with the `tar` crate
+/// (gunzipped first when `gz`).
+fn tar_entries(bytes: &[u8], gz: bool) -> Vec<(String, u32, Vec<u8>)> {
+    use std::io::Read;
+    let reader: Box<dyn Read + '_> = if gz { Box::new(flate2::read::GzDecoder::new(bytes)) } else { Box::new(bytes) };
+    let mut archive = tar::Archive::new(reader);
+    let mut out = vec![];
+    for entry in archive.entries().expect("a tar archive") {
+        let mut entry = entry.expect("an entry");
+        assert_eq!(entry.header().entry_type(), tar::EntryType::Regular);
+        let name = String::from_utf8_lossy(&entry.path_bytes()).into_owned();
+        let mode = entry.header().mode().expect("mode");
+        let mut data = vec![];
+        entry.read_to_end(&mut data).expect("entry data");
+        out.push((name, mode, data));
+    }
+    out
+}
+
+/// Trigger → a Code node emitting one item with the binary fields `binary`.
+fn with_files(binary: Value) -> Vec<Value> {
+    vec![node("Trigger", "manualTrigger", 1.0, json!({})), node("Make", "code", 2.0, json!({ "jsCode": format!("return [{{ json: {{}}, binary: {binary} }}];") }))]
+}
+
+fn with_file(entry: Value) -> Vec<Value> {
+    with_files(json!({ "data": entry }))
+}
+
+fn text_file(prop: &str, name: &str) -> Value {
+    node(prop, "convertToFile", 1.1, json!({ "operation": "toText", "sourceProperty": prop, "binaryPropertyName": prop, "options": { "fileName": name } }))
+}
+
+#[test]
+fn tar_and_targz_archives() {
+    // n8n's Compression.node.ts (commit e8e9010d370f): tar / targz bundle every input
+    // field's file under its file name (createTar: regular files, mode 0644) into
+    // `binaryPropertyOutput`, named `fileName`, typed as prepareBinaryData does
+    let mut nodes = with_files(json!({
+        "a": { "data": B64.encode("first file"), "mimeType": "text/plain", "fileName": "a.txt", "fileExtension": "txt" },
+        "b": { "data": B64.encode("# second"), "mimeType": "text/markdown", "fileName": "notes.md", "fileExtension": "md" },
+    }));
+    nodes.push(node("Tar", "compression", 1.1, json!({ "operation": "compress", "binaryPropertyName": "a, b", "outputFormat": "tar", "fileName": "bundle.tar", "binaryPropertyOutput": "archive" })));
+    nodes.push(node("Untar", "compression", 1.1, json!({ "operation": "decompress", "binaryPropertyName": "archive" })));
+    let st = run_with(nodes, vec![], Host::default());
+    assert_eq!(st.status, ExecutionStatus::Success, "{:?}", st.error);
+    let tar_item = items(&st, "Tar").remove(0);
+    let fields: Vec<&String> = tar_item.binary.as_ref().and_then(|b| b.as_object()).map(|m| m.keys().collect()).unwrap_or_default();
+    assert_eq!(fields, ["archive"], "only the archive, as n8n's output item");
+    let (tar, entry) = file(&st, "Tar", "archive");
+    // two 512-byte headers, two data blocks, the two zero blocks that end an archive
+    assert_eq!(tar.len(), 3072);
+    assert_eq!(
+        tar_entries(&tar, false),
+        vec![("a.txt".to_string(), 0o644, b"first file".to_vec()), ("notes.md".to_string(), 0o644, b"# second".to_vec())]
+    );
+    assert_eq!(
+        (entry["fileName"].as_str(), entry["fileExtension"].as_str(), entry["mimeType"].as_str()),
+        (Some("bundle.tar"), Some("tar"), Some("application/x-tar"))
+    );
+    assert_eq!(entry["fileSize"], "3.07 kB");
+    // decompress reads it back: file_0, file_1 in archive order, typed by name
+    let (data, e0) = file(&st, "Untar", "file_0");
+    assert_eq!((data.as_slice(), e0["fileName"].as_str(), e0["mimeType"].as_str()), (&b"first file"[..], Some("a.txt"), Some("text/plain")));
+    let (data, e1) = file(&st, "Untar", "file_1");
+    assert_eq!((data.as_slice(), e1["fileName"].as_str(), e1["fileExtension"].as_str()), (&b"# second"[..], Some("notes.md"), Some("md")));
+
+    // targz: the tar gzip-compressed; `.tar.gz` (extension `gz`) and `.tgz` unpack as tar
+    for name in ["bundle.tar.gz", "bundle.tgz"] {
+        let mut nodes = start(json!([{ "a": "zipped text" }]));
+        nodes.push(text_file("a", "a.txt"));
+        nodes.push(node("Tgz", "compression", 1.1, json!({ "operation": "compress", "binaryPropertyName": "a", "outputFormat": "targz", "fileName": name })));
+        nodes.push(node("Untgz", "compression", 1.1, json!({ "operation": "decompress", "outputPrefix": "out_" })));
+        let st = run_with(nodes, vec![], Host::default());
+        assert_eq!(st.status, ExecutionStatus::Success, "{name}: {:?}", st.error);
+        let (tgz, entry) = file(&st, "Tgz", "data");
+        assert_eq!(&tgz[..2], &[0x1f, 0x8b], "gzip magic");
+        assert_eq!(tar_entries(&tgz, true), vec![("a.txt".to_string(), 0o644, b"zipped text".to_vec())]);
+        let ext = name.rsplit('.').next().unwrap_or("");
+        assert_eq!(
+            (entry["fileName"].as_str(), entry["fileExtension"].as_str(), entry["mimeType"].as_str()),
+            (Some(name), Some(ext), Some("application/gzip"))
+        );
+        let (data, out) = file(&st, "Untgz", "out_0");
+        assert_eq!((data.as_slice(), out["fileName"].as_str()), (&b"zipped text"[..], Some("a.txt")));
+    }
+
+    // no file name: typed by content (file-type's tar / gz), no name
+    for (format, ext, mime) in [("tar", "tar", "application/x-tar"), ("targz", "gz", "application/gzip")] {
+        let mut nodes = start(json!([{ "a": "x" }]));
+        nodes.push(text_file("a", "a.txt"));
+        nodes.push(node("Pack", "compression", 1.1, json!({ "operation": "compress", "binaryPropertyName": "a", "outputFormat": format })));
+        let entry = file(&run_with(nodes, vec![], Host::default()), "Pack", "data").1;
+        assert_eq!((entry["fileExtension"].as_str(), entry["mimeType"].as_str(), entry.get("fileName")), (Some(ext), Some(mime), None), "{format}");
+    }
+
+    // v1 offers tar too, its file name and field read from the first item only; v1.1 per item
+    for (version, names) in [(1.0, ["one.tar", "one.tar"]), (1.1, ["one.tar", "two.tar"])] {
+        let mut nodes = start(json!([{ "a": "1", "n": "one" }, { "a": "2", "n": "two" }]));
+        nodes.push(text_file("a", "a.txt"));
+        nodes.push(node("Tar", "compression", version, json!({ "operation": "compress", "binaryPropertyName": "a", "outputFormat": "tar", "fileName": "={{ $('Data').item.json.n }}.tar" })));
+        let st = run_with(nodes, vec![], Host::default());
+        assert_eq!(st.status, ExecutionStatus::Success, "{:?}", st.error);
+        let got: Vec<Value> = items(&st, "Tar").iter().map(|i| i.binary.as_ref().map(|b| b["data"]["fileName"].clone()).unwrap_or_default()).collect();
+        assert_eq!(got, names.map(Value::from), "v{version}");
+    }
+}
+
+#[test]
+fn untar_keeps_regular_files_inside_the_archive() {
+    // n8n's BoundedUntar: regular files only; absolute names, names above the root and
+    // unsafe object keys skipped; a file in a folder keeps its folder as `directory`
+    let mut b = tar::Builder::new(Vec::new());
+    let mut add = |name: &[u8], kind: tar::EntryType, data: &[u8]| {
+        let mut h = tar::Header::new_ustar();
+        // raw names: the tar crate refuses to write `..` and absolute paths itself
+        h.as_old_mut().name[..name.len()].copy_from_slice(name);
+        h.set_entry_type(kind);
+        h.set_size(data.len() as u64);
+        h.set_mode(0o644);
+        h.set_cksum();
+        b.append(&h, data).expect("append");
+    };
+    add(b"docs/", tar::EntryType::Directory, b"");
+    add(b"docs/readme.txt", tar::EntryType::Regular, b"read me");
+    add(b"link.txt", tar::EntryType::Symlink, b"");
+    add(b"../evil.txt", tar::EntryType::Regular, b"evil");
+    add(b"/etc/passwd", tar::EntryType::Regular, b"root");
+    add(b"a/../../up.txt", tar::EntryType::Regular, b"up");
+    add(b"__proto__", tar::EntryType::Regular, b"proto");
+    add(b"__MACOSX/._x", tar::EntryType::Regular, b"mac");
+    add(b"a/../fine.json", tar::EntryType::Regular, b"{}");
+    let tar = b.into_inner().expect("tar");
+    let entry = json!({ "data": B64.encode(&tar), "mimeType": "application/x-tar", "fileName": "in.tar", "fileExtension": "tar" });
+    let st = run_with(with_file(entry), vec![node("Untar", "compression", 1.1, json!({ "operation": "decompress" }))], Host::default());
+    assert_eq!(st.status, ExecutionStatus::Success, "{:?}", st.error);
+    let out = items(&st, "Untar").remove(0);
+    let bins = out.binary.as_ref().and_then(|b| b.as_object()).cloned().unwrap_or_default();
+    assert_eq!(bins.keys().collect::<Vec<_>>(), ["file_0", "file_1"]);
+    assert_eq!(
+        (bins["file_0"]["fileName"].as_str(), bins["file_0"]["directory"].as_str(), bins["file_0"]["mimeType"].as_str()),
+        (Some("readme.txt"), Some("docs"), Some("text/plain"))
+    );
+    assert_eq!(B64.decode(bins["file_0"]["data"].as_str().unwrap_or("")).ok(), Some(b"read me".to_vec()));
+    assert_eq!((bins["file_1"]["fileName"].as_str(), bins["file_1"]["directory"].as_str()), (Some("fine.json"), Some("a/..")));
+
+    // n8n refuses what it cannot unpack, and a file without an extension
+    let mut nodes = start(json!([{ "a": "plain" }]));
+    nodes.push(text_file("a", "a.txt"));
+    nodes.push(node("Bad", "compression", 1.1, json!({ "operation": "decompress", "binaryPropertyName": "a" })));
+    assert_eq!(error(&run_with(nodes, vec![], Host::default())), "Unsupported archive format \".txt\" for binary data a");
+    let bare = json!({ "data": B64.encode(b"plain"), "mimeType": "application/octet-stream", "fileName": "noext" });
+    let st = run_with(with_file(bare), vec![node("Bad", "compression", 1.1, json!({ "operation": "decompress" }))], Host::default());
+    assert_eq!(error(&st), "File extension not found for binary data data");
+}
+
 // ---- JWT / TOTP -------------------------------------------------------------------------
 
 struct Creds(Value);

@@ -237,6 +237,165 @@ fn respond_with_binary_sends_the_file_with_its_type() {
     assert_eq!(r.body_bytes(), b"%PDF-1");
 }
 
+/// Webhook → Data → Respond (`version`, `params`), whose output 0 feeds
+/// "Passed" and output 1 (the Response output) feeds "Sent".
+fn respond_branches(version: f64, params: Value, input: Value) -> Value {
+    let hook = node("Webhook", "n8n-nodes-base.webhook", 2.0, json!({"httpMethod": "POST", "path": "p", "responseMode": "responseNode"}));
+    let data = node("Data", "n8n-nodes-testing.testData", 1.0, json!({ "data": input }));
+    let respond = node("Respond", "n8n-nodes-base.respondToWebhook", version, params);
+    let passed = node("Passed", "n8n-nodes-base.noOp", 1.0, json!({}));
+    let sent = node("Sent", "n8n-nodes-base.noOp", 1.0, json!({}));
+    json!({
+        "nodes": [hook, data, respond, passed, sent],
+        "connections": {
+            "Webhook": {"main": [[{"node": "Data", "type": "main", "index": 0}]]},
+            "Data": {"main": [[{"node": "Respond", "type": "main", "index": 0}]]},
+            "Respond": {"main": [[{"node": "Passed", "type": "main", "index": 0}], [{"node": "Sent", "type": "main", "index": 0}]]}
+        },
+        "settings": {"executionOrder": "v1"}
+    })
+}
+
+fn output_of(st: &ExecutionState, node: &str, k: usize) -> Option<Vec<Value>> {
+    st.run_data.get(node).and_then(|r| r.last()).and_then(|t| t.output(k)).map(|i| i.iter().map(|i| Value::clone(&i.json)).collect())
+}
+
+/// n8n's Response output: always on 1.3, with `enableResponseOutput` from
+/// 1.4; one item `{response: {body, headers, statusCode}}` that the next
+/// node gets, while output 0 passes the input on and the caller is answered.
+#[test]
+fn respond_to_webhook_response_output_as_n8n_shapes_it() {
+    let items = json!([{"a": 1}, {"a": 2}]);
+    let answer = json!({
+        "respondWith": "json",
+        "responseBody": "={{ JSON.stringify({n: $json.a}) }}",
+        "options": {"responseCode": 201, "responseHeaders": {"entries": [{"name": "X-Trace", "value": "t1"}]}}
+    });
+    let expected = json!([{"response": {"body": {"n": 1}, "headers": {"x-trace": "t1"}, "statusCode": 201}}]);
+    let mut on = answer.clone();
+    on["enableResponseOutput"] = json!(true);
+    for (version, params) in [(1.3, answer.clone()), (1.4, on.clone()), (1.5, on.clone())] {
+        let st = run(&respond_branches(version, params, items.clone()), vec![Item::new(json!({}))], EngineSettings::default(), Host::default());
+        assert_eq!(st.status, ExecutionStatus::Success, "{version}: {:?}", st.error);
+        assert_eq!(output_of(&st, "Respond", 0), Some(vec![json!({"a": 1}), json!({"a": 2})]), "{version}");
+        assert_eq!(output_of(&st, "Respond", 1), expected.as_array().cloned(), "{version}");
+        assert_eq!(out(&st, "Sent"), expected.as_array().cloned().unwrap_or_default(), "{version}: the next node gets the response");
+        assert_eq!(out(&st, "Passed"), vec![json!({"a": 1}), json!({"a": 2})], "{version}");
+        // two items came in: n8n leaves the response item unpaired
+        let task = st.run_data["Respond"].last().unwrap();
+        assert_eq!(task.output(1).unwrap()[0].paired_item, None, "{version}");
+        let r: engine::webhook::HttpResponse = serde_json::from_value(st.webhook_response.clone().expect("answered")).unwrap();
+        assert_eq!((r.status, r.header("x-trace")), (201, Some("t1")), "{version}");
+    }
+    // 1.4 and 1.5 without the switch: one output, the answer as before
+    for version in [1.4, 1.5] {
+        let st = run(&respond_branches(version, answer.clone(), items.clone()), vec![Item::new(json!({}))], EngineSettings::default(), Host::default());
+        assert_eq!(st.status, ExecutionStatus::Success, "{version}: {:?}", st.error);
+        assert_eq!(output_of(&st, "Respond", 1), None, "{version}");
+        assert!(!st.run_data.contains_key("Sent"), "{version}");
+        assert_eq!(out(&st, "Passed").len(), 2);
+        assert!(st.webhook_response.is_some(), "{version}");
+    }
+    // no body: the key is absent; a redirect's code
+    let redirect = json!({"enableResponseOutput": true, "respondWith": "redirect", "redirectURL": "https://example.com/next"});
+    let st = run(&respond_branches(1.4, redirect, json!([{"a": 1}])), vec![Item::new(json!({}))], EngineSettings::default(), Host::default());
+    assert_eq!(out(&st, "Sent"), vec![json!({"response": {"headers": {"location": "https://example.com/next"}, "statusCode": 307}})]);
+    // one item came in: the response item pairs with it
+    assert_eq!(st.run_data["Respond"].last().unwrap().output(1).unwrap()[0].paired_item, Some(engine::data::PairedItem::Index(0)));
+    let text = json!({"enableResponseOutput": true, "respondWith": "text", "responseBody": "=done {{ $json.a }}"});
+    let st = run(&respond_branches(1.5, text, json!([{"a": 1}])), vec![Item::new(json!({}))], EngineSettings::default(), Host::default());
+    assert_eq!(out(&st, "Sent"), vec![json!({"response": {"body": "done 1", "headers": {}, "statusCode": 200}})]);
+}
+
+/// A file in the Response output is n8n's serialized `Buffer`, its length a number.
+#[test]
+fn respond_to_webhook_response_output_of_a_file() {
+    let hook = node("Webhook", "n8n-nodes-base.webhook", 2.0, json!({"httpMethod": "POST", "path": "p", "responseMode": "responseNode"}));
+    let respond = node("Respond", "n8n-nodes-base.respondToWebhook", 1.4, json!({"respondWith": "binary", "enableResponseOutput": true}));
+    let mut wf = chain(vec![hook, respond]);
+    wf["nodes"].as_array_mut().unwrap().push(node("Sent", "n8n-nodes-base.noOp", 1.0, json!({})));
+    wf["connections"]["Respond"] = json!({"main": [[], [{"node": "Sent", "type": "main", "index": 0}]]});
+    let mut item = Item::new(json!({}));
+    item.binary = Some(json!({"file": engine::webhook::binary_data(b"%PDF-1", Some("a.pdf"), "application/pdf")}).into());
+    let st = run(&wf, vec![item], EngineSettings::default(), Host::default());
+    assert_eq!(st.status, ExecutionStatus::Success, "{:?}", st.error);
+    let bytes: Vec<Value> = b"%PDF-1".iter().map(|b| json!(b)).collect();
+    assert_eq!(
+        out(&st, "Sent"),
+        vec![json!({"response": {"body": {"type": "Buffer", "data": bytes}, "headers": {"content-length": 6, "content-type": "application/pdf"}, "statusCode": 200}})]
+    );
+    let r: engine::webhook::HttpResponse = serde_json::from_value(st.webhook_response.unwrap()).unwrap();
+    assert_eq!(r.body_bytes(), b"%PDF-1");
+}
+
+/// Respond to Webhook in a run whose caller waits for a stream (the trigger
+/// answers `streaming`): the chunks it sends, and whether it answers.
+fn respond_streaming(version: f64, params: Value) -> (Vec<engine::stream::StreamChunk>, ExecutionState) {
+    let hook = node("Webhook", "n8n-nodes-base.webhook", 2.1, json!({"httpMethod": "POST", "path": "p", "responseMode": "streaming"}));
+    let data = node("Data", "n8n-nodes-testing.testData", 1.0, json!({ "data": [{"a": 1}, {"a": 2}] }));
+    let mut respond = node("Respond", "n8n-nodes-base.respondToWebhook", version, params);
+    respond["credentials"] = json!({"jwtAuth": {"id": "c1", "name": "jwt"}});
+    let graph = Graph::from_json(&chain(vec![hook, data, respond])).unwrap();
+    let chunks = Arc::new(std::sync::Mutex::new(vec![]));
+    let sink = chunks.clone();
+    let stream = engine::stream::StreamHook::new(move |c| sink.lock().unwrap().push(c));
+    let opts = RunOptions { trigger_items: Some(vec![Item::new(json!({}))]), execution_id: Some("exec-1".into()), stream: Some(stream), ..RunOptions::default() };
+    let host = Host { credentials: Some(Arc::new(Creds)), ..Host::default() };
+    let (st, _) = Engine::new(EngineSettings::default(), host).run(&graph, opts).unwrap();
+    assert_eq!(st.status, ExecutionStatus::Success, "{:?}", st.error);
+    let got = chunks.lock().unwrap().clone();
+    (got, st)
+}
+
+/// (type, itemIndex, content) of each chunk.
+fn chunk_list(chunks: &[engine::stream::StreamChunk]) -> Vec<(String, usize, Option<String>)> {
+    chunks.iter().map(|c| (serde_json::to_value(c.kind).unwrap().as_str().unwrap().to_owned(), c.metadata.item_index, c.content.clone())).collect()
+}
+
+fn triple(i: usize, content: &str) -> Vec<(String, usize, Option<String>)> {
+    vec![("begin".into(), i, None), ("item".into(), i, Some(content.into())), ("end".into(), i, None)]
+}
+
+/// 1.5 streams the answer (begin/item/end) instead of sending it, unless
+/// `enableStreaming` is off; earlier versions answer; a file always answers;
+/// all incoming items go out as chunks in any version (as n8n sends them).
+#[test]
+fn respond_to_webhook_1_5_streams_its_answer_to_a_streaming_caller() {
+    let (chunks, st) = respond_streaming(1.5, json!({"respondWith": "json", "responseBody": "{\"ok\": true, \"n\": 2}"}));
+    assert_eq!(chunk_list(&chunks), triple(0, r#"{"ok":true,"n":2}"#));
+    assert_eq!(chunks[1].metadata.node_name, "Respond");
+    assert!(chunks[1].metadata.timestamp.is_some());
+    assert_eq!(st.webhook_response, None, "streamed, not sent");
+    let (chunks, st) = respond_streaming(1.5, json!({"respondWith": "text", "responseBody": "=hi {{ $json.a }}"}));
+    assert_eq!((chunk_list(&chunks), st.webhook_response), (triple(0, "hi 1"), None));
+    // the first item as it is: responseKey shapes only the sent answer
+    let (chunks, _) = respond_streaming(1.5, json!({"respondWith": "firstIncomingItem", "options": {"responseKey": "data"}}));
+    assert_eq!(chunk_list(&chunks), triple(0, r#"{"a":1}"#));
+    let (chunks, _) = respond_streaming(1.5, json!({"respondWith": "jwt", "payload": "{\"ok\": true}"}));
+    let token = chunks[1].content.clone().unwrap_or_default();
+    assert!(token.starts_with(r#"{"token":"ey"#), "{token}");
+    // a redirect streams nothing and is not sent either (n8n)
+    let (chunks, st) = respond_streaming(1.5, json!({"respondWith": "redirect", "redirectURL": "https://example.com"}));
+    assert!(chunks.is_empty() && st.webhook_response.is_none());
+    let all = [triple(0, r#"{"a":1}"#), triple(1, r#"{"a":2}"#)].concat();
+    let (chunks, st) = respond_streaming(1.5, json!({"respondWith": "allIncomingItems"}));
+    assert_eq!((chunk_list(&chunks), st.webhook_response), (all.clone(), None));
+    // switched off, or before 1.5: answered, not streamed
+    let (chunks, st) = respond_streaming(1.5, json!({"respondWith": "json", "responseBody": "{}", "options": {"enableStreaming": false}}));
+    assert!(chunks.is_empty() && st.webhook_response.is_some());
+    let (chunks, st) = respond_streaming(1.4, json!({"respondWith": "json", "responseBody": "{}"}));
+    assert!(chunks.is_empty() && st.webhook_response.is_some());
+    let (chunks, st) = respond_streaming(1.4, json!({"respondWith": "allIncomingItems"}));
+    assert_eq!(chunk_list(&chunks), all);
+    assert!(st.webhook_response.is_some());
+    // with the response output on, it carries the answer that was streamed
+    let (_, st) = respond_streaming(1.5, json!({"respondWith": "text", "responseBody": "streamed", "enableResponseOutput": true}));
+    assert_eq!(output_of(&st, "Respond", 1), Some(vec![json!({"response": {"body": "streamed", "headers": {}, "statusCode": 200}})]));
+    // no streaming caller: 1.5 answers as before
+    let st = run(&respond_branches(1.5, json!({"respondWith": "json", "responseBody": "{}"}), json!([{"a": 1}])), vec![Item::new(json!({}))], EngineSettings::default(), Host::default());
+    assert!(st.webhook_response.is_some());
+}
+
 #[test]
 fn respond_to_webhook_without_a_webhook_fails_from_1_1() {
     let wf = chain(vec![
@@ -246,6 +405,20 @@ fn respond_to_webhook_without_a_webhook_fails_from_1_1() {
     let st = run(&wf, vec![Item::new(json!({}))], EngineSettings::default(), Host::default());
     assert_eq!(st.status, ExecutionStatus::Error);
     assert_eq!(st.error.unwrap().message, "No Webhook node found in the workflow");
+}
+
+/// n8n's list of what a Respond to Webhook may answer: a Chat Trigger
+/// (response mode "Using Respond to Webhook Node") is one.
+#[test]
+fn respond_to_webhook_answers_a_chat_trigger() {
+    let wf = chain(vec![
+        node("Chat", "@n8n/n8n-nodes-langchain.chatTrigger", 1.1, json!({"options": {"responseMode": "responseNode"}})),
+        node("Respond", "n8n-nodes-base.respondToWebhook", 1.5, json!({"respondWith": "text", "responseBody": "=echo {{ $json.chatInput }}"})),
+    ]);
+    let st = run(&wf, vec![Item::new(json!({"chatInput": "hi"}))], EngineSettings::default(), Host::default());
+    assert_eq!(st.status, ExecutionStatus::Success, "{:?}", st.error);
+    let r: engine::webhook::HttpResponse = serde_json::from_value(st.webhook_response.expect("answered")).unwrap();
+    assert_eq!(r.body, ResponseBody::Text { text: "echo hi".into() });
 }
 
 #[test]

@@ -509,7 +509,8 @@ fn check_connections(r: &mut Report, conns: Option<&Value>, nodes: &HashMap<Stri
             };
             if kind == "main" {
                 if let Some(d) = src_desc {
-                    let n = catalog::output_count(d, &src_params);
+                    let version = src_node.get("typeVersion").and_then(Value::as_f64).unwrap_or(1.0);
+                    let n = catalog::output_count(d, &src_params, version);
                     let used = outputs.iter().rposition(|o| o.as_array().is_some_and(|a| !a.is_empty())).map_or(0, |i| i + 1);
                     if used > n {
                         r.error("INVALID_CONNECTION", Category::Workflow, Some(src), None, format!("connects output {} but {} has {n} output(s)", used - 1, d.name));
@@ -724,6 +725,26 @@ mod tests {
         let creds: Vec<Finding> = r.warnings().into_iter().filter(|f| f.code == "MISSING_CREDENTIALS").collect();
         assert_eq!(creds.len(), 1, "{:?}", r.findings);
         assert_eq!((creds[0].category, creds[0].parameter_path.as_deref()), (Category::Credentials, Some("credentials.httpHeaderAuth")));
+    }
+
+    #[test]
+    fn respond_to_webhook_has_its_response_output_on_1_3_and_on_request_from_1_4() {
+        let outputs = |v: f64, params: Value| {
+            let w = wf(
+                json!([
+                    {"name": "Hook", "type": "n8n-nodes-base.webhook", "typeVersion": 2, "position": [0, 0], "parameters": {"path": "p", "responseMode": "responseNode"}},
+                    {"name": "Respond", "type": "n8n-nodes-base.respondToWebhook", "typeVersion": v, "position": [0, 0], "parameters": params},
+                    {"name": "Sent", "type": "n8n-nodes-base.noOp", "typeVersion": 1, "position": [0, 0]}
+                ]),
+                json!({"Hook": {"main": [[{"node": "Respond", "type": "main", "index": 0}]]}, "Respond": {"main": [[], [{"node": "Sent", "type": "main", "index": 0}]]}}),
+            );
+            !validate(&w).findings.iter().any(|f| f.code == "INVALID_CONNECTION")
+        };
+        assert!(outputs(1.3, json!({})));
+        assert!(outputs(1.4, json!({"enableResponseOutput": true})));
+        assert!(outputs(1.5, json!({"enableResponseOutput": true})));
+        assert!(!outputs(1.4, json!({})));
+        assert!(!outputs(1.2, json!({"enableResponseOutput": true})));
     }
 
     #[test]

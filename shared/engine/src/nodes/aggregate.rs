@@ -23,12 +23,14 @@ pub struct Flavor {
     pub require_fields: bool,
     /// Item Lists 1–2: include/exclude lists are `{fields: [{fieldName}]}` collections.
     pub field_collections: bool,
-    /// Aggregate: `options.groupByFields`, `includeBinaries`.
+    /// Aggregate: `options.groupByFields`.
     pub grouping: bool,
+    /// Aggregate and Item Lists 3.x: `options.includeBinaries` / `keepOnlyUnique`.
+    pub binaries: bool,
 }
 
 pub fn execute(ctx: &mut NodeContext<'_>) -> Result<NodeOutput> {
-    let items = concatenate(ctx, Flavor { require_fields: false, field_collections: false, grouping: true })?;
+    let items = concatenate(ctx, Flavor { require_fields: false, field_collections: false, grouping: true, binaries: true })?;
     Ok(NodeOutput::one(items))
 }
 
@@ -41,7 +43,7 @@ pub fn concatenate(ctx: &mut NodeContext<'_>, flavor: Flavor) -> Result<Vec<Item
     let items = ctx.input(0);
     let mode = ctx.param_str("aggregate", 0, "aggregateIndividualFields")?;
     let group_by = if flavor.grouping { fields_list(ctx.param_opt("options.groupByFields", 0)?.as_ref(), "Group By Fields")? } else { vec![] };
-    let include_binaries = flavor.grouping && ctx.param_bool("options.includeBinaries", 0, false)?;
+    let include_binaries = flavor.binaries && ctx.param_bool("options.includeBinaries", 0, false)?;
     let unique_binaries = ctx.param_bool("options.keepOnlyUnique", 0, false)?;
 
     let individual = mode == "aggregateIndividualFields";
@@ -165,7 +167,10 @@ pub fn concatenate(ctx: &mut NodeContext<'_>, flavor: Flavor) -> Result<Vec<Item
             paired_item: Some(if group_by.is_empty() { paired_all_of(&paired) } else { paired_ref(members[0], 0) }),
         };
         if include_binaries {
-            add_binaries(&mut item, members.iter().map(|&i| &items[i]), unique_binaries);
+            // n8n takes the binaries of a group's members, or (ungrouped) of
+            // the items the output pairs with: all-item data drops emptied items
+            let from = if group_by.is_empty() { &paired } else { &members };
+            add_binaries(&mut item, from.iter().map(|&i| &items[i]), unique_binaries);
         }
         out.push(item);
     }

@@ -97,7 +97,8 @@ pub(crate) fn mime_for(ext: &str) -> &'static str {
         "svg" => "image/svg+xml",
         "pdf" => "application/pdf",
         "zip" => "application/zip",
-        "gz" | "gzip" => "application/gzip",
+        "gz" | "gzip" | "tgz" => "application/gzip",
+        "tar" => "application/x-tar",
         "xlsx" => "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
         "rtf" => "application/rtf",
         "js" => "text/javascript",
@@ -118,6 +119,7 @@ pub(crate) fn extension_for(mime: &str) -> Option<&'static str> {
         "text/html" => "html",
         "application/zip" => "zip",
         "application/gzip" => "gz",
+        "application/x-tar" => "tar",
         _ => return None,
     })
 }

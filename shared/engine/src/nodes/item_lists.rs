@@ -15,8 +15,8 @@ pub fn execute(ctx: &mut NodeContext<'_>) -> Result<NodeOutput> {
     let items = match operation.as_str() {
         "splitOutItems" if v >= 2.2 => split_out::split_out(ctx, false, v < 3.0)?,
         "splitOutItems" => split_out::split_out_legacy(ctx)?,
-        "aggregateItems" if v < 3.0 => concatenate(ctx, Flavor { require_fields: v < 2.1, field_collections: true, grouping: false })?,
-        "concatenateItems" if v >= 3.0 => concatenate(ctx, Flavor { require_fields: false, field_collections: false, grouping: false })?,
+        "aggregateItems" if v < 3.0 => concatenate(ctx, Flavor { require_fields: v < 2.1, field_collections: true, grouping: false, binaries: false })?,
+        "concatenateItems" if v >= 3.0 => concatenate(ctx, Flavor { require_fields: false, field_collections: false, grouping: false, binaries: true })?,
         "removeDuplicates" => remove_input_duplicates(ctx, Rules { null_ok: false, type_order: v >= 3.1, field_collections: v < 3.0 })?,
         "sort" => sort::sort(ctx)?,
         "limit" => return Ok(NodeOutput::Data(vec![limit::limit(ctx)?])),

@@ -35,14 +35,11 @@ const fn set(node_type: &'static str, path: &'static str, what: &'static str) ->
 const FORM: &str = "n8n-nodes-base.formTrigger";
 const WAIT: &str = "n8n-nodes-base.wait";
 const WEBHOOK: &str = "n8n-nodes-base.webhook";
-const RESPOND: &str = "n8n-nodes-base.respondToWebhook";
 const SCHEDULE: &str = "n8n-nodes-base.scheduleTrigger";
 const HTTP: &str = "n8n-nodes-base.httpRequest";
 const EXTRACT: &str = "n8n-nodes-base.extractFromFile";
 const CONVERT: &str = "n8n-nodes-base.convertToFile";
-const COMPRESSION: &str = "n8n-nodes-base.compression";
 const CRYPTO: &str = "n8n-nodes-base.crypto";
-const ITEM_LISTS: &str = "n8n-nodes-base.itemLists";
 const SPREADSHEET: &str = "n8n-nodes-base.spreadsheetFile";
 
 const REFUSALS: &[Refusal] = &[
@@ -60,8 +57,6 @@ const REFUSALS: &[Refusal] = &[
     is(WEBHOOK, "authentication", &["n8nOAuth2", "n8nUserAuth"], "this authentication"),
     set(WEBHOOK, "options.onlyRunIf", "the option onlyRunIf"),
     set(WEBHOOK, "requireExecuteAccess", "requireExecuteAccess"),
-    set(RESPOND, "enableResponseOutput", "the response output (enableResponseOutput)"),
-    set(RESPOND, "options.enableStreaming", "streaming (option enableStreaming)"),
     set(SCHEDULE, "misfirePolicy", "misfirePolicy"),
     set(SCHEDULE, "misfireGraceSeconds", "misfireGraceSeconds"),
     set(SCHEDULE, "skipDurableScheduler", "skipDurableScheduler"),
@@ -75,10 +70,7 @@ const REFUSALS: &[Refusal] = &[
     set(SPREADSHEET, "options.readAsString", "the option readAsString"),
     set(CONVERT, "options.useWorkflowTimezone", "the iCal option useWorkflowTimezone"),
     set(CONVERT, "additionalFields.useWorkflowTimezone", "the iCal option useWorkflowTimezone"),
-    is(COMPRESSION, "outputFormat", &["tar", "targz"], "tar archives"),
     is(CRYPTO, "action", &["encrypt", "decrypt"], "encryption and decryption"),
-    set(ITEM_LISTS, "options.includeBinaries", "the option includeBinaries"),
-    set(ITEM_LISTS, "options.keepOnlyUnique", "the option keepOnlyUnique"),
 ];
 
 /// Why a node of `node_type` at `version` with `params` cannot run here, or
@@ -149,7 +141,7 @@ mod tests {
         assert!(refusal(FORM, 2.2, &fields).is_some_and(|m| m.starts_with("Not supported by this engine: default values of form fields")));
         assert_eq!(refusal(FORM, 2.2, &json!({ "formFields": { "values": [{ "fieldLabel": "a", "defaultValue": "" }] } })), None);
         // a false switch is the default, not a request
-        assert_eq!(refusal(RESPOND, 1.3, &json!({ "options": { "enableStreaming": false } })), None);
+        assert!(!matches(&Check::Set("options.enableStreaming"), &json!({ "options": { "enableStreaming": false } })));
         assert_eq!(refusal("n8n-nodes-base.start", 7.0, &json!({})), None);
         // Data table 1.1, its options and table resource run
         let table = json!({ "resource": "table", "operation": "create", "options": { "createIfNotExists": true, "dryRun": true, "optimizeBulk": true } });
