@@ -374,6 +374,29 @@ pub fn dry_run_pair(before: Option<Row>, after: Option<Row>) -> [Row; 2] {
     [before, after]
 }
 
+/// Writes that change or delete rows say which: an empty filter would be
+/// every row.
+fn needs_filter(filter: &Filter, write: &str) -> Result<(), StoreError> {
+    if filter.conditions.is_empty() {
+        return Err(StoreError::Invalid(format!("{write} needs a non-empty filter")));
+    }
+    Ok(())
+}
+
+fn check_update(filter: &Filter, values: &Map<String, Value>) -> Result<(), StoreError> {
+    needs_filter(filter, "update")?;
+    if values.is_empty() {
+        return Err(StoreError::Invalid("update needs at least one column value".into()));
+    }
+    Ok(())
+}
+
+/// `values` as `encode_values` stored them (dates in the stored form), by
+/// name: it keeps the order of `values`, so names pair with attributes.
+fn stored_values(values: &Map<String, Value>, encoded: &[(String, Option<AttributeValue>)]) -> Map<String, Value> {
+    values.keys().zip(encoded).map(|(name, (_, av))| (name.clone(), decode_value(av.as_ref()))).collect()
+}
+
 /// Each row before and after `set` (and a new `updatedAt`).
 fn updated_pairs(rows: Vec<Row>, set: &Map<String, Value>) -> Vec<Row> {
     let now = Value::String(db::now_iso());
@@ -1136,16 +1159,8 @@ impl DataTables {
         filter: &Filter,
         values: &Map<String, Value>,
     ) -> Result<Vec<Row>, StoreError> {
-        if filter.conditions.is_empty() {
-            return Err(StoreError::Invalid("update needs a non-empty filter".into()));
-        }
-        if values.is_empty() {
-            return Err(StoreError::Invalid("update needs at least one column value".into()));
-        }
-        let table = self.def(id).await?.table;
-        let compiled = compile(&table, Some(filter))?;
-        let encoded = encode_values(&table, values, None)?;
-        let matches: Vec<Row> = self.all_rows(&table).await?.into_iter().filter(|r| compiled.matches(r)).collect();
+        check_update(filter, values)?;
+        let (table, matches, encoded) = self.matching(id, filter, values).await?;
         self.update_matching(&table, matches, &encoded).await
     }
 
@@ -1158,14 +1173,9 @@ impl DataTables {
         filter: &Filter,
         values: &Map<String, Value>,
     ) -> Result<Vec<Row>, StoreError> {
-        if filter.conditions.is_empty() {
-            return Err(StoreError::Invalid("update needs a non-empty filter".into()));
-        }
-        if values.is_empty() {
-            return Err(StoreError::Invalid("update needs at least one column value".into()));
-        }
-        let (_, matches, set) = self.preview_matches(id, filter, values).await?;
-        Ok(updated_pairs(matches, &set))
+        check_update(filter, values)?;
+        let (_, matches, encoded) = self.matching(id, filter, values).await?;
+        Ok(updated_pairs(matches, &stored_values(values, &encoded)))
     }
 
     /// What `upsert` would do, written nowhere: the updated rows' pairs, or
@@ -1176,10 +1186,9 @@ impl DataTables {
         filter: &Filter,
         values: &Map<String, Value>,
     ) -> Result<Vec<Row>, StoreError> {
-        if filter.conditions.is_empty() {
-            return Err(StoreError::Invalid("upsert needs a non-empty filter".into()));
-        }
-        let (_, matches, set) = self.preview_matches(id, filter, values).await?;
+        needs_filter(filter, "upsert")?;
+        let (_, matches, encoded) = self.matching(id, filter, values).await?;
+        let set = stored_values(values, &encoded);
         if !matches.is_empty() {
             return Ok(updated_pairs(matches, &set));
         }
@@ -1195,28 +1204,25 @@ impl DataTables {
     /// What `delete_rows` would delete, deleting nothing: each row before and
     /// an all-null row after.
     pub async fn preview_delete(&self, id: &str, filter: &Filter) -> Result<Vec<Row>, StoreError> {
-        if filter.conditions.is_empty() {
-            return Err(StoreError::Invalid("delete needs a non-empty filter".into()));
-        }
-        let (_, matches, _) = self.preview_matches(id, filter, &Map::new()).await?;
+        needs_filter(filter, "delete")?;
+        let (_, matches, _) = self.matching(id, filter, &Map::new()).await?;
         Ok(matches.into_iter().flat_map(|r| dry_run_pair(Some(r), None)).collect())
     }
 
-    /// The rows a write would touch and its values as they would be stored
-    /// (checked and normalised as the write does: dates in the stored form).
-    async fn preview_matches(
+    /// The table, the rows of it a write with `filter` touches, and `values`
+    /// encoded as the write stores them (checked first: a bad filter or
+    /// value reads no row).
+    async fn matching(
         &self,
         id: &str,
         filter: &Filter,
         values: &Map<String, Value>,
-    ) -> Result<(DataTable, Vec<Row>, Map<String, Value>), StoreError> {
+    ) -> Result<(DataTable, Vec<Row>, Vec<(String, Option<AttributeValue>)>), StoreError> {
         let table = self.def(id).await?.table;
         let compiled = compile(&table, Some(filter))?;
         let encoded = encode_values(&table, values, None)?;
-        // `encode_values` keeps the order of `values`, so names pair with attributes.
-        let set = values.keys().zip(&encoded).map(|(name, (_, av))| (name.clone(), decode_value(av.as_ref()))).collect();
         let matches = self.all_rows(&table).await?.into_iter().filter(|r| compiled.matches(r)).collect();
-        Ok((table, matches, set))
+        Ok((table, matches, encoded))
     }
 
     /// Deletes every row of the table (the table and its columns stay);
@@ -1311,12 +1317,8 @@ impl DataTables {
 
     /// Deletes the rows matching a non-empty filter; returns them.
     pub async fn delete_rows(&self, id: &str, filter: &Filter) -> Result<Vec<Row>, StoreError> {
-        if filter.conditions.is_empty() {
-            return Err(StoreError::Invalid("delete needs a non-empty filter".into()));
-        }
-        let table = self.def(id).await?.table;
-        let compiled = compile(&table, Some(filter))?;
-        let doomed: Vec<Row> = self.all_rows(&table).await?.into_iter().filter(|r| compiled.matches(r)).collect();
+        needs_filter(filter, "delete")?;
+        let (_, doomed, _) = self.matching(id, filter, &Map::new()).await?;
         let reqs =
             doomed.iter().map(|r| db::delete_req(key(def_pk(id), row_sk(row_id(r))))).collect::<Result<Vec<_>, _>>()?;
         self.rows.batch_write(reqs).await?;
@@ -1331,13 +1333,8 @@ impl DataTables {
         filter: &Filter,
         values: &Map<String, Value>,
     ) -> Result<UpsertResult, StoreError> {
-        if filter.conditions.is_empty() {
-            return Err(StoreError::Invalid("upsert needs a non-empty filter".into()));
-        }
-        let table = self.def(id).await?.table;
-        let compiled = compile(&table, Some(filter))?;
-        let encoded = encode_values(&table, values, None)?;
-        let matches: Vec<Row> = self.all_rows(&table).await?.into_iter().filter(|r| compiled.matches(r)).collect();
+        needs_filter(filter, "upsert")?;
+        let (table, matches, encoded) = self.matching(id, filter, values).await?;
         if matches.is_empty() {
             let rows = self.insert_rows(id, std::slice::from_ref(values)).await?;
             return Ok(UpsertResult { inserted: true, rows });
