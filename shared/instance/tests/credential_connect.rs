@@ -100,14 +100,21 @@ async fn authorization_server(state: Arc<Mutex<As>>) -> String {
     format!("http://{addr}")
 }
 
+/// The test environment's config, with the local authorization server
+/// reachable (the SSRF policy refuses loopback otherwise).
+fn reaching_localhost(env: &TestEnv) -> store::Config {
+    let mut config = env.config.clone();
+    config.http_allowed_hosts = vec!["127.0.0.1".into()];
+    config.http_allow_private_network = true;
+    config
+}
+
 /// An instance as the credentials function builds it (the exchange and the
 /// runs go over the Runs queue), with the executor function serving that
 /// queue.
 async fn instance() -> Instance {
     let env = TestEnv::new().await;
-    let mut config = env.config.clone();
-    config.http_allowed_hosts = vec!["127.0.0.1".into()];
-    config.http_allow_private_network = true;
+    let config = reaching_localhost(&env);
     let inst = Instance::new(&env.clients, &config).await.unwrap();
     assert_eq!(inst.dispatch, Dispatch::Queue);
     serve_runs_queue(&env, &config);
@@ -265,9 +272,7 @@ async fn a_callback_no_executor_answers_is_unavailable_and_says_to_connect_again
     let state: Arc<Mutex<As>> = Arc::default();
     let base = authorization_server(state.clone()).await;
     let env = TestEnv::new().await;
-    let mut config = env.config.clone();
-    config.http_allowed_hosts = vec!["127.0.0.1".into()];
-    config.http_allow_private_network = true;
+    let config = reaching_localhost(&env);
     let mut inst = Instance::new(&env.clients, &config).await.unwrap();
     // nobody serves the Runs queue
     let settings = ExecutorSettings { job_wait: Duration::from_secs(1), ..ExecutorSettings::from_config(&config) };
@@ -293,9 +298,7 @@ async fn an_exchange_delivered_again_after_the_tokens_were_stored_finishes_the_c
     let state: Arc<Mutex<As>> = Arc::default();
     let base = authorization_server(state.clone()).await;
     let env = TestEnv::new().await;
-    let mut config = env.config.clone();
-    config.http_allowed_hosts = vec!["127.0.0.1".into()];
-    config.http_allow_private_network = true;
+    let config = reaching_localhost(&env);
     let inst = Instance::new(&env.clients, &config).await.unwrap();
     let executor = Executor::new(inst.data.clone(), env.clients.sqs.clone(), config.queue_url(QueueId::Runs).unwrap(), ExecutorSettings::from_config(&config));
     let sqs = env.clients.sqs.clone();
