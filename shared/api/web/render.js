@@ -76,9 +76,18 @@ function agentBody(run, node, ctx, isRoot) {
 
 function details(cls, key, ctx, summary, ...body) {
   const d = h('details', { class: cls, open: ctx.openKeys.has(key) });
-  d.addEventListener('toggle', () => { if (d.open) ctx.openKeys.add(key); else ctx.openKeys.delete(key); });
-  d.append(h('summary', null, summary), ...body.flat().filter(Boolean));
+  const head = h('summary', null, summary);
+  remember(d, head, (open) => { if (open) ctx.openKeys.add(key); else ctx.openKeys.delete(key); });
+  d.append(head, ...body.flat().filter(Boolean));
   return d;
+}
+
+// Records a person's open/close as they click (or press Enter on) the
+// summary: the `toggle` event comes a task later, and a render in between
+// would rebuild the element from the old state and undo the click.
+function remember(d, summary, record) {
+  summary.addEventListener('click', () => record(!d.open));
+  d.addEventListener('toggle', () => record(d.open));
 }
 
 function reasoning(text, key, ctx) {
@@ -140,13 +149,11 @@ function subagent(run, node, ctx) {
       on: { click: (e) => { e.preventDefault(); e.stopPropagation(); ctx.stopTask(node.taskId, e.currentTarget); } } })
     : null;
   const d = h('details', { class: `subagent status-${node.status}`, open, dataset: { agentId: node.agentId, taskId: node.taskId || '' } });
-  d.addEventListener('toggle', () => { if (d.open) ctx.openKeys.delete(`${key}:closed`); else ctx.openKeys.add(`${key}:closed`); });
-  d.append(
-    h('summary', null, h('span', { class: `agent-dot status-${node.status}`, attrs: { 'aria-hidden': 'true' } }),
-      h('span', { class: 'agent-head' }, h('span', { class: 'agent-kind', text: 'Background task' }), h('span', { class: 'agent-title', text: title })),
-      h('span', { class: `status-pill status-${node.status}`, text: statusWord }), stop),
-    h('div', { class: 'subagent-body' }, agentBody(run, node, ctx, false)),
-  );
+  const head = h('summary', null, h('span', { class: `agent-dot status-${node.status}`, attrs: { 'aria-hidden': 'true' } }),
+    h('span', { class: 'agent-head' }, h('span', { class: 'agent-kind', text: 'Background task' }), h('span', { class: 'agent-title', text: title })),
+    h('span', { class: `status-pill status-${node.status}`, text: statusWord }), stop);
+  remember(d, head, (isOpen) => { if (isOpen) ctx.openKeys.delete(`${key}:closed`); else ctx.openKeys.add(`${key}:closed`); });
+  d.append(head, h('div', { class: 'subagent-body' }, agentBody(run, node, ctx, false)));
   return d;
 }
 
