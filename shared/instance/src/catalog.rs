@@ -18,9 +18,7 @@ pub fn credential_types(d: &NodeDescription) -> Vec<String> {
 /// Number of main outputs the node has with these parameters.
 pub fn output_count(d: &NodeDescription, parameters: &Value, version: f64) -> usize {
     if d.name == "n8n-nodes-base.respondToWebhook" {
-        // the response output: always on 1.3, with enableResponseOutput from 1.4
-        let on = version == 1.3 || (version >= 1.4 && parameters.get("enableResponseOutput").and_then(Value::as_bool) == Some(true));
-        return if on { 2 } else { 1 };
+        return if engine::nodes::respond::response_output(version, parameters) { 2 } else { 1 };
     }
     if d.name == "n8n-nodes-base.switch" {
         let mode = parameters.get("mode").and_then(Value::as_str).unwrap_or("rules");

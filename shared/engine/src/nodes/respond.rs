@@ -52,8 +52,13 @@ pub fn execute(ctx: &mut NodeContext<'_>) -> Result<NodeOutput> {
 /// 1.3, with `enableResponseOutput` from 1.4. Read as set, not evaluated:
 /// the output count must not depend on the item (n8n's is a node setting).
 pub(crate) fn has_response_output(node: &crate::workflow::Node) -> bool {
-    let v = node.type_version;
-    v == 1.3 || (v >= 1.4 && node.parameters.get("enableResponseOutput").and_then(Value::as_bool) == Some(true))
+    response_output(node.type_version, &node.parameters)
+}
+
+/// [`has_response_output`] from a node's version and parameters (workflow
+/// validation reads them before any node is built).
+pub fn response_output(version: f64, parameters: &Value) -> bool {
+    version == 1.3 || (version >= 1.4 && parameters.get("enableResponseOutput").and_then(Value::as_bool) == Some(true))
 }
 
 /// The response as n8n's node returns it on its second output: the body
