@@ -785,12 +785,7 @@ impl DataTables {
         let q = query.map(str::to_lowercase).filter(|q| !q.is_empty());
         let mut all = Vec::new();
         for p in project_ids {
-            for item in self.defs.query_gsi(&format!("dts#{p}")).await? {
-                let t = db::from_item::<DefItem>(item)?.table;
-                if q.as_ref().is_none_or(|q| t.name.to_lowercase().contains(q.as_str())) {
-                    all.push(t);
-                }
-            }
+            all.extend(self.list_all(p).await?.into_iter().filter(|t| q.as_ref().is_none_or(|q| t.name.to_lowercase().contains(q.as_str()))));
         }
         all.sort_by_key(|a| a.name.to_lowercase());
         let count = all.len();
